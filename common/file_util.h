@@ -1,0 +1,75 @@
+// File utilities: every artifact is written under a temporary name and renamed
+// into place only when complete, so no half-written file ever sits under its
+// final name (design.md §9).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace dfx {
+
+// Reads a whole file. Errors name the path.
+Result<std::string> ReadFile(const std::filesystem::path& path);
+
+// Creates `dir` and its parents. Errors name the path.
+Status MakeDirs(const std::filesystem::path& dir);
+
+// Writes `data` to `path` via "<path>.tmp.<pid>" + rename. Creates parents.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data);
+
+// Streams a file under a temporary name; Commit() flushes, closes and renames
+// it to the final path. Destroying an uncommitted writer removes the temporary
+// file. Move-only; one thread at a time.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter() = default;
+  ~AtomicFileWriter();
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  // Opens "<final_path>.tmp.<pid>" for writing, creating parent directories.
+  Status Open(const std::filesystem::path& final_path);
+  Status Write(std::string_view data);
+  Status Commit();
+  // Removes the temporary file without renaming.
+  void Abort();
+  bool is_open() const { return file_ != nullptr; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  const std::filesystem::path& final_path() const { return final_path_; }
+  const std::filesystem::path& temp_path() const { return temp_path_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::filesystem::path final_path_;
+  std::filesystem::path temp_path_;
+  uint64_t bytes_written_ = 0;
+};
+
+// Streaming 64-bit checksum (XXH64, seed 0) of a byte stream.
+class Checksum64 {
+ public:
+  Checksum64();
+  ~Checksum64();
+  Checksum64(const Checksum64&) = delete;
+  Checksum64& operator=(const Checksum64&) = delete;
+  void Update(const void* data, size_t size);
+  uint64_t Digest() const;
+
+ private:
+  void* state_;
+};
+
+// Checksum of a whole file, streamed in blocks.
+Result<uint64_t> ChecksumFile(const std::filesystem::path& path);
+
+// 16 lower-case hex digits.
+std::string Hex64(uint64_t v);
+
+}  // namespace dfx

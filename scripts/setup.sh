@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages a fresh machine lacks. Idempotent; needs root
+# (or sudo) and Debian's package registry.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config ninja-build git
+      libgtest-dev libgmock-dev libbenchmark-dev
+      libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev graphviz)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
