@@ -57,9 +57,9 @@ struct SchedPhaseRecord {
   uint64_t end_cycles = 0;
   uint32_t loop_iter = 0;
   uint32_t tasks_processed = 0;
-  uint32_t pop_hit = 0;   // kDispatch only
-  uint32_t pop_miss = 0;  // kDispatch only
-  uint64_t task_id = 0;   // kDummyTask / kPredicatedSkip / kGraphPrepare only
+  uint32_t pop_hit = 0;                    // kDispatch only
+  uint32_t pop_miss = 0;                   // kDispatch only
+  uint64_t task_id = 0;                    // kDummyTask / kPredicatedSkip / kGraphPrepare only
   int16_t shared_at_start[3] = {0, 0, 0};  // ready-queue depths [AIC, AIV, MIX]
   int16_t shared_at_end[3] = {0, 0, 0};
 };
@@ -204,11 +204,11 @@ struct DumpArgMeta {
 };
 
 struct ArgsDumpOptions {
-  int level = 1;                          // 1 partial, 2 full, 3 hybrid
-  uint64_t arena_bytes = 128ull << 20;    // bounded dump buffer per run
-  uint64_t max_records = 0;               // 0 = from hint
-  double drain_bytes_per_sec = 0;         // host drain rate limit; 0 = disk speed
-  uint64_t drain_timeout_ms = 30000;      // producer park backstop
+  int level = 1;                        // 1 partial, 2 full, 3 hybrid
+  uint64_t arena_bytes = 128ull << 20;  // bounded dump buffer per run
+  uint64_t max_records = 0;             // 0 = from hint
+  double drain_bytes_per_sec = 0;       // host drain rate limit; 0 = disk speed
+  uint64_t drain_timeout_ms = 30000;    // producer park backstop
 };
 
 class ArgsDumpRecorder {
@@ -224,7 +224,8 @@ class ArgsDumpRecorder {
   // message names enable_dump_args=2 and suggests level 1 with tags.
   Status Capture(const DumpArgMeta& meta, std::span<const uint8_t> payload);
   // Stops the drain thread and writes args_dump.json (+ args.bin). No records
-  // -> no files. Safe to call after a failed Capture (writes what was drained).
+  // -> no files and NotFound (like the swimlane). Safe to call after a failed
+  // Capture (writes what was captured before it). Call once.
   Status Export();
 
  private:
@@ -238,33 +239,36 @@ class ArgsDumpRecorder {
 
 // The work one task really did on one core, from which counters are derived.
 struct PmuWork {
-  uint64_t total_cycles = 0;     // counting window, device cycles
-  uint64_t vec_cycles = 0;       // vector pipe busy
-  uint64_t cube_cycles = 0;      // cube pipe busy
-  uint64_t scalar_cycles = 0;    // scalar pipe busy
-  uint64_t mte1_cycles = 0;      // L1 -> L0 moves
-  uint64_t mte2_cycles = 0;      // GM -> UB/L1 moves
-  uint64_t mte3_cycles = 0;      // UB -> GM moves
-  uint64_t bytes_read_gm = 0;    // main memory
+  uint64_t total_cycles = 0;   // counting window, device cycles
+  uint64_t vec_cycles = 0;     // vector pipe busy
+  uint64_t cube_cycles = 0;    // cube pipe busy
+  uint64_t scalar_cycles = 0;  // scalar pipe busy
+  uint64_t mte1_cycles = 0;    // L1 -> L0 moves
+  uint64_t mte2_cycles = 0;    // GM -> UB/L1 moves
+  uint64_t mte3_cycles = 0;    // UB -> GM moves
+  uint64_t bytes_read_gm = 0;  // main memory
   uint64_t bytes_written_gm = 0;
   uint64_t bytes_read_ub = 0;
   uint64_t bytes_written_ub = 0;
   uint64_t bytes_read_l1 = 0;
   uint64_t bytes_written_l1 = 0;
-  uint64_t bytes_read_l0 = 0;     // L0A/L0B operand reads (cube)
-  uint64_t bytes_written_l0c = 0; // cube accumulator writes
-  uint64_t cube_fp_ops = 0;       // multiply-accumulates (fp)
+  uint64_t bytes_read_l0 = 0;      // L0A/L0B operand reads (cube)
+  uint64_t bytes_written_l0c = 0;  // cube accumulator writes
+  uint64_t cube_fp_ops = 0;        // multiply-accumulates (fp)
   uint64_t cube_int_ops = 0;
   uint64_t vec_fp32_ops = 0;
   uint64_t vec_fp16_ops = 0;
   uint64_t vec_int_ops = 0;
   uint64_t vec_misc_ops = 0;
-  uint64_t instructions = 0;      // approximate instruction count (icache requests)
+  uint64_t instructions = 0;  // approximate instruction count (icache requests)
 };
 
 class PmuRecorder {
  public:
-  // event_type one of 1,2,4,5,6,7,8; backend "a2a3" | "a5" picks the columns.
+  // event_type one of 1,2,4,5,6,7,8 (anything else warns and uses 2, as the
+  // reference does); layout.backend "a2a3" | "a5" picks the columns. One
+  // shard per layout.sched_threads. The derivation of every counter from
+  // PmuWork is documented in collectors/pmu/pmu_recorder.cc.
   PmuRecorder(int event_type, const ChipLayout& layout, const CapacityHint& hint);
   ~PmuRecorder();
   // AICPU thread `thread` that retired the task on `core_id` (per core).
@@ -344,6 +348,9 @@ class DfxCollectors {
   ScopeStatsRecorder* scope_stats() { return scope_stats_.get(); }
 
   // Exports every enabled artifact. `run_succeeded` false skips dep_gen.
+  // A collector with no data writes nothing (not an error); dep_gen refusing
+  // an incomplete graph is logged as the reference's warning, not an error.
+  // Returns the first real export error after trying all collectors.
   // Returns the paths written (relative to output_dir) in `written`.
   Status ExportAll(bool run_succeeded, std::vector<std::string>* written);
 

@@ -49,8 +49,8 @@ struct RunConfig {
   RingSizing rings;
 
   bool AnyDfx() const {
-    return enable_chip_swimlane > 0 || enable_dep_gen || enable_dump_args > 0 ||
-           enable_pmu > 0 || enable_scope_stats;
+    return enable_chip_swimlane > 0 || enable_dep_gen || enable_dump_args > 0 || enable_pmu > 0 ||
+           enable_scope_stats;
   }
   // Checks every field; messages name the field, the bad value and the allowed
   // range. Does not modify the config.

@@ -1,0 +1,342 @@
+// Args dump recorder and writer (artifacts.md §8).
+//
+// A real producer/consumer, as the reference's per-thread arena and host
+// collector: Capture copies the payload into a bounded circular arena; a drain
+// thread appends the arena's bytes, in order, to args.bin (under its temporary
+// name), optionally rate-limited to model the host collector's drain speed.
+// When the arena has no room, Capture parks until the drain frees enough, up
+// to drain_timeout_ms, then fails the dispatch with DeadlineExceeded.
+//
+// Because payload bytes enter the arena and leave it for args.bin in one FIFO
+// order, an entry's bin_offset is the arena's monotonic write position at
+// capture time (host collection order).
+//
+// Metadata entries live in a preallocated array; the arena is one allocation
+// made in the constructor. Capture never allocates.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collectors/internal/chunked_writer.h"
+#include "collectors/recorders.h"
+#include "common/file_util.h"
+#include "common/log.h"
+
+namespace dfx::collectors {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Entry {
+  DumpArgMeta meta;
+  uint64_t bin_offset = 0;
+  uint64_t bin_size = 0;
+  bool truncated = false;
+};
+
+const char* RoleName(DumpRole r) {
+  switch (r) {
+    case DumpRole::kInput:
+      return "input";
+    case DumpRole::kOutput:
+      return "output";
+    case DumpRole::kInout:
+      return "inout";
+  }
+  return "input";
+}
+
+const char* StageName(DumpStage s) {
+  return s == DumpStage::kBeforeDispatch ? "before_dispatch" : "after_completion";
+}
+
+// The scalar `value` of a manifest entry, per the reference writer's rules.
+void WriteScalarValue(internal::ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
+  if (dtype == "FLOAT32") {
+    uint32_t b32 = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &b32, sizeof f);
+    if (std::isnan(f)) {
+      w.Append("null");
+    } else if (std::isinf(f)) {
+      w.Append(f > 0 ? "\"$Inf\"" : "\"-$Inf\"");
+    } else {
+      // C++ default stream formatting: 6 significant digits (%g).
+      std::string s = fmt::format("{:g}", static_cast<double>(f));
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      w.Append(s);
+    }
+  } else if (dtype == "INT32") {
+    w.Format("{}", static_cast<int32_t>(static_cast<uint32_t>(bits)));
+  } else if (dtype == "UINT32") {
+    w.Format("{}", static_cast<uint32_t>(bits));
+  } else if (dtype == "INT64") {
+    w.Format("{}", static_cast<int64_t>(bits));
+  } else if (dtype == "BOOL") {
+    w.Append(bits != 0 ? "true" : "false");
+  } else {
+    w.Format("{}", bits);
+  }
+}
+
+std::string HumanBytes(uint64_t b) {
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / 1048576.0);
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+}  // namespace
+
+struct ArgsDumpRecorder::Impl {
+  ArgsDumpOptions options;
+  fs::path dir;  // <output_dir>/args_dump
+
+  std::vector<Entry> entries;
+  std::unique_ptr<uint8_t[]> arena;
+  uint64_t arena_size = 0;
+
+  std::mutex mu;
+  std::condition_variable space_cv;  // producers wait for room
+  std::condition_variable work_cv;   // the drain thread waits for bytes / stop
+  uint64_t num_entries = 0;          // guarded by mu
+  uint64_t write_pos = 0;            // monotonic bytes copied into the arena
+  uint64_t drained_pos = 0;          // monotonic bytes appended to args.bin
+  uint64_t truncated_args = 0;
+  uint64_t dropped_records = 0;
+  bool stop = false;
+  bool exported = false;
+
+  // Owned by the drain thread until it is joined.
+  AtomicFileWriter bin;
+  Status drain_status;
+  std::thread drain_thread;
+
+  void DrainLoop();
+  void StopDrain();
+};
+
+void ArgsDumpRecorder::Impl::DrainLoop() {
+  const double rate = options.drain_bytes_per_sec;
+  // Small chunks under a rate limit keep progress smooth (about 100 per second).
+  const uint64_t max_chunk =
+      rate > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(rate / 100), 1, 1 << 16) : 1 << 20;
+  const auto start = SteadyClock::now();
+  uint64_t drained_total = 0;
+  std::unique_lock<std::mutex> lock(mu);
+  while (true) {
+    work_cv.wait(lock, [&] { return stop || write_pos > drained_pos; });
+    if (write_pos == drained_pos) {
+      if (stop) break;
+      continue;
+    }
+    uint64_t offset = drained_pos % arena_size;
+    uint64_t n = std::min({write_pos - drained_pos, arena_size - offset, max_chunk});
+    lock.unlock();
+    // The producer never overwrites [drained_pos, write_pos), so this read races nothing.
+    if (drain_status.ok()) {
+      if (!bin.is_open()) drain_status = bin.Open(dir / "args.bin");
+      if (drain_status.ok()) {
+        drain_status =
+            bin.Write(std::string_view(reinterpret_cast<const char*>(arena.get() + offset), n));
+      }
+      if (!drain_status.ok()) DFX_LOG_ERROR("args dump: {}", drain_status.message());
+    }
+    drained_total += n;
+    lock.lock();
+    if (rate > 0 && !stop) {
+      // Model the host collector's drain speed: these bytes are gone only once
+      // the time they take at `rate` has passed. Stop lifts the limit (export
+      // writes the rest at disk speed).
+      auto due = start + std::chrono::duration_cast<SteadyClock::duration>(
+                             std::chrono::duration<double>(drained_total / rate));
+      work_cv.wait_until(lock, due, [&] { return stop; });
+    }
+    drained_pos += n;
+    space_cv.notify_all();
+  }
+}
+
+void ArgsDumpRecorder::Impl::StopDrain() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  work_cv.notify_all();
+  if (drain_thread.joinable()) drain_thread.join();
+}
+
+ArgsDumpRecorder::ArgsDumpRecorder(const ArgsDumpOptions& options, const CapacityHint& hint,
+                                   const fs::path& output_dir)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = options;
+  m.options.level = std::clamp(options.level, 1, 3);
+  m.dir = output_dir / "args_dump";
+  // INOUT args are captured at both stages.
+  uint64_t max_records = options.max_records > 0 ? options.max_records : 2 * hint.tensor_args + 256;
+  m.entries.resize(max_records);
+  m.arena_size = std::max<uint64_t>(options.arena_bytes, 64);
+  // Not value-initialised: untouched pages of a large arena cost nothing.
+  m.arena.reset(new uint8_t[m.arena_size]);
+  m.drain_thread = std::thread([&m] { m.DrainLoop(); });
+}
+
+ArgsDumpRecorder::~ArgsDumpRecorder() { impl_->StopDrain(); }
+
+int ArgsDumpRecorder::level() const { return impl_->options.level; }
+
+Status ArgsDumpRecorder::Capture(const DumpArgMeta& meta, std::span<const uint8_t> payload) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (m.stop || m.num_entries >= m.entries.size()) {
+    ++m.dropped_records;
+    return Status::Ok();
+  }
+  uint64_t size = payload.size();
+  bool truncated = false;
+  if (size > m.arena_size) {
+    size = m.arena_size / 2;
+    truncated = true;
+  }
+  uint64_t offset = 0;
+  if (size > 0) {
+    auto deadline = SteadyClock::now() + std::chrono::milliseconds(m.options.drain_timeout_ms);
+    bool room = m.space_cv.wait_until(lock, deadline, [&] {
+      return m.stop || m.arena_size - (m.write_pos - m.drained_pos) >= size;
+    });
+    if (!room || m.stop) {
+      ++m.dropped_records;
+      std::string msg = fmt::format(
+          "args dump could not drain: the dump arena ({}) stayed full for {} ms while the host "
+          "collector drained {}; task 0x{:016x} arg {} ({} payload) was not captured and the "
+          "dispatch fails. ",
+          HumanBytes(m.arena_size), m.options.drain_timeout_ms,
+          m.options.drain_bytes_per_sec > 0
+              ? "at " + HumanBytes(static_cast<uint64_t>(m.options.drain_bytes_per_sec)) + "/s"
+              : std::string("at disk speed"),
+          meta.task_id, meta.arg_index, HumanBytes(size));
+      if (m.options.level == 2) {
+        msg += "enable_dump_args=2 (full) dumps every binding of every task; ";
+      } else {
+        msg += fmt::format("enable_dump_args={} is on; ", m.options.level);
+      }
+      msg += "use enable_dump_args=1 (partial) and dump_tag only the tensors you need";
+      return DeadlineExceeded(msg);
+    }
+    offset = m.write_pos;
+    uint64_t at = offset % m.arena_size;
+    uint64_t first = std::min(size, m.arena_size - at);
+    std::memcpy(m.arena.get() + at, payload.data(), first);
+    if (first < size) std::memcpy(m.arena.get(), payload.data() + first, size - first);
+    m.write_pos += size;
+  }
+  if (truncated) {
+    if (m.truncated_args == 0) {
+      DFX_LOG_WARN("Args dump truncation detected. Increase the dump arena (arena_bytes).");
+    }
+    ++m.truncated_args;
+  }
+  Entry& e = m.entries[m.num_entries++];
+  e.meta = meta;
+  e.bin_offset = offset;
+  e.bin_size = size;
+  e.truncated = truncated;
+  lock.unlock();
+  if (size > 0) m.work_cv.notify_one();
+  return Status::Ok();
+}
+
+Status ArgsDumpRecorder::Export() {
+  Impl& m = *impl_;
+  m.StopDrain();
+  if (m.exported) return FailedPrecondition("args dump: Export() called twice");
+  m.exported = true;
+  if (m.dropped_records > 0 || m.truncated_args > 0) {
+    DFX_LOG_WARN("Args dump anomalies: truncated={}, dropped_records={}, overwritten=0",
+                 m.truncated_args, m.dropped_records);
+  }
+  if (m.num_entries == 0) {
+    m.bin.Abort();
+    DFX_LOG_WARN("No args dump data to export");
+    return NotFound("No args dump data to export (" + m.dir.string() + " not written)");
+  }
+  DFX_RETURN_IF_ERROR(m.drain_status);
+  const int level = m.options.level;
+  // Levels 1 and 2 always have args.bin once records exist (maybe empty); level 3
+  // only when some marked payload arrived.
+  if (!m.bin.is_open() && level != 3) DFX_RETURN_IF_ERROR(m.bin.Open(m.dir / "args.bin"));
+  const bool has_bin = m.bin.is_open();
+  if (has_bin) DFX_RETURN_IF_ERROR(m.bin.Commit());
+
+  std::vector<uint32_t> order(m.num_entries);
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const DumpArgMeta& x = m.entries[a].meta;
+    const DumpArgMeta& y = m.entries[b].meta;
+    if (x.task_id != y.task_id) return x.task_id < y.task_id;
+    if (x.stage != y.stage) return x.stage < y.stage;
+    if (x.arg_index != y.arg_index) return x.arg_index < y.arg_index;
+    return x.role < y.role;
+  });
+  uint64_t before = 0, after = 0, in = 0, out = 0, inout = 0, bytes = 0;
+  for (uint64_t i = 0; i < m.num_entries; ++i) {
+    const DumpArgMeta& x = m.entries[i].meta;
+    (x.stage == DumpStage::kBeforeDispatch ? before : after)++;
+    (x.role == DumpRole::kInput ? in : x.role == DumpRole::kOutput ? out : inout)++;
+    bytes += m.entries[i].bin_size;
+  }
+
+  internal::ChunkedWriter w;
+  DFX_RETURN_IF_ERROR(w.Open(m.dir / "args_dump.json"));
+  w.Format(
+      "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "
+      "\"byte_order\": \"little_endian\"}}, \"dump_args_level\": {}, \"total_args\": {}, "
+      "\"before_dispatch\": {}, \"after_completion\": {}, \"input_args\": {}, "
+      "\"output_args\": {}, \"inout_args\": {}, \"truncated_args\": {}, "
+      "\"dropped_records\": {}, \"dropped_overwrite\": 0, \"bin_file\": {},\n \"args\": [",
+      level, m.num_entries, before, after, in, out, inout, m.truncated_args, m.dropped_records,
+      has_bin ? "\"args.bin\"" : "null");
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Entry& e = m.entries[order[k]];
+    const DumpArgMeta& x = e.meta;
+    const bool scalar = x.kind == DumpKind::kScalar;
+    w.Format("{}\n  {{\"task_id\": \"0x{:016x}\", \"func_id\": [", k ? "," : "", x.task_id);
+    uint8_t fc = std::clamp<uint8_t>(x.func_count, 0, 3);
+    if (fc == 0) w.Append("-1");
+    for (uint8_t i = 0; i < fc; ++i) w.Format("{}{}", i ? ", " : "", x.func_ids[i]);
+    w.Format(
+        "], \"arg_index\": {}, \"role\": \"{}\", \"stage\": \"{}\", \"kind\": \"{}\", "
+        "\"dtype\": ",
+        x.arg_index, RoleName(x.role), StageName(x.stage), scalar ? "scalar" : "tensor");
+    std::string_view dtype = internal::FixedString(x.dtype);
+    w.String(dtype.empty() ? "UNKNOWN" : dtype);
+    if (scalar) {
+      w.Append(", \"value\": ");
+      WriteScalarValue(w, dtype, x.scalar_bits);
+    }
+    w.Format(", \"is_contiguous\": {}, \"shape\": [", x.is_contiguous ? "true" : "false");
+    const uint8_t nd = scalar ? 0 : std::min<uint8_t>(x.ndims, kMaxDims);
+    int64_t numel = 1;
+    for (uint8_t i = 0; i < nd; ++i) {
+      w.Format("{}{}", i ? ", " : "", x.shape[i]);
+      numel *= x.shape[i];
+    }
+    w.Append("], \"strides\": [");
+    for (uint8_t i = 0; i < nd; ++i) w.Format("{}{}", i ? ", " : "", x.strides[i]);
+    w.Format("], \"start_offset\": {}, \"numel\": {}", scalar ? 0 : x.start_offset, numel);
+    if (x.arg_index_ambiguous) w.Append(", \"arg_index_ambiguous\": true");
+    w.Format(", \"bin_offset\": {}, \"bin_size\": {}, \"truncated\": {}, \"overwritten\": false}}",
+             e.bin_size > 0 ? e.bin_offset : 0, e.bin_size, e.truncated ? "true" : "false");
+  }
+  w.Append("\n ]}\n");
+  DFX_RETURN_IF_ERROR(w.Commit());
+  DFX_LOG_INFO("Collected {} args, wrote {} to disk", m.num_entries, HumanBytes(bytes));
+  return Status::Ok();
+}
+
+}  // namespace dfx::collectors

@@ -1,0 +1,221 @@
+// dep_gen recorder and deps.json writer (artifacts.md §6).
+//
+// Storage is split so a submit costs what it carries, not the 4.6 KB worst
+// case: fixed task headers, one shared array of arg slots, one of edges, one
+// of tensors, all sized from the CapacityHint in the constructor. A submit is
+// stored whole or dropped whole (like the reference's atomically reserved
+// overflow chain); any drop makes Export refuse, because an incomplete graph
+// is never emitted.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "collectors/internal/chunked_writer.h"
+#include "collectors/recorders.h"
+#include "common/log.h"
+
+namespace dfx::collectors {
+namespace {
+
+struct TaskHeader {
+  uint64_t task_id;
+  int32_t kernel_ids[3];
+  int32_t block_num;
+  uint64_t first_arg;
+  uint8_t arg_count;
+  bool manual_scope;
+  bool early_dispatch;
+};
+
+void WriteDims(internal::ChunkedWriter& w, const uint32_t* v, uint8_t n) {
+  w.Append('[');
+  for (uint8_t i = 0; i < n && i < kMaxDims; ++i) w.Format("{}{}", i ? "," : "", v[i]);
+  w.Append(']');
+}
+
+const char* SourceName(EdgeSource s) {
+  switch (s) {
+    case EdgeSource::kExplicit:
+      return "explicit";
+    case EdgeSource::kCreator:
+      return "creator";
+    case EdgeSource::kTensormap:
+      return "tensormap";
+  }
+  return "tensormap";
+}
+
+const char* OverlapName(Overlap o) {
+  switch (o) {
+    case Overlap::kCovered:
+      return "covered";
+    case Overlap::kOther:
+      return "other";
+    case Overlap::kNoOverlap:
+      return "no_overlap";
+  }
+  return "other";
+}
+
+}  // namespace
+
+const char* ArgTypeName(ArgType t) {
+  switch (t) {
+    case ArgType::kInput:
+      return "INPUT";
+    case ArgType::kOutput:
+      return "OUTPUT";
+    case ArgType::kInout:
+      return "INOUT";
+    case ArgType::kOutputExisting:
+      return "OUTPUT_EXISTING";
+    case ArgType::kUnknown:
+      return "UNKNOWN";
+  }
+  return "UNKNOWN";
+}
+
+struct DepGenRecorder::Impl {
+  std::vector<TaskHeader> tasks;
+  std::vector<DepGenArg> args;
+  std::vector<DepGenEdgeRecord> edges;
+  std::vector<DepGenTensorRecord> tensors;
+  uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_tensors = 0;
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> total{0};
+};
+
+DepGenRecorder::DepGenRecorder(const CapacityHint& hint) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  uint64_t tasks = std::max<uint64_t>(hint.tasks, 64);
+  uint64_t args = std::max<uint64_t>(hint.tensor_args, 256);
+  // Without a bound from the program, each arg can bring a creator and a
+  // tensormap edge, and each task a few explicit ones.
+  uint64_t edges = hint.edges > 0 ? hint.edges : 2 * args + 4 * tasks;
+  m.tasks.resize(tasks);
+  m.args.resize(args);
+  m.edges.resize(std::max<uint64_t>(edges, 64));
+  m.tensors.resize(args + 64);
+}
+
+DepGenRecorder::~DepGenRecorder() = default;
+
+void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
+                                  std::span<const DepGenEdgeRecord> edges) {
+  Impl& m = *impl_;
+  m.total.fetch_add(1, std::memory_order_relaxed);
+  uint8_t argc = std::min<uint8_t>(task.arg_count, kMaxTensorArgs);
+  if (m.num_tasks >= m.tasks.size() || m.num_args + argc > m.args.size() ||
+      m.num_edges + edges.size() > m.edges.size()) {
+    m.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  TaskHeader& h = m.tasks[m.num_tasks++];
+  h.task_id = task.task_id;
+  std::copy(task.kernel_ids, task.kernel_ids + 3, h.kernel_ids);
+  h.block_num = task.block_num;
+  h.first_arg = m.num_args;
+  h.arg_count = argc;
+  h.manual_scope = task.manual_scope;
+  h.early_dispatch = task.early_dispatch;
+  std::copy(task.args, task.args + argc, m.args.begin() + static_cast<ptrdiff_t>(m.num_args));
+  m.num_args += argc;
+  std::copy(edges.begin(), edges.end(), m.edges.begin() + static_cast<ptrdiff_t>(m.num_edges));
+  m.num_edges += edges.size();
+}
+
+void DepGenRecorder::RecordTensor(const DepGenTensorRecord& tensor) {
+  Impl& m = *impl_;
+  if (m.num_tensors >= m.tensors.size()) {
+    m.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  m.tensors[m.num_tensors++] = tensor;
+}
+
+uint64_t DepGenRecorder::dropped_records() const {
+  return impl_->dropped.load(std::memory_order_relaxed);
+}
+
+Status DepGenRecorder::Export(const fs::path& path) const {
+  const Impl& m = *impl_;
+  uint64_t dropped = m.dropped.load();
+  if (dropped > 0) {
+    std::string msg = "dep_gen reconcile: " + std::to_string(dropped) +
+                      " records dropped on device side (collected=" + std::to_string(m.num_tasks) +
+                      ", total=" + std::to_string(m.total.load()) +
+                      ") — deps.json will NOT be emitted for this run (incomplete graph).";
+    DFX_LOG_WARN("{}", msg);
+    return FailedPrecondition(msg);
+  }
+
+  internal::ChunkedWriter w;
+  DFX_RETURN_IF_ERROR(w.Open(path));
+  w.Append("{\"tasks\":[");
+  for (uint64_t t = 0; t < m.num_tasks; ++t) {
+    const TaskHeader& h = m.tasks[t];
+    w.Format(
+        "{}{{\"task_id\":\"{}\",\"scope\":\"{}\",\"early_dispatch\":{},"
+        "\"kernel_ids\":[{},{},{}],\"block_num\":{},\"args\":[",
+        t ? "," : "", h.task_id, h.manual_scope ? "manual" : "auto",
+        h.early_dispatch ? "true" : "false", h.kernel_ids[0], h.kernel_ids[1], h.kernel_ids[2],
+        h.block_num);
+    for (uint8_t a = 0; a < h.arg_count; ++a) {
+      const DepGenArg& arg = m.args[h.first_arg + a];
+      w.Format("{}{{\"idx\":{},\"type\":\"{}\"", a ? "," : "", arg.idx, ArgTypeName(arg.type));
+      if (arg.has_tensor) {
+        const TensorView& v = arg.view;
+        w.Format(",\"tensor_id\":\"{}\",\"dtype\":", v.tensor_id);
+        w.String(internal::FixedString(v.dtype));
+        w.Append(",\"shape\":");
+        WriteDims(w, v.shape, v.ndims);
+        w.Format(",\"start_offset\":\"{}\",\"strides\":", v.start_offset);
+        WriteDims(w, v.strides, v.ndims);
+      }
+      w.Append('}');
+    }
+    w.Append("]}");
+  }
+  w.Append("],\"tensors\":[");
+  for (uint64_t i = 0; i < m.num_tensors; ++i) {
+    const DepGenTensorRecord& t = m.tensors[i];
+    w.Format("{}{{\"tensor_id\":\"{}\",\"buffer_addr\":\"{}\",\"version\":{},\"dtype\":",
+             i ? "," : "", t.tensor_id, t.buffer_addr, t.version);
+    w.String(internal::FixedString(t.dtype));
+    w.Format(",\"buffer_numel\":\"{}\"}}", t.buffer_numel);
+  }
+  w.Append("],\"edges\":[");
+  for (uint64_t i = 0; i < m.num_edges; ++i) {
+    const DepGenEdgeRecord& e = m.edges[i];
+    bool is_explicit = e.source == EdgeSource::kExplicit;
+    // Flags per source, as the reference replay writes them: the record cannot
+    // tell an explicit add_dep_wait() from a retaining dependency.
+    const char* flags = e.source == EdgeSource::kTensormap ? "[\"wait\"]" : "[\"wait\",\"retain\"]";
+    w.Format("{}{{\"pred\":\"{}\",\"succ\":\"{}\",\"arg\":{},\"source\":\"{}\",\"flags\":{}",
+             i ? "," : "", e.pred, e.succ, is_explicit ? -1 : e.arg, SourceName(e.source), flags);
+    if (e.source == EdgeSource::kTensormap) {
+      w.Format(",\"overlap\":\"{}\"", OverlapName(e.overlap));
+    }
+    if (!is_explicit) {
+      const TensorView& c = e.consumer;
+      w.Format(",\"tensor_id\":\"{}\",\"consumer_dtype\":", c.tensor_id);
+      w.String(internal::FixedString(c.dtype));
+      w.Append(",\"consumer_shape\":");
+      WriteDims(w, c.shape, c.ndims);
+      w.Format(",\"consumer_start_offset\":\"{}\",\"consumer_strides\":", c.start_offset);
+      WriteDims(w, c.strides, c.ndims);
+    }
+    if (e.source == EdgeSource::kTensormap) {
+      const TensorView& p = e.producer;
+      w.Append(",\"producer_shape\":");
+      WriteDims(w, p.shape, p.ndims);
+      w.Format(",\"producer_start_offset\":\"{}\",\"producer_strides\":", p.start_offset);
+      WriteDims(w, p.strides, p.ndims);
+    }
+    w.Append('}');
+  }
+  w.Append("]}\n");
+  return w.Commit();
+}
+
+}  // namespace dfx::collectors

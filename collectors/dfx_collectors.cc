@@ -1,0 +1,84 @@
+// DfxCollectors (the set armed for one dispatch) and the name map writer.
+#include "collectors/recorders.h"
+#include "collectors/run_config.h"
+#include "common/json.h"
+#include "common/log.h"
+
+namespace dfx::collectors {
+
+Status WriteNameMap(const fs::path& path, const NameMap& map) {
+  Json j = Json::object();
+  j["level"] = map.level;
+  j["orchestrator_name"] =
+      map.orchestrator_name.empty() ? Json(nullptr) : Json(map.orchestrator_name);
+  if (!map.callable_id_to_name.empty()) {
+    Json names = Json::object();
+    for (const auto& [id, name] : map.callable_id_to_name) names[std::to_string(id)] = name;
+    j["callable_id_to_name"] = std::move(names);
+  }
+  return WriteJsonFileAtomic(path, j, 2);
+}
+
+DfxCollectors::DfxCollectors(const RunConfig& config, const ChipLayout& layout,
+                             const CapacityHint& hint, const fs::path& output_dir,
+                             const ArgsDumpOptions& dump_options)
+    : output_dir_(output_dir) {
+  if (config.enable_chip_swimlane > 0) {
+    swimlane_ = std::make_unique<SwimlaneRecorder>(config.enable_chip_swimlane, layout, hint);
+  }
+  if (config.enable_dep_gen) dep_gen_ = std::make_unique<DepGenRecorder>(hint);
+  if (config.enable_dump_args > 0) {
+    ArgsDumpOptions options = dump_options;
+    options.level = config.enable_dump_args;
+    args_dump_ = std::make_unique<ArgsDumpRecorder>(options, hint, output_dir);
+  }
+  if (config.enable_pmu > 0) pmu_ = std::make_unique<PmuRecorder>(config.enable_pmu, layout, hint);
+  if (config.enable_scope_stats) scope_stats_ = std::make_unique<ScopeStatsRecorder>(layout, hint);
+}
+
+DfxCollectors::~DfxCollectors() = default;
+
+Status DfxCollectors::ExportAll(bool run_succeeded, std::vector<std::string>* written) {
+  Status first_error;
+  // NotFound = "no data, nothing written" (not an error); the rest is kept and
+  // the remaining collectors still export, as the reference teardown does.
+  auto handle = [&](const char* rel, const Status& s) {
+    if (s.ok()) {
+      if (written != nullptr) written->push_back(rel);
+    } else if (s.code() == Code::kNotFound) {
+      DFX_LOG_INFO("{} not produced: {}", rel, s.message());
+    } else if (first_error.ok()) {
+      first_error = s.WithContext(std::string("exporting ") + rel);
+    }
+  };
+  if (swimlane_) {
+    handle("chip_swimlane_records.json",
+           swimlane_->Export(output_dir_ / "chip_swimlane_records.json"));
+  }
+  if (args_dump_) {
+    Status s = args_dump_->Export();
+    handle("args_dump/args_dump.json", s);
+    if (s.ok() && written != nullptr && fs::exists(output_dir_ / "args_dump" / "args.bin")) {
+      written->push_back("args_dump/args.bin");
+    }
+  }
+  if (pmu_) handle("pmu.csv", pmu_->Export(output_dir_ / "pmu.csv"));
+  if (scope_stats_) {
+    handle("scope_stats/scope_stats.jsonl",
+           scope_stats_->Export(output_dir_ / "scope_stats" / "scope_stats.jsonl"));
+  }
+  if (dep_gen_) {
+    if (!run_succeeded) {
+      DFX_LOG_INFO(
+          "dep_gen skipped: the run did not succeed (deps.json is written on the "
+          "success path only)");
+    } else {
+      Status s = dep_gen_->Export(output_dir_ / "deps.json");
+      // A refused incomplete graph is a warning (already logged), not a failed run.
+      if (s.code() != Code::kFailedPrecondition) handle("deps.json", s);
+    }
+  }
+  return first_error;
+}
+
+}  // namespace dfx::collectors

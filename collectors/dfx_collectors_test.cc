@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "collectors/recorders.h"
+#include "collectors/run_config.h"
+#include "collectors/testing/test_util.h"
+
+namespace dfx::collectors {
+namespace {
+
+using testing::Keys;
+using testing::ReadJson;
+using testing::Slurp;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+TEST(NameMap, FormatIndentedWithStringKeys) {
+  TempDir dir;
+  NameMap map;
+  map.level = 2;
+  map.orchestrator_name = "Attn";
+  map.callable_id_to_name = {{0, "qk"}, {3, "softmax"}};
+  auto path = dir.path() / "name_map_case.json";
+  ASSERT_TRUE(WriteNameMap(path, map).ok());
+  EXPECT_EQ(Slurp(path),
+            "{\n  \"level\": 2,\n  \"orchestrator_name\": \"Attn\",\n  \"callable_id_to_name\": "
+            "{\n    \"0\": \"qk\",\n    \"3\": \"softmax\"\n  }\n}\n");
+}
+
+TEST(NameMap, NullOrchestratorAndEmptyMapOmitted) {
+  TempDir dir;
+  NameMap map;
+  map.level = 3;
+  auto path = dir.path() / "name_map.json";
+  ASSERT_TRUE(WriteNameMap(path, map).ok());
+  Json j = ReadJson(path);
+  EXPECT_EQ(Keys(j), (std::vector<std::string>{"level", "orchestrator_name"}));
+  EXPECT_TRUE(j["orchestrator_name"].is_null());
+}
+
+ChipLayout Layout() {
+  ChipLayout l;
+  l.core_types = {CoreKind::kAic, CoreKind::kAiv};
+  return l;
+}
+
+TEST(DfxCollectors, BuildsOnlyEnabledRecorders) {
+  TempDir dir;
+  RunConfig c;
+  c.enable_chip_swimlane = 2;
+  c.enable_pmu = 4;
+  DfxCollectors d(c, Layout(), CapacityHint{.tasks = 4, .core_executions = 4}, dir.path(), {});
+  ASSERT_NE(d.swimlane(), nullptr);
+  EXPECT_EQ(d.swimlane()->level(), 2);
+  ASSERT_NE(d.pmu(), nullptr);
+  EXPECT_EQ(d.pmu()->CounterColumns().front(), "ub_read_req");
+  EXPECT_EQ(d.dep_gen(), nullptr);
+  EXPECT_EQ(d.args_dump(), nullptr);
+  EXPECT_EQ(d.scope_stats(), nullptr);
+  std::vector<std::string> written;
+  ASSERT_TRUE(d.ExportAll(true, &written).ok());
+  EXPECT_TRUE(written.empty()) << "no records -> no files";
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(DfxCollectors, ExportsEveryArtifactInReferenceOrder) {
+  TempDir dir;
+  RunConfig c;
+  c.enable_chip_swimlane = 4;
+  c.enable_dep_gen = true;
+  c.enable_dump_args = 2;
+  c.enable_pmu = 2;
+  c.enable_scope_stats = true;
+  ArgsDumpOptions dump;
+  dump.arena_bytes = 4096;
+  DfxCollectors d(c, Layout(), CapacityHint{.tasks = 4, .core_executions = 4, .tensor_args = 4},
+                  dir.path(), dump);
+  EXPECT_EQ(d.args_dump()->level(), 2) << "level comes from the RunConfig";
+  d.swimlane()->RecordAicoreTask(0, 1, 1, 10, 20, 1);
+  DepGenTaskRecord t;
+  t.task_id = 1;
+  d.dep_gen()->RecordSubmit(t, {});
+  DumpArgMeta m;
+  m.task_id = 1;
+  std::strcpy(m.dtype, "FLOAT32");
+  uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(d.args_dump()->Capture(m, bytes).ok());
+  d.pmu()->Record(0, 0, 1, 0, CoreKind::kAic, PmuWork{});
+  std::vector<std::string> written;
+  ASSERT_TRUE(d.ExportAll(true, &written).ok());
+  EXPECT_EQ(written,
+            (std::vector<std::string>{"chip_swimlane_records.json", "args_dump/args_dump.json",
+                                      "args_dump/args.bin", "pmu.csv",
+                                      "scope_stats/scope_stats.jsonl", "deps.json"}));
+  for (const auto& rel : written) EXPECT_TRUE(fs::exists(dir.path() / rel)) << rel;
+}
+
+TEST(DfxCollectors, FailedRunSkipsDepGen) {
+  TempDir dir;
+  RunConfig c;
+  c.enable_dep_gen = true;
+  c.enable_scope_stats = true;
+  DfxCollectors d(c, Layout(), CapacityHint{.tasks = 4}, dir.path(), {});
+  DepGenTaskRecord t;
+  d.dep_gen()->RecordSubmit(t, {});
+  std::vector<std::string> written;
+  ASSERT_TRUE(d.ExportAll(false, &written).ok());
+  EXPECT_EQ(written, std::vector<std::string>{"scope_stats/scope_stats.jsonl"});
+  EXPECT_FALSE(fs::exists(dir.path() / "deps.json"));
+}
+
+}  // namespace
+}  // namespace dfx::collectors

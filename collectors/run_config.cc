@@ -1,0 +1,587 @@
+// RunConfig parsing and validation (spec/l3-and-runconfig.md §2.1–2.3, Part 3;
+// design.md §4). The CLI and JSON parsers share the same checks so a value
+// refused on one surface is refused on the other with the same words.
+#include "collectors/run_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dfx::collectors {
+namespace {
+
+constexpr uint64_t kInt32Max = 2147483647ull;
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+struct PlatformPair {
+  const char* platform;
+  BackendType backend;
+  ExecutionMode mode;
+};
+constexpr PlatformPair kPlatforms[] = {
+    {"a2a3sim", BackendType::kA2A3, ExecutionMode::kSim},
+    {"a2a3", BackendType::kA2A3, ExecutionMode::kOnboard},
+    {"a5sim", BackendType::kA5, ExecutionMode::kSim},
+    {"a5", BackendType::kA5, ExecutionMode::kOnboard},
+};
+
+std::optional<PlatformPair> LookupPlatform(std::string_view name) {
+  for (const auto& p : kPlatforms) {
+    if (name == p.platform) return p;
+  }
+  return std::nullopt;
+}
+
+std::optional<BackendType> ParseBackend(std::string_view s) {
+  if (s == "a2a3") return BackendType::kA2A3;
+  if (s == "a5") return BackendType::kA5;
+  return std::nullopt;
+}
+
+std::optional<ExecutionMode> ParseMode(std::string_view s) {
+  if (s == "sim") return ExecutionMode::kSim;
+  if (s == "onboard") return ExecutionMode::kOnboard;
+  return std::nullopt;
+}
+
+std::string PlatformDeprecation(const std::string& spelling, const PlatformPair& p) {
+  return spelling + " " + p.platform + " is deprecated; use --backend-type " +
+         BackendTypeName(p.backend) + " --execution-mode " + ExecutionModeName(p.mode);
+}
+
+// Checks one ring entry (0 = keep default). `name` is the RunConfig field name;
+// `ring` is -1 when one value was given for all rings.
+Status CheckRingEntry(std::string_view name, int ring, uint64_t v) {
+  if (v == 0) return Status::Ok();
+  std::string got = ", got " + std::to_string(v);
+  if (ring >= 0) got += " (ring " + std::to_string(ring) + ")";
+  if (name == "ring_task_window") {
+    if (!IsPowerOfTwo(v) || v < 4 || v > kInt32Max) {
+      return InvalidArgument("ring_task_window must be a power of 2 in [4, 2147483647]" + got);
+    }
+  } else if (name == "ring_heap") {
+    if (!IsPowerOfTwo(v) || v < 1024) {
+      return InvalidArgument("ring_heap must be a power of 2 >= 1024 (bytes per ring)" + got);
+    }
+  } else if (v < 4 || v > kInt32Max) {
+    return InvalidArgument("ring_dep_pool must be in [4, 2147483647]" + got);
+  }
+  return Status::Ok();
+}
+
+Status CheckRing(std::string_view name, const std::array<uint64_t, 4>& values) {
+  const bool uniform = values[0] == values[1] && values[1] == values[2] && values[2] == values[3];
+  for (int i = 0; i < 4; ++i) {
+    DFX_RETURN_IF_ERROR(CheckRingEntry(name, uniform ? -1 : i, values[i]));
+  }
+  return Status::Ok();
+}
+
+std::array<uint64_t, 4>& RingField(RingSizing& r, std::string_view name) {
+  if (name == "ring_task_window") return r.task_window;
+  if (name == "ring_heap") return r.heap;
+  return r.dep_pool;
+}
+
+// Message for a scalar 0 (a list entry of 0 is fine).
+Status ScalarZeroError(const std::string& name) {
+  return InvalidArgument(name +
+                         " must not be 0 as a single value (0 is only allowed as a per-ring "
+                         "list entry meaning 'keep the default'; omit the field instead)");
+}
+
+const char* const kSwimlaneRange = "a collection level in [0, 4] (0–4; true = 4)";
+const char* const kPmuTypes = "0 (off) or a PMU event type: 1, 2, 4, 5, 6, 7, 8";
+
+// ---------------------------------------------------------------------------
+// CLI
+// ---------------------------------------------------------------------------
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  int64_t v = 0;
+  const char* begin = s.data();
+  const char* end = s.data() + s.size();
+  if (*begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+// Parses "N" or "N,N,N,N" for a ring flag.
+Status ParseRingFlag(const std::string& flag, const std::string& field, const std::string& text,
+                     std::array<uint64_t, 4>* out) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    parts.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (parts.size() != 1 && parts.size() != 4) {
+    return InvalidArgument(flag + " " + text +
+                           ": expected one value or exactly 4 comma-separated "
+                           "values (one per ring), got " +
+                           std::to_string(parts.size()));
+  }
+  std::array<uint64_t, 4> values{};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto v = ParseInt(parts[i]);
+    if (!v || *v < 0) {
+      return InvalidArgument(flag + " " + text + ": '" + parts[i] +
+                             "' is not a non-negative integer");
+    }
+    values[i] = static_cast<uint64_t>(*v);
+  }
+  if (parts.size() == 1) {
+    if (values[0] == 0) return ScalarZeroError(flag + " (" + field + ")");
+    values.fill(values[0]);
+  }
+  Status s = CheckRing(field, values);
+  if (!s.ok()) return InvalidArgument(flag + ": " + s.message());
+  *out = values;
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* BackendTypeName(BackendType b) { return b == BackendType::kA5 ? "a5" : "a2a3"; }
+const char* ExecutionModeName(ExecutionMode m) {
+  return m == ExecutionMode::kOnboard ? "onboard" : "sim";
+}
+std::string PlatformName(BackendType b, ExecutionMode m) {
+  return std::string(BackendTypeName(b)) + (m == ExecutionMode::kSim ? "sim" : "");
+}
+
+bool IsValidPmuEventType(int t) {
+  return t == 1 || t == 2 || t == 4 || t == 5 || t == 6 || t == 7 || t == 8;
+}
+
+Status RunConfig::Validate() const {
+  if (enable_chip_swimlane < 0 || enable_chip_swimlane > 4) {
+    return InvalidArgument("enable_chip_swimlane must be " + std::string(kSwimlaneRange) +
+                           ", got " + std::to_string(enable_chip_swimlane));
+  }
+  if (enable_dump_args < 0 || enable_dump_args > 3) {
+    return InvalidArgument(
+        "enable_dump_args must be in [0, 3] (0 off, 1 partial, 2 full, 3 hybrid), got " +
+        std::to_string(enable_dump_args));
+  }
+  if (enable_pmu != 0 && !IsValidPmuEventType(enable_pmu)) {
+    return InvalidArgument("enable_pmu must be " + std::string(kPmuTypes) + ", got " +
+                           std::to_string(enable_pmu));
+  }
+  if (aicpu_thread_num < 0) {
+    return InvalidArgument("aicpu_thread_num must be >= 0 (0 = chip model default), got " +
+                           std::to_string(aicpu_thread_num));
+  }
+  DFX_RETURN_IF_ERROR(CheckRing("ring_task_window", rings.task_window));
+  DFX_RETURN_IF_ERROR(CheckRing("ring_heap", rings.heap));
+  DFX_RETURN_IF_ERROR(CheckRing("ring_dep_pool", rings.dep_pool));
+  return Status::Ok();
+}
+
+Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
+  ParsedRunConfig out;
+  RunConfig& c = out.config;
+  std::vector<std::string> rest;
+
+  std::optional<int> level_flag;   // --chip-swimlane-level
+  std::optional<int> enable_flag;  // --enable-chip-swimlane
+  std::optional<int> l2_flag;      // --enable-l2-swimlane
+  std::optional<BackendType> backend;
+  std::optional<ExecutionMode> mode;
+  std::optional<PlatformPair> platform;
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0) {
+      rest.push_back(arg);
+      continue;
+    }
+    std::string name = arg;
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+    }
+    // A value that must be present: `--flag=v` or the next token.
+    auto required = [&](std::string* value) -> Status {
+      if (inline_value) {
+        *value = *inline_value;
+        return Status::Ok();
+      }
+      if (i + 1 >= args.size()) return InvalidArgument(name + ": missing value");
+      *value = args[++i];
+      return Status::Ok();
+    };
+    // An optional integer value: `--flag=v`, or the next token only if it is an integer.
+    auto optional_int = [&](int bare, const std::string& allowed) -> Result<int> {
+      std::string text;
+      if (inline_value) {
+        text = *inline_value;
+      } else if (i + 1 < args.size() && ParseInt(args[i + 1])) {
+        text = args[++i];
+      } else {
+        return bare;
+      }
+      auto v = ParseInt(text);
+      if (!v) return InvalidArgument(name + " " + text + ": not an integer; allowed: " + allowed);
+      if (*v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+        return InvalidArgument(name + " " + text + ": out of range; allowed: " + allowed);
+      }
+      return static_cast<int>(*v);
+    };
+    auto no_value = [&]() -> Status {
+      if (inline_value) {
+        return InvalidArgument(name + " takes no value, got '" + *inline_value + "'");
+      }
+      return Status::Ok();
+    };
+    auto swimlane_level = [&](int v) -> Status {
+      if (v < 0 || v > 4) {
+        return InvalidArgument(name + " " + std::to_string(v) + ": the swimlane level must be " +
+                               kSwimlaneRange);
+      }
+      return Status::Ok();
+    };
+
+    if (name == "--enable-chip-swimlane" || name == "--enable-l2-swimlane") {
+      int v = 4;
+      if (inline_value) {
+        DFX_ASSIGN_OR_RETURN(v, optional_int(4, kSwimlaneRange));
+      }
+      DFX_RETURN_IF_ERROR(swimlane_level(v));
+      if (name == "--enable-chip-swimlane") {
+        enable_flag = v;
+      } else {
+        l2_flag = v;
+        out.warnings.push_back(
+            "--enable-l2-swimlane is deprecated; use --enable-chip-swimlane or "
+            "--chip-swimlane-level N");
+      }
+    } else if (name == "--chip-swimlane-level") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      auto v = ParseInt(text);
+      if (!v) {
+        return InvalidArgument(name + " " + text + ": not an integer; the swimlane level must be " +
+                               kSwimlaneRange);
+      }
+      if (*v < 0 || *v > 4) {
+        return InvalidArgument(name + " " + text + ": the swimlane level must be " +
+                               kSwimlaneRange);
+      }
+      level_flag = static_cast<int>(*v);
+    } else if (name == "--enable-dep-gen") {
+      DFX_RETURN_IF_ERROR(no_value());
+      c.enable_dep_gen = true;
+    } else if (name == "--enable-scope-stats") {
+      DFX_RETURN_IF_ERROR(no_value());
+      c.enable_scope_stats = true;
+    } else if (name == "--save-kernels") {
+      DFX_RETURN_IF_ERROR(no_value());
+      c.save_kernels = true;
+    } else if (name == "--dump-args") {
+      const std::string allowed = "0 (off), 1 (partial), 2 (full), 3 (hybrid); bare = 1";
+      DFX_ASSIGN_OR_RETURN(int v, optional_int(1, allowed));
+      if (v < 0 || v > 3) {
+        return InvalidArgument(name + " " + std::to_string(v) + ": allowed: " + allowed);
+      }
+      c.enable_dump_args = v;
+    } else if (name == "--enable-pmu") {
+      const std::string allowed = std::string(kPmuTypes) + "; bare = 2";
+      DFX_ASSIGN_OR_RETURN(int v, optional_int(2, allowed));
+      if (v != 0 && !IsValidPmuEventType(v)) {
+        return InvalidArgument(name + " " + std::to_string(v) +
+                               ": not a PMU event type; allowed: " + allowed);
+      }
+      c.enable_pmu = v;
+    } else if (name == "--backend-type") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      backend = ParseBackend(text);
+      if (!backend) return InvalidArgument(name + " " + text + ": allowed: a2a3, a5");
+    } else if (name == "--execution-mode") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      mode = ParseMode(text);
+      if (!mode) return InvalidArgument(name + " " + text + ": allowed: sim, onboard");
+    } else if (name == "--platform") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      platform = LookupPlatform(text);
+      if (!platform) {
+        return InvalidArgument(name + " " + text +
+                               ": allowed: a2a3sim, a2a3, a5sim, a5 (deprecated; prefer "
+                               "--backend-type and --execution-mode)");
+      }
+      out.warnings.push_back(PlatformDeprecation("--platform", *platform));
+    } else if (name == "--work-dir") {
+      DFX_RETURN_IF_ERROR(required(&c.work_dir));
+      if (c.work_dir.empty()) return InvalidArgument(name + ": the directory must not be empty");
+    } else if (name == "--aicpu-thread-num") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      auto v = ParseInt(text);
+      if (!v || *v < 0 || *v > 1024) {
+        return InvalidArgument(name + " " + text +
+                               ": expected a non-negative integer (0 = chip model default)");
+      }
+      c.aicpu_thread_num = static_cast<int>(*v);
+    } else if (name == "--ring-task-window" || name == "--ring-heap" || name == "--ring-dep-pool") {
+      std::string text;
+      DFX_RETURN_IF_ERROR(required(&text));
+      std::string field = "ring_" + name.substr(7);
+      for (auto& ch : field) {
+        if (ch == '-') ch = '_';
+      }
+      DFX_RETURN_IF_ERROR(ParseRingFlag(name, field, text, &RingField(c.rings, field)));
+    } else {
+      rest.push_back(arg);
+    }
+  }
+
+  // Swimlane precedence: --chip-swimlane-level > --enable-chip-swimlane > --enable-l2-swimlane.
+  if (level_flag) {
+    c.enable_chip_swimlane = *level_flag;
+  } else if (enable_flag) {
+    c.enable_chip_swimlane = *enable_flag;
+  } else if (l2_flag) {
+    c.enable_chip_swimlane = *l2_flag;
+  }
+
+  if (platform) {
+    if (backend && *backend != platform->backend) {
+      return InvalidArgument(std::string("--platform ") + platform->platform +
+                             " contradicts --backend-type " + BackendTypeName(*backend) +
+                             "; give only --backend-type and --execution-mode");
+    }
+    if (mode && *mode != platform->mode) {
+      return InvalidArgument(std::string("--platform ") + platform->platform +
+                             " contradicts --execution-mode " + ExecutionModeName(*mode) +
+                             "; give only --backend-type and --execution-mode");
+    }
+    c.backend_type = platform->backend;
+    c.execution_mode = platform->mode;
+  }
+  if (backend) c.backend_type = *backend;
+  if (mode) c.execution_mode = *mode;
+
+  DFX_RETURN_IF_ERROR(c.Validate());
+  c.Normalize();
+  args = std::move(rest);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct JsonCtx {
+  const std::string& origin;
+  const std::string& base;
+  std::string Path(const std::string& key) const { return base + "." + key; }
+  Status Error(const std::string& key, const std::string& expected, const Json& got) const {
+    return JsonError(origin, Path(key), expected, got);
+  }
+};
+
+Result<int> JsonSwimlane(const JsonCtx& ctx, const std::string& key, const Json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? 4 : 0;
+  if (!v.is_number_integer()) {
+    return Status(Code::kInvalidArgument, ctx.origin + ": at " + ctx.Path(key) +
+                                              ": type error: expected " + kSwimlaneRange +
+                                              " as an integer or boolean, got " + DescribeJson(v));
+  }
+  int64_t level = v.get<int64_t>();
+  if (level < 0 || level > 4) return ctx.Error(key, kSwimlaneRange, v);
+  return static_cast<int>(level);
+}
+
+Result<bool> JsonBool(const JsonCtx& ctx, const std::string& key, const Json& v) {
+  if (!v.is_boolean()) return ctx.Error(key, "a boolean", v);
+  return v.get<bool>();
+}
+
+Status JsonRing(const JsonCtx& ctx, const std::string& key, const Json& v,
+                std::array<uint64_t, 4>* out) {
+  if (v.is_null()) return Status::Ok();
+  auto entry = [&](const Json& e, const std::string& path_key) -> Result<uint64_t> {
+    if (e.is_boolean() || !e.is_number_integer() || e.get<int64_t>() < 0) {
+      return ctx.Error(path_key, "a non-negative integer size (booleans are not sizes)", e);
+    }
+    return e.get<uint64_t>();
+  };
+  std::array<uint64_t, 4> values{};
+  if (v.is_array()) {
+    if (v.size() != 4) {
+      return ctx.Error(key, "a single size or a list of exactly 4 per-ring sizes", v);
+    }
+    for (size_t i = 0; i < 4; ++i) {
+      DFX_ASSIGN_OR_RETURN(values[i], entry(v[i], key + "[" + std::to_string(i) + "]"));
+    }
+  } else {
+    DFX_ASSIGN_OR_RETURN(uint64_t s, entry(v, key));
+    if (s == 0) {
+      return Status(Code::kInvalidArgument,
+                    ctx.origin + ": at " + ctx.Path(key) + ": " + ScalarZeroError(key).message());
+    }
+    values.fill(s);
+  }
+  Status s = CheckRing(key, values);
+  if (!s.ok()) {
+    return Status(Code::kInvalidArgument,
+                  ctx.origin + ": at " + ctx.Path(key) + ": " + s.message());
+  }
+  *out = values;
+  return Status::Ok();
+}
+
+Json RingToJson(const std::array<uint64_t, 4>& r) {
+  Json a = Json::array();
+  for (uint64_t v : r) a.push_back(v);
+  return a;
+}
+
+}  // namespace
+
+Result<ParsedRunConfig> RunConfigFromJson(const Json& j, const std::string& origin,
+                                          const std::string& json_path) {
+  if (!j.is_object()) return JsonError(origin, json_path, "a RunConfig object", j);
+  JsonCtx ctx{origin, json_path};
+  ParsedRunConfig out;
+  RunConfig& c = out.config;
+  std::optional<BackendType> backend;
+  std::optional<ExecutionMode> mode;
+  std::optional<PlatformPair> platform;
+  std::optional<int> chip_level;
+  std::optional<int> l2_level;
+
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const Json& v = it.value();
+    if (key == "backend_type") {
+      if (!v.is_string() || !(backend = ParseBackend(v.get<std::string>()))) {
+        return ctx.Error(key, "\"a2a3\" or \"a5\"", v);
+      }
+    } else if (key == "execution_mode") {
+      if (!v.is_string() || !(mode = ParseMode(v.get<std::string>()))) {
+        return ctx.Error(key, "\"sim\" or \"onboard\"", v);
+      }
+    } else if (key == "platform") {
+      if (!v.is_string() || !(platform = LookupPlatform(v.get<std::string>()))) {
+        return ctx.Error(key, "one of \"a2a3sim\", \"a2a3\", \"a5sim\", \"a5\"", v);
+      }
+      out.warnings.push_back(origin + ": " + PlatformDeprecation("platform", *platform));
+    } else if (key == "enable_chip_swimlane") {
+      DFX_ASSIGN_OR_RETURN(chip_level, JsonSwimlane(ctx, key, v));
+    } else if (key == "enable_l2_swimlane") {
+      if (v.is_null()) continue;  // None is silently ignored, as in the reference
+      DFX_ASSIGN_OR_RETURN(l2_level, JsonSwimlane(ctx, key, v));
+      out.warnings.push_back(origin +
+                             ": enable_l2_swimlane is deprecated; use "
+                             "enable_chip_swimlane");
+    } else if (key == "enable_dep_gen") {
+      DFX_ASSIGN_OR_RETURN(c.enable_dep_gen, JsonBool(ctx, key, v));
+    } else if (key == "enable_scope_stats") {
+      DFX_ASSIGN_OR_RETURN(c.enable_scope_stats, JsonBool(ctx, key, v));
+    } else if (key == "save_kernels") {
+      DFX_ASSIGN_OR_RETURN(c.save_kernels, JsonBool(ctx, key, v));
+    } else if (key == "enable_dump_args") {
+      const char* expected = "an integer in [0, 3] (0 off, 1 partial, 2 full, 3 hybrid)";
+      if (v.is_boolean()) {
+        c.enable_dump_args = v.get<bool>() ? 1 : 0;
+      } else if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 3) {
+        return ctx.Error(key, expected, v);
+      } else {
+        c.enable_dump_args = v.get<int>();
+      }
+    } else if (key == "enable_pmu") {
+      if (v.is_boolean()) {
+        c.enable_pmu = v.get<bool>() ? 2 : 0;
+      } else if (!v.is_number_integer() ||
+                 (v.get<int64_t>() != 0 && !IsValidPmuEventType(static_cast<int>(
+                                               std::clamp<int64_t>(v.get<int64_t>(), -1, 99))))) {
+        return ctx.Error(key, kPmuTypes, v);
+      } else {
+        c.enable_pmu = v.get<int>();
+      }
+    } else if (key == "work_dir") {
+      if (!v.is_string()) return ctx.Error(key, "a directory path string", v);
+      c.work_dir = v.get<std::string>();
+    } else if (key == "aicpu_thread_num") {
+      if (v.is_null()) continue;
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1024) {
+        return ctx.Error(key, "a non-negative integer (0 = chip model default)", v);
+      }
+      c.aicpu_thread_num = v.get<int>();
+    } else if (key == "ring_task_window" || key == "ring_heap" || key == "ring_dep_pool") {
+      DFX_RETURN_IF_ERROR(JsonRing(ctx, key, v, &RingField(c.rings, key)));
+    } else {
+      return InvalidArgument(origin + ": at " + ctx.Path(key) + ": unknown RunConfig key \"" + key +
+                             "\"; known keys: backend_type, execution_mode, platform "
+                             "(deprecated), enable_chip_swimlane, enable_l2_swimlane "
+                             "(deprecated), enable_dep_gen, enable_dump_args, enable_pmu, "
+                             "enable_scope_stats, save_kernels, work_dir, aicpu_thread_num, "
+                             "ring_task_window, ring_heap, ring_dep_pool");
+    }
+  }
+
+  if (chip_level && l2_level) {
+    return InvalidArgument(origin + ": at " + json_path +
+                           ": both enable_chip_swimlane and the deprecated enable_l2_swimlane "
+                           "are given; keep only enable_chip_swimlane");
+  }
+  if (chip_level) c.enable_chip_swimlane = *chip_level;
+  if (l2_level) c.enable_chip_swimlane = *l2_level;
+
+  if (platform) {
+    if ((backend && *backend != platform->backend) || (mode && *mode != platform->mode)) {
+      return InvalidArgument(origin + ": at " + json_path + ": platform \"" + platform->platform +
+                             "\" contradicts backend_type/execution_mode (\"" +
+                             BackendTypeName(backend.value_or(platform->backend)) + "\", \"" +
+                             ExecutionModeName(mode.value_or(platform->mode)) +
+                             "\"); give only backend_type and execution_mode");
+    }
+    c.backend_type = platform->backend;
+    c.execution_mode = platform->mode;
+  }
+  if (backend) c.backend_type = *backend;
+  if (mode) c.execution_mode = *mode;
+
+  Status s = c.Validate();
+  if (!s.ok()) return InvalidArgument(origin + ": at " + json_path + ": " + s.message());
+  c.Normalize();
+  return out;
+}
+
+Json RunConfigToJson(const RunConfig& c) {
+  Json j = Json::object();
+  j["backend_type"] = BackendTypeName(c.backend_type);
+  j["execution_mode"] = ExecutionModeName(c.execution_mode);
+  j["enable_chip_swimlane"] = c.enable_chip_swimlane;
+  j["enable_dep_gen"] = c.enable_dep_gen;
+  j["enable_dump_args"] = c.enable_dump_args;
+  j["enable_pmu"] = c.enable_pmu;
+  j["enable_scope_stats"] = c.enable_scope_stats;
+  j["save_kernels"] = c.save_kernels;
+  j["work_dir"] = c.work_dir;
+  j["aicpu_thread_num"] = c.aicpu_thread_num;
+  j["ring_task_window"] = RingToJson(c.rings.task_window);
+  j["ring_heap"] = RingToJson(c.rings.heap);
+  j["ring_dep_pool"] = RingToJson(c.rings.dep_pool);
+  return j;
+}
+
+}  // namespace dfx::collectors

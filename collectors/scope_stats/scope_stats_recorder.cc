@@ -1,0 +1,91 @@
+// Scope stats recorder and scope_stats.jsonl writer (artifacts.md §11).
+//
+// Single producer (the orchestrator thread): samples go into one preallocated
+// array; a sample past capacity is dropped and counted. Depth > 64 and rings
+// outside [0, 4) are ignored silently, as on the device.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "collectors/internal/chunked_writer.h"
+#include "collectors/recorders.h"
+#include "common/log.h"
+
+namespace dfx::collectors {
+namespace {
+constexpr int kMaxScopeDepth = 64;  // PTO2_SCOPE_STATS_MAX_SCOPE_DEPTH
+}  // namespace
+
+struct ScopeStatsRecorder::Impl {
+  ChipLayout layout;
+  std::vector<ScopeSample> samples;
+  uint64_t count = 0;
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> total{0};
+  std::atomic<bool> fatal{false};
+};
+
+ScopeStatsRecorder::ScopeStatsRecorder(const ChipLayout& layout, const CapacityHint& hint)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->layout = layout;
+  // PLATFORM_SCOPE_STATS_RECORDS_PER_BUFFER x BUFFERS_PER_INSTANCE is the floor.
+  impl_->samples.resize(std::max<uint64_t>(hint.scope_samples, 512 * 4));
+}
+
+ScopeStatsRecorder::~ScopeStatsRecorder() = default;
+
+void ScopeStatsRecorder::Record(const ScopeSample& sample) {
+  Impl& m = *impl_;
+  if (sample.depth > kMaxScopeDepth || sample.depth < 0) return;
+  if (sample.ring < 0 || sample.ring >= 4) return;
+  m.total.fetch_add(1, std::memory_order_relaxed);
+  if (m.count >= m.samples.size()) {
+    m.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  m.samples[m.count++] = sample;
+}
+
+void ScopeStatsRecorder::SetFatal() { impl_->fatal.store(true, std::memory_order_relaxed); }
+
+Status ScopeStatsRecorder::Export(const fs::path& path) const {
+  const Impl& m = *impl_;
+  const ChipLayout& l = m.layout;
+  const uint64_t dropped = m.dropped.load();
+  if (dropped > 0) {
+    DFX_LOG_WARN(
+        "scope_stats reconcile: {} records dropped on device side. Raise the "
+        "CapacityHint scope_samples bound if frequent.",
+        dropped);
+  }
+  internal::ChunkedWriter w;
+  Status s = w.Open(path);
+  if (!s.ok()) {
+    DFX_LOG_ERROR("scope_stats: failed to open {}: {}", path.string(), s.message());
+    return s;
+  }
+  w.Format(
+      "{{\"version\": 6, \"fatal\": {}, \"dropped\": {}, \"total\": {}, "
+      "\"task_window_max\": [{}, {}, {}, {}], \"heap_max\": [{}, {}, {}, {}], "
+      "\"dep_pool_max\": [{}, {}, {}, {}], \"tensormap_max\": {}}}\n",
+      m.fatal.load() ? "true" : "false", dropped, m.total.load(), l.task_window_max[0],
+      l.task_window_max[1], l.task_window_max[2], l.task_window_max[3], l.heap_max[0],
+      l.heap_max[1], l.heap_max[2], l.heap_max[3], l.dep_pool_max[0], l.dep_pool_max[1],
+      l.dep_pool_max[2], l.dep_pool_max[3], l.tensormap_max);
+  for (uint64_t i = 0; i < m.count; ++i) {
+    const ScopeSample& x = m.samples[i];
+    w.Append("{\"site\": ");
+    w.String(internal::FixedString(x.site));
+    w.Format(
+        ", \"phase\": \"{}\", \"depth\": {}, \"ring\": {}, \"task_window_start\": {}, "
+        "\"task_window_end\": {}, \"heap_start\": {}, \"heap_end\": {}, "
+        "\"dep_pool_start\": {}, \"dep_pool_end\": {}, \"tensormap\": {}}}\n",
+        x.begin ? "begin" : "end", x.depth, x.ring, x.task_window_start, x.task_window_end,
+        x.heap_start, x.heap_end, x.dep_pool_start, x.dep_pool_end, x.tensormap);
+  }
+  DFX_RETURN_IF_ERROR(w.Commit());
+  DFX_LOG_INFO("scope_stats: wrote {} records (dropped={}) to {}", m.count, dropped, path.string());
+  return Status::Ok();
+}
+
+}  // namespace dfx::collectors

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "collectors/recorders.h"
+#include "collectors/testing/test_util.h"
+
+namespace dfx::collectors {
+namespace {
+
+using testing::Keys;
+using testing::Slurp;
+using testing::TempDir;
+
+ChipLayout Layout() {
+  ChipLayout l;
+  l.task_window_max = {16, 16, 8, 8};
+  l.heap_max = {1048576, 1048576, 524288, 524288};
+  l.dep_pool_max = {256, 256, 128, 128};
+  l.tensormap_max = 4096;
+  return l;
+}
+
+ScopeSample Sample(bool begin, int depth, int64_t tw_end, uint64_t heap_end) {
+  ScopeSample s;
+  std::strcpy(s.site, "orch.cpp:42");
+  s.begin = begin;
+  s.depth = static_cast<int16_t>(depth);
+  s.ring = static_cast<int16_t>(std::min(depth, 3));
+  s.task_window_start = 2;
+  s.task_window_end = tw_end;
+  s.heap_start = 0;
+  s.heap_end = heap_end;
+  s.dep_pool_start = 3;
+  s.dep_pool_end = begin ? 3 : 11;
+  s.tensormap = begin ? 1 : 8;
+  return s;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) out.push_back(line);
+  return out;
+}
+
+TEST(ScopeStats, MatchesSpecExampleByteForByte) {
+  TempDir dir;
+  ScopeStatsRecorder r(Layout(), CapacityHint{.scope_samples = 4});
+  r.Record(Sample(true, 1, 2, 4096));
+  r.Record(Sample(false, 1, 9, 36864));
+  auto path = dir.path() / "scope_stats" / "scope_stats.jsonl";
+  ASSERT_TRUE(r.Export(path).ok());
+  auto lines = Lines(Slurp(path));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(
+      lines[0],
+      R"({"version": 6, "fatal": false, "dropped": 0, "total": 2, "task_window_max": [16, 16, 8, 8], "heap_max": [1048576, 1048576, 524288, 524288], "dep_pool_max": [256, 256, 128, 128], "tensormap_max": 4096})");
+  EXPECT_EQ(
+      lines[1],
+      R"({"site": "orch.cpp:42", "phase": "begin", "depth": 1, "ring": 1, "task_window_start": 2, "task_window_end": 2, "heap_start": 0, "heap_end": 4096, "dep_pool_start": 3, "dep_pool_end": 3, "tensormap": 1})");
+  EXPECT_EQ(
+      lines[2],
+      R"({"site": "orch.cpp:42", "phase": "end", "depth": 1, "ring": 1, "task_window_start": 2, "task_window_end": 9, "heap_start": 0, "heap_end": 36864, "dep_pool_start": 3, "dep_pool_end": 11, "tensormap": 8})");
+  Json meta = Json::parse(lines[0]);
+  EXPECT_EQ(Keys(meta),
+            (std::vector<std::string>{"version", "fatal", "dropped", "total", "task_window_max",
+                                      "heap_max", "dep_pool_max", "tensormap_max"}));
+}
+
+TEST(ScopeStats, DeepScopesIgnoredOverflowCountedFatalLatched) {
+  TempDir dir;
+  ScopeStatsRecorder r(Layout(), CapacityHint{.scope_samples = 1});  // floor 2048
+  r.Record(Sample(true, 65, 0, 0));  // deeper than 64: ignored, not counted
+  for (int i = 0; i < 2049; ++i) r.Record(Sample(i % 2 == 0, 0, i, i));
+  r.SetFatal();
+  auto path = dir.path() / "s.jsonl";
+  ASSERT_TRUE(r.Export(path).ok());
+  auto lines = Lines(Slurp(path));
+  ASSERT_EQ(lines.size(), 1u + 2048u);
+  Json meta = Json::parse(lines[0]);
+  EXPECT_EQ(meta["fatal"], true);
+  EXPECT_EQ(meta["dropped"], 1);
+  EXPECT_EQ(meta["total"], 2049);
+}
+
+TEST(ScopeStats, AlwaysWrittenWhenEnabled) {
+  TempDir dir;
+  ScopeStatsRecorder r(Layout(), CapacityHint{});
+  auto path = dir.path() / "scope_stats" / "scope_stats.jsonl";
+  ASSERT_TRUE(r.Export(path).ok());
+  auto lines = Lines(Slurp(path));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(Json::parse(lines[0])["total"], 0);
+}
+
+}  // namespace
+}  // namespace dfx::collectors

@@ -1,0 +1,322 @@
+// Chip swimlane recorder and writer (artifacts.md §2).
+//
+// Storage: one preallocated array per stream. AICore and AICPU task rows go
+// into one array each, shared by all cores, claimed with a relaxed fetch_add
+// (the core id is stored in the row); Export groups them by core with a
+// stable counting sort, which keeps collection order within a core because a
+// core has one writer at a time. Scheduler and orchestrator phases have one
+// array per thread with a per-thread cursor. Nothing allocates after the
+// constructor; a row that does not fit is dropped and counted.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "collectors/internal/chunked_writer.h"
+#include "collectors/recorders.h"
+#include "common/log.h"
+
+namespace dfx::collectors {
+namespace {
+
+// PLATFORM_PHASE_RECORDS_PER_THREAD x PLATFORM_PROF_SCHED_BUFFERS_PER_THREAD: the
+// reference's per-thread scheduler phase pool, our floor too.
+constexpr uint64_t kMinSchedPhasesPerThread = 16384ull * 6;
+constexpr uint64_t kMinTaskRows = 1024;
+constexpr uint64_t kMinOrchPhases = 1024;
+
+struct AicoreRow {
+  uint64_t task_token_raw;
+  uint64_t start_cycles;
+  uint64_t end_cycles;
+  uint32_t core_id;
+  uint32_t reg_task_id;
+  uint32_t receive_to_start_cycles;
+};
+
+struct AicpuRow {
+  uint64_t dispatch_cycles;
+  uint64_t finish_cycles;
+  uint32_t core_id;
+  uint32_t reg_task_id;
+};
+
+struct OrchRow {
+  uint64_t task_id;
+  uint64_t start_cycles;
+  uint64_t end_cycles;
+  uint32_t submit_idx;
+};
+
+// A fixed-capacity append array. Claim() is safe from many threads.
+template <typename T>
+struct Stream {
+  std::vector<T> rows;
+  std::atomic<uint64_t> count{0};
+
+  void Reserve(uint64_t capacity) { rows.resize(capacity); }
+  // Returns the slot or nullptr (full). On full the count is not advanced past capacity.
+  T* Claim() {
+    uint64_t i = count.fetch_add(1, std::memory_order_relaxed);
+    if (i >= rows.size()) return nullptr;
+    return &rows[i];
+  }
+  uint64_t size() const {
+    return std::min<uint64_t>(count.load(std::memory_order_relaxed), rows.size());
+  }
+};
+
+// Rows of `stream` grouped by core in core order, collection order within a core.
+template <typename T>
+std::vector<uint32_t> OrderByCore(const Stream<T>& stream, size_t num_cores) {
+  uint64_t n = stream.size();
+  std::vector<uint32_t> start(num_cores + 1, 0);
+  for (uint64_t i = 0; i < n; ++i) ++start[stream.rows[i].core_id + 1];
+  for (size_t c = 0; c < num_cores; ++c) start[c + 1] += start[c];
+  std::vector<uint32_t> order(n);
+  for (uint64_t i = 0; i < n; ++i)
+    order[start[stream.rows[i].core_id]++] = static_cast<uint32_t>(i);
+  return order;
+}
+
+}  // namespace
+
+const char* SchedPhaseName(SchedPhaseKind kind) {
+  switch (kind) {
+    case SchedPhaseKind::kComplete:
+      return "complete";
+    case SchedPhaseKind::kDispatch:
+      return "dispatch";
+    case SchedPhaseKind::kRelease:
+      return "release";
+    case SchedPhaseKind::kDummy:
+      return "dummy";
+    case SchedPhaseKind::kEarlyDispatch:
+      return "early_dispatch";
+    case SchedPhaseKind::kResolve:
+      return "resolve";
+    case SchedPhaseKind::kDummyTask:
+      return "dummy_task";
+    case SchedPhaseKind::kDrain:
+      return "drain";
+    case SchedPhaseKind::kDrainPrepare:
+      return "drain_prepare";
+    case SchedPhaseKind::kDrainPublish:
+      return "drain_publish";
+    case SchedPhaseKind::kAsyncPoll:
+      return "async_poll";
+    case SchedPhaseKind::kPredicatedSkip:
+      return "predicated_skip";
+    case SchedPhaseKind::kGraphPrepare:
+      return "graph_prepare";
+  }
+  return "unknown";
+}
+
+struct SwimlaneRecorder::Impl {
+  ChipLayout layout;
+  size_t num_cores = 0;
+  Stream<AicoreRow> aicore;
+  Stream<AicpuRow> aicpu;
+  std::vector<Stream<SchedPhaseRecord>> sched;  // per sched thread
+  std::vector<Stream<OrchRow>> orch;            // per orch thread
+  std::vector<int> core_to_thread;
+  std::atomic<uint64_t> dropped_aicore{0};
+  std::atomic<uint64_t> dropped_aicpu{0};
+  std::atomic<uint64_t> dropped_sched{0};
+  std::atomic<uint64_t> dropped_orch{0};
+};
+
+SwimlaneRecorder::SwimlaneRecorder(int level, const ChipLayout& layout, const CapacityHint& hint)
+    : level_(std::clamp(level, 1, 4)), impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.layout = layout;
+  m.num_cores = layout.core_types.size();
+  uint64_t task_rows = std::max(kMinTaskRows, hint.core_executions);
+  m.aicore.Reserve(task_rows);
+  if (level_ >= 2) m.aicpu.Reserve(task_rows);
+  if (level_ >= 3) {
+    m.core_to_thread.assign(m.num_cores, -1);
+    m.sched = std::vector<Stream<SchedPhaseRecord>>(std::max(1, layout.sched_threads));
+    uint64_t per_thread =
+        std::max(kMinSchedPhasesPerThread, 4 * (hint.core_executions + hint.tasks));
+    for (auto& s : m.sched) s.Reserve(per_thread);
+  }
+  if (level_ >= 4) {
+    m.orch = std::vector<Stream<OrchRow>>(std::max(1, layout.orch_threads));
+    for (auto& s : m.orch) s.Reserve(std::max(kMinOrchPhases, 2 * hint.tasks + 64));
+  }
+}
+
+SwimlaneRecorder::~SwimlaneRecorder() = default;
+
+void SwimlaneRecorder::RecordAicoreTask(uint32_t core_id, uint64_t task_token_raw,
+                                        uint32_t reg_task_id, uint64_t start_cycles,
+                                        uint64_t end_cycles, uint32_t receive_to_start_cycles) {
+  Impl& m = *impl_;
+  AicoreRow* row = core_id < m.num_cores ? m.aicore.Claim() : nullptr;
+  if (row == nullptr) {
+    m.dropped_aicore.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *row = AicoreRow{task_token_raw, start_cycles, end_cycles,
+                   core_id,        reg_task_id,  receive_to_start_cycles};
+}
+
+void SwimlaneRecorder::RecordAicpuTask(uint32_t core_id, uint32_t reg_task_id,
+                                       uint64_t dispatch_cycles, uint64_t finish_cycles) {
+  if (level_ < 2) return;
+  Impl& m = *impl_;
+  AicpuRow* row = core_id < m.num_cores ? m.aicpu.Claim() : nullptr;
+  if (row == nullptr) {
+    m.dropped_aicpu.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *row = AicpuRow{dispatch_cycles, finish_cycles, core_id, reg_task_id};
+}
+
+void SwimlaneRecorder::RecordSchedPhase(uint32_t thread, const SchedPhaseRecord& record) {
+  if (level_ < 3) return;
+  Impl& m = *impl_;
+  SchedPhaseRecord* row = thread < m.sched.size() ? m.sched[thread].Claim() : nullptr;
+  if (row == nullptr) {
+    m.dropped_sched.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *row = record;
+}
+
+void SwimlaneRecorder::SetCoreToThread(uint32_t core_id, int thread) {
+  if (level_ < 3) return;
+  if (core_id < impl_->core_to_thread.size()) impl_->core_to_thread[core_id] = thread;
+}
+
+void SwimlaneRecorder::RecordOrchPhase(uint32_t orch_idx, uint32_t submit_idx, uint64_t task_id,
+                                       uint64_t start_cycles, uint64_t end_cycles) {
+  if (level_ < 4) return;
+  Impl& m = *impl_;
+  OrchRow* row = orch_idx < m.orch.size() ? m.orch[orch_idx].Claim() : nullptr;
+  if (row == nullptr) {
+    m.dropped_orch.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *row = OrchRow{task_id, start_cycles, end_cycles, submit_idx};
+}
+
+uint64_t SwimlaneRecorder::dropped_records() const {
+  const Impl& m = *impl_;
+  return m.dropped_aicore.load(std::memory_order_relaxed) +
+         m.dropped_aicpu.load(std::memory_order_relaxed) +
+         m.dropped_sched.load(std::memory_order_relaxed) +
+         m.dropped_orch.load(std::memory_order_relaxed);
+}
+
+Status SwimlaneRecorder::Export(const fs::path& path) const {
+  const Impl& m = *impl_;
+  bool any = m.aicore.size() > 0 || m.aicpu.size() > 0;
+  uint64_t orch_total = 0;
+  for (const auto& s : m.sched) any = any || s.size() > 0;
+  for (const auto& s : m.orch) orch_total += s.size();
+  any = any || orch_total > 0;
+  if (!any) {
+    DFX_LOG_WARN("Warning: No performance data to export.");
+    return NotFound("No performance data to export (" + path.string() + " not written)");
+  }
+
+  // Reconcile messages, as the reference host collector prints them.
+  auto reconcile = [](const char* pool, uint64_t dropped) {
+    if (dropped > 0) {
+      DFX_LOG_WARN("ChipSwimlane reconcile: {} {} records dropped on device side.", pool, dropped);
+    }
+  };
+  reconcile("AICORE_TASK", m.dropped_aicore.load());
+  reconcile("PERF", m.dropped_aicpu.load());
+  reconcile("SCHED_PHASE", m.dropped_sched.load());
+  reconcile("ORCH_PHASE", m.dropped_orch.load());
+
+  internal::ChunkedWriter w;
+  DFX_RETURN_IF_ERROR(w.Open(path));
+  w.Format(
+      "{{\n  \"chip_swimlane_level\": {},\n  \"metadata\": {{\"clock_freq_hz\": {}, "
+      "\"num_cores\": {}, \"core_types\": [",
+      level_, m.layout.clock_freq_hz, m.num_cores);
+  for (size_t c = 0; c < m.num_cores; ++c) {
+    if (c > 0) w.Append(", ");
+    w.Append(m.layout.core_types[c] == CoreKind::kAic ? "\"aic\"" : "\"aiv\"");
+  }
+  w.Append(']');
+  if (level_ >= 3) {
+    w.Append(", \"core_to_thread\": [");
+    for (size_t c = 0; c < m.core_to_thread.size(); ++c) {
+      if (c > 0) w.Append(", ");
+      w.Format("{}", m.core_to_thread[c]);
+    }
+    w.Append(']');
+  }
+  w.Append("},\n  \"aicore_tasks\": [");
+  {
+    std::vector<uint32_t> order = OrderByCore(m.aicore, m.num_cores);
+    for (size_t k = 0; k < order.size(); ++k) {
+      const AicoreRow& r = m.aicore.rows[order[k]];
+      w.Format("{}\n    [{}, {}, {}, {}, {}, {}]", k > 0 ? "," : "", r.core_id, r.task_token_raw,
+               r.reg_task_id, r.start_cycles, r.end_cycles, r.receive_to_start_cycles);
+    }
+    w.Append(order.empty() ? "]" : "\n  ]");
+  }
+  w.Append(",\n  \"aicpu_tasks\": [");
+  {
+    std::vector<uint32_t> order = OrderByCore(m.aicpu, m.num_cores);
+    for (size_t k = 0; k < order.size(); ++k) {
+      const AicpuRow& r = m.aicpu.rows[order[k]];
+      w.Format("{}\n    [{}, {}, {}, {}]", k > 0 ? "," : "", r.core_id, r.reg_task_id,
+               r.dispatch_cycles, r.finish_cycles);
+    }
+    w.Append(order.empty() ? "]" : "\n  ]");
+  }
+  if (level_ >= 3) {
+    w.Append(",\n  \"aicpu_scheduler_phases\": [");
+    for (size_t t = 0; t < m.sched.size(); ++t) {
+      w.Append(t > 0 ? ",\n    [" : "\n    [");
+      uint64_t n = m.sched[t].size();
+      for (uint64_t i = 0; i < n; ++i) {
+        const SchedPhaseRecord& p = m.sched[t].rows[i];
+        w.Format(
+            "{}\n      {{\"kind\": \"{}\", \"start_cycles\": {}, \"end_cycles\": {}, "
+            "\"loop_iter\": {}, \"tasks_processed\": {}",
+            i > 0 ? "," : "", SchedPhaseName(p.kind), p.start_cycles, p.end_cycles, p.loop_iter,
+            p.tasks_processed);
+        if (p.kind == SchedPhaseKind::kDispatch) {
+          w.Format(", \"pop_hit\": {}, \"pop_miss\": {}", p.pop_hit, p.pop_miss);
+        }
+        if (p.kind == SchedPhaseKind::kDummyTask || p.kind == SchedPhaseKind::kPredicatedSkip ||
+            p.kind == SchedPhaseKind::kGraphPrepare) {
+          w.Format(", \"task_id\": {}", p.task_id);
+        }
+        w.Format(", \"shared_at_start\": [{}, {}, {}], \"shared_at_end\": [{}, {}, {}]}}",
+                 p.shared_at_start[0], p.shared_at_start[1], p.shared_at_start[2],
+                 p.shared_at_end[0], p.shared_at_end[1], p.shared_at_end[2]);
+      }
+      w.Append(n > 0 ? "\n    ]" : "]");
+    }
+    w.Append(m.sched.empty() ? "]" : "\n  ]");
+  }
+  if (level_ >= 4 && orch_total > 0) {
+    w.Append(",\n  \"aicpu_orchestrator_phases\": [");
+    for (size_t t = 0; t < m.orch.size(); ++t) {
+      w.Append(t > 0 ? ",\n    [" : "\n    [");
+      uint64_t n = m.orch[t].size();
+      for (uint64_t i = 0; i < n; ++i) {
+        const OrchRow& o = m.orch[t].rows[i];
+        w.Format(
+            "{}\n      {{\"submit_idx\": {}, \"task_id\": {}, \"start_cycles\": {}, "
+            "\"end_cycles\": {}}}",
+            i > 0 ? "," : "", o.submit_idx, o.task_id, o.start_cycles, o.end_cycles);
+      }
+      w.Append(n > 0 ? "\n    ]" : "]");
+    }
+    w.Append("\n  ]");
+  }
+  w.Append("\n}\n");
+  return w.Commit();
+}
+
+}  // namespace dfx::collectors
