@@ -1,0 +1,59 @@
+// The Chip interface: one accelerator device that runs programs. The only
+// in-tree backend is the emulator (design.md §5); a real device backend would
+// plug in behind this same interface.
+//
+// Callers: the rank agent (one dispatch at a time per chip). A Chip is not
+// thread-safe: one RunProgram at a time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/run_config.h"
+#include "common/status.h"
+#include "device/program.h"
+
+namespace dfx::device {
+
+struct ChipOptions {
+  collectors::BackendType backend = collectors::BackendType::kA2A3;
+  // Emulated cores actually run (the model's core count is larger; the host
+  // has few CPUs). 0 = a small default (e.g. 2 AIC + 4 AIV).
+  int aic_cores = 0;
+  int aiv_cores = 0;
+  // Deterministic virtual-clock mode: durations from a cost model, one worker
+  // thread, exact repeatable timestamps.
+  bool virtual_clock = false;
+  // Args-dump host drain model (bytes/s; 0 = as fast as the disk) and the
+  // producer park backstop after which a dispatch fails.
+  double dump_drain_bytes_per_sec = 0;
+  uint64_t dump_timeout_ms = 30000;
+  // Args-dump arena (the bounded device-side dump buffer); 0 = the
+  // collector's default (128 MiB).
+  uint64_t dump_arena_bytes = 0;
+};
+
+struct DispatchResult {
+  Status status;                       // OK, or why the dispatch failed
+  std::vector<std::string> artifacts;  // files written, relative to output_dir
+  uint64_t tasks_executed = 0;
+  uint64_t wall_ns = 0;  // host wall time of the execution
+};
+
+class Chip {
+ public:
+  virtual ~Chip() = default;
+  virtual std::string Describe() const = 0;  // e.g. "a2a3 emulator: 2 AIC + 4 AIV, 50 MHz"
+  // Runs `program` once with the collectors `config` enables, writing every
+  // artifact flat into `output_dir` (created if needed; nothing is created when
+  // no DFX flag is on). A kernel error fails this dispatch only.
+  virtual DispatchResult RunProgram(const Program& program, const collectors::RunConfig& config,
+                                    const std::filesystem::path& output_dir) = 0;
+};
+
+std::unique_ptr<Chip> MakeEmulatedChip(const ChipOptions& options);
+
+}  // namespace dfx::device

@@ -1,0 +1,970 @@
+#include "device/emulator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <thread>
+
+#include "collectors/recorders.h"
+#include "common/clock.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "device/kernels.h"
+#include "device/lowering.h"
+
+namespace dfx::device {
+
+namespace fs = std::filesystem;
+using collectors::CoreKind;
+
+namespace {
+
+constexpr int kMix = 2;  // ready-queue index of MIX tasks (none are built today)
+
+std::string TaskLabel(uint64_t task_id) {
+  uint64_t ring = task_id >> 32, local = task_id & 0xffffffffu;
+  return ring == 0 ? "t" + std::to_string(local)
+                   : "r" + std::to_string(ring) + "t" + std::to_string(local);
+}
+
+// Virtual-clock costs of the runtime's own work, in device cycles.
+constexpr uint64_t kVirtualStart = 1000000;
+constexpr uint64_t kSubmitCycles = 40;
+constexpr uint64_t kDispatchCycles = 12;
+constexpr uint64_t kReceiveCycles = 8;
+constexpr uint64_t kFinishCycles = 6;
+constexpr uint64_t kCompleteCycles = 10;
+
+void FillInit(const TensorDecl& t, uint8_t* data) {
+  uint64_t n = t.Numel();
+  uint64_t state = t.init.seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  for (uint64_t i = 0; i < n; ++i) {
+    double v = 0;
+    switch (t.init.kind) {
+      case InitKind::kZeros:
+        v = 0;
+        break;
+      case InitKind::kOnes:
+        v = 1;
+        break;
+      case InitKind::kRange:
+        v = t.init.range_start + t.init.range_step * static_cast<double>(i);
+        break;
+      case InitKind::kRandom: {  // splitmix64 -> uniform [-1, 1)
+        state += 0x9e3779b97f4a7c15ull;
+        uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        v = static_cast<double>(z >> 11) / static_cast<double>(1ull << 53) * 2.0 - 1.0;
+        break;
+      }
+      case InitKind::kValues:
+        v = t.init.values[i];
+        break;
+    }
+    StoreElement(data, t.dtype, i, static_cast<float>(v));
+  }
+}
+
+}  // namespace
+
+// All the state of one run. Threaded mode guards it with mu_; virtual mode
+// runs it on one thread.
+class Engine {
+ public:
+  Engine(const ChipOptions& opt, const ChipModel& model, int aic, int aiv, const LoweredProgram& lp,
+         const collectors::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report)
+      : opt_(opt), model_(model), lp_(lp), prog_(*lp.program), report_(report) {
+    for (int i = 0; i < aic; ++i) cores_.push_back(CoreState{CoreType::kAic});
+    for (int i = 0; i < aiv; ++i) cores_.push_back(CoreState{CoreType::kAiv});
+    int threads = 1;
+    if (!opt.virtual_clock && config.aicpu_thread_num > 1)
+      threads = std::min(config.aicpu_thread_num - 1, model.max_aicpu_threads - 1);
+    sched_threads_ = std::max(1, std::min<int>(threads, static_cast<int>(cores_.size())));
+    for (size_t c = 0; c < cores_.size(); ++c)
+      cores_[c].thread = static_cast<int>(c) % sched_threads_;
+    tasks_.resize(lp.tasks.size());
+    for (size_t i = 0; i < lp.tasks.size(); ++i) tasks_[i].refs = lp.tasks[i].hold_refs;
+    swimlane_ = dfx ? dfx->swimlane() : nullptr;
+    dep_gen_ = dfx ? dfx->dep_gen() : nullptr;
+    dump_ = dfx ? dfx->args_dump() : nullptr;
+    pmu_ = dfx ? dfx->pmu() : nullptr;
+    scope_ = dfx ? dfx->scope_stats() : nullptr;
+    swimlane_level_ = swimlane_ ? swimlane_->level() : 0;
+    dump_level_ = dump_ ? dump_->level() : 0;
+    if (swimlane_level_ >= 3)
+      for (size_t c = 0; c < cores_.size(); ++c)
+        swimlane_->SetCoreToThread(static_cast<uint32_t>(c), cores_[c].thread);
+  }
+
+  Status AllocateMemory() {
+    for (size_t b = 0; b < lp_.buffers.size(); ++b) {
+      const Buffer& buf = lp_.buffers[b];
+      if (!buf.external) continue;
+      auto mem = std::make_unique<uint8_t[]>(buf.bytes);
+      FillInit(prog_.tensors[buf.decl], mem.get());
+      external_[b] = std::move(mem);
+    }
+    for (const LoweredTask& t : lp_.tasks) {
+      if (t.has_heap && !heap_mem_[t.ring]) {
+        // Uninitialised: pages are only touched where outputs are written.
+        heap_mem_[t.ring].reset(new (std::nothrow) uint8_t[lp_.rings.heap[t.ring]]);
+        if (!heap_mem_[t.ring])
+          return Unavailable("cannot allocate the " + std::to_string(lp_.rings.heap[t.ring]) +
+                             "-byte heap of ring " + std::to_string(t.ring) + "; lower ring_heap");
+      }
+    }
+    return Status::Ok();
+  }
+
+  uint8_t* BufferData(int b) {
+    const Buffer& buf = lp_.buffers[b];
+    if (buf.external) return external_[b].get();
+    return heap_mem_[buf.ring].get() + buf.heap_offset;
+  }
+
+  Status Run() {
+    DFX_RETURN_IF_ERROR(AllocateMemory());
+    if (opt_.virtual_clock) {
+      RunVirtual();
+    } else {
+      RunThreaded();
+    }
+    return status_;
+  }
+
+  void CollectTensors() {
+    if (!report_) return;
+    // Current binding of every base name: replay the bindings from the stream.
+    std::vector<int> binding(prog_.tensors.size(), -1);
+    for (size_t b = 0; b < lp_.buffers.size(); ++b)
+      if (lp_.buffers[b].external) binding[lp_.buffers[b].decl] = static_cast<int>(b);
+    for (size_t i = 0; i < lp_.tasks.size() && i < submitted_; ++i)
+      for (const LoweredArg& a : lp_.tasks[i].args)
+        if (a.type == ArgType::kOutput) binding[a.decl] = a.buffer;
+    for (size_t d = 0; d < prog_.tensors.size(); ++d) {
+      if (binding[d] < 0) continue;
+      const Buffer& buf = lp_.buffers[binding[d]];
+      std::vector<float> v(buf.numel);
+      const uint8_t* data = BufferData(binding[d]);
+      for (uint64_t i = 0; i < buf.numel; ++i) v[i] = LoadElement(data, buf.dtype, i);
+      report_->tensors[prog_.tensors[d].name] = std::move(v);
+    }
+  }
+
+  uint64_t submitted() const { return submitted_; }
+  uint64_t completed() const { return completed_; }
+  uint64_t stalls() const { return stalls_; }
+  int sched_threads() const { return sched_threads_; }
+  int core_count() const { return static_cast<int>(cores_.size()); }
+
+ private:
+  struct TaskState {
+    int refs = 0;
+    int remaining_preds = 0;
+    int blocks_dispatched = 0;
+    int blocks_done = 0;
+    bool submitted = false;
+    bool done = false;
+    bool consumed = false;
+    std::vector<int> successors;
+  };
+  struct CoreState {
+    CoreType type;
+    int thread = 0;
+    bool busy = false;
+    bool finished = false;  // block done, waiting for the scheduler
+    bool running = false;   // threaded: the worker picked the block up
+    int task = -1;
+    int block = 0;
+    uint32_t reg_task_id = 0;
+    uint64_t dispatch_cycles = 0, start_cycles = 0, end_cycles = 0;
+    Status kernel_status;
+    std::condition_variable cv;  // threaded: wakes the worker
+    CoreState(CoreType t) : type(t) {}
+    CoreState(CoreState&& o) noexcept : type(o.type), thread(o.thread) {}
+  };
+  struct RingState {
+    uint64_t head = 0, tail = 0;                  // task window (local ids)
+    uint64_t heap_alloc = 0, heap_reclaimed = 0;  // monotonic bytes
+    uint64_t dep_top = 0, dep_tail = 0;           // monotonic entries
+    std::vector<int> tasks;                       // task index by local id
+  };
+
+  uint64_t NowCycles() const {
+    return NsToCycles(MonotonicClock::Instance().NowNs(), model_.clock_freq_hz);
+  }
+
+  int QueueOf(int task) const {
+    return prog_.kernels[lp_.tasks[task].kernel].core_type == CoreType::kAic ? 0 : 1;
+  }
+  void Depths(int16_t out[3]) const {
+    for (int i = 0; i < 3; ++i)
+      out[i] = static_cast<int16_t>(std::min<size_t>(ready_[i].size(), 32767));
+  }
+
+  // Records the run's first error; nothing new is submitted or dispatched
+  // afterwards, blocks already on cores finish. Called with mu_ held in
+  // threaded mode.
+  void Fail(Status s) {
+    if (status_.ok()) status_ = std::move(s);
+    failed_ = true;
+    orch_cv_.notify_all();
+    sched_cv_.notify_all();
+  }
+
+  // ---- orchestrator ------------------------------------------------------
+
+  // Why the next submit cannot proceed, or "" when it can.
+  std::string RingFull(const LoweredTask& t) const {
+    const RingState& r = rings_[t.ring];
+    int ring = t.ring;
+    if (r.head - r.tail >= lp_.rings.task_window[ring])
+      return "ring " + std::to_string(ring) + " task window (" +
+             std::to_string(lp_.rings.task_window[ring]) + " slots)";
+    if (r.heap_alloc + t.heap_bytes - r.heap_reclaimed > lp_.rings.heap[ring])
+      return "ring " + std::to_string(ring) + " heap (" + std::to_string(lp_.rings.heap[ring]) +
+             " bytes)";
+    if (r.dep_top + t.preds.size() - r.dep_tail > lp_.rings.dep_pool[ring])
+      return "ring " + std::to_string(ring) + " dep pool (" +
+             std::to_string(lp_.rings.dep_pool[ring]) + " entries)";
+    if (tensormap_live_ + static_cast<uint64_t>(t.tensormap_inserts) > lp_.rings.tensormap)
+      return "tensormap (" + std::to_string(lp_.rings.tensormap) + " entries)";
+    return "";
+  }
+
+  // Work that will still make progress: ready tasks (unless the run failed,
+  // when nothing new is dispatched) and blocks on cores.
+  bool InFlight() const {
+    if (!failed_)
+      for (const auto& q : ready_)
+        if (!q.empty()) return true;
+    for (const CoreState& c : cores_)
+      if (c.busy) return true;
+    return false;
+  }
+
+  // Processes orchestrator events until one submit went through (or the
+  // stream ended). Returns false when blocked on a ring; `*why` says which.
+  bool OrchestratorStep(uint64_t now, std::string* why) {
+    while (next_event_ < lp_.events.size()) {
+      const LoweredEvent& ev = lp_.events[next_event_];
+      switch (ev.kind) {
+        case LoweredEvent::Kind::kScopeBegin:
+        case LoweredEvent::Kind::kScopeEnd:
+          ScopeSampleAt(ev);
+          ++next_event_;
+          break;
+        case LoweredEvent::Kind::kRelease:
+          Unref(ev.index);
+          ++next_event_;
+          break;
+        case LoweredEvent::Kind::kSubmit: {
+          const LoweredTask& t = lp_.tasks[ev.index];
+          std::string full = RingFull(t);
+          if (!full.empty()) {
+            *why = full;
+            return false;
+          }
+          SubmitTask(ev.index, now);
+          ++next_event_;
+          return true;
+        }
+      }
+    }
+    return true;
+  }
+
+  void ScopeSampleAt(const LoweredEvent& ev) {
+    if (!scope_) return;
+    const LoweredScope& s = lp_.scopes[ev.index];
+    collectors::ScopeSample sample;
+    std::strncpy(sample.site, s.site.c_str(), sizeof(sample.site) - 1);
+    sample.begin = ev.kind == LoweredEvent::Kind::kScopeBegin;
+    sample.depth = static_cast<int16_t>(s.depth);
+    sample.ring = static_cast<int16_t>(std::min(s.depth, 3));
+    const RingState& r = rings_[sample.ring];
+    sample.task_window_start = static_cast<int64_t>(r.tail);
+    sample.task_window_end = static_cast<int64_t>(r.head);
+    sample.heap_start = r.heap_reclaimed;
+    sample.heap_end = r.heap_alloc;
+    sample.dep_pool_start = static_cast<int64_t>(r.dep_tail);
+    sample.dep_pool_end = static_cast<int64_t>(r.dep_top);
+    sample.tensormap = static_cast<int64_t>(tensormap_live_);
+    scope_->Record(sample);
+  }
+
+  void SubmitTask(int index, uint64_t start) {
+    const LoweredTask& t = lp_.tasks[index];
+    RingState& r = rings_[t.ring];
+    r.head++;
+    r.tasks.push_back(index);
+    r.heap_alloc += t.heap_bytes;
+    r.dep_top += t.preds.size();
+    tensormap_live_ += static_cast<uint64_t>(t.tensormap_inserts);
+    TaskState& ts = tasks_[index];
+    ts.submitted = true;
+    ++submitted_;
+    for (int p : t.preds) {
+      if (!tasks_[p].done) {
+        ts.remaining_preds++;
+        tasks_[p].successors.push_back(index);
+      }
+    }
+    if (dep_gen_) RecordDepGen(t);
+    if (ts.remaining_preds == 0) ready_[QueueOf(index)].push_back(index);
+    if (swimlane_level_ >= 4) {
+      uint64_t end = opt_.virtual_clock ? start + kSubmitCycles : NowCycles();
+      swimlane_->RecordOrchPhase(0, static_cast<uint32_t>(submit_idx_), t.task_id, start, end);
+    }
+    ++submit_idx_;
+  }
+
+  void FillTensorView(const LoweredArg& a, collectors::TensorView* v) const {
+    v->tensor_id = a.tensor_id;
+    std::strncpy(v->dtype, DTypeName(lp_.buffers[a.buffer].dtype), sizeof(v->dtype) - 1);
+    v->ndims = static_cast<uint8_t>(a.shape.size());
+    uint32_t stride = 1;
+    for (int d = static_cast<int>(a.shape.size()) - 1; d >= 0; --d) {
+      v->shape[d] = a.shape[d];
+      v->strides[d] = stride;
+      stride *= a.shape[d];
+    }
+    v->start_offset = a.offset;
+  }
+
+  void RecordDepGen(const LoweredTask& t) {
+    for (int ti : t.new_tensors) dep_gen_->RecordTensor(lp_.tensors[ti]);
+    collectors::DepGenTaskRecord rec;
+    rec.task_id = t.task_id;
+    rec.manual_scope = t.manual;
+    const Kernel& k = prog_.kernels[t.kernel];
+    // Kernel slots [aic, aiv0, aiv1]: an AIC task fills slot 0, an AIV task slot 1.
+    if (k.core_type == CoreType::kAic) {
+      rec.kernel_ids[0] = k.func_id;
+    } else {
+      rec.kernel_ids[1] = k.func_id;
+    }
+    rec.block_num = t.block_num;
+    rec.arg_count = static_cast<uint8_t>(t.args.size());
+    for (size_t i = 0; i < t.args.size(); ++i) {
+      collectors::DepGenArg& a = rec.args[i];
+      a.idx = static_cast<int32_t>(i);
+      a.type = static_cast<collectors::ArgType>(static_cast<int>(t.args[i].type));
+      a.has_tensor = true;
+      FillTensorView(t.args[i], &a.view);
+    }
+    edge_buf_.clear();
+    for (const LoweredEdge& e : t.edges) {
+      collectors::DepGenEdgeRecord er;
+      er.pred = lp_.tasks[e.pred].task_id;
+      er.succ = t.task_id;
+      er.arg = e.arg;
+      er.source = e.source;
+      er.flag_wait = true;
+      er.flag_retain = e.source != collectors::EdgeSource::kTensormap;
+      er.overlap = e.overlap;
+      if (e.source != collectors::EdgeSource::kExplicit)
+        FillTensorView(t.args[e.arg], &er.consumer);
+      if (e.source == collectors::EdgeSource::kTensormap) {
+        LoweredArg prod;
+        prod.tensor_id = t.args[e.arg].tensor_id;
+        prod.buffer = t.args[e.arg].buffer;
+        prod.shape = e.producer_shape;
+        prod.offset = e.producer_offset;
+        FillTensorView(prod, &er.producer);
+      }
+      edge_buf_.push_back(er);
+    }
+    dep_gen_->RecordSubmit(rec, edge_buf_);
+  }
+
+  // ---- retirement ----------------------------------------------------------
+
+  void Unref(int index) {
+    TaskState& ts = tasks_[index];
+    if (--ts.refs > 0) return;
+    ts.consumed = true;
+    const LoweredTask& t = lp_.tasks[index];
+    RingState& r = rings_[t.ring];
+    while (r.tail < r.head && tasks_[r.tasks[r.tail]].consumed) {
+      const LoweredTask& old = lp_.tasks[r.tasks[r.tail]];
+      r.heap_reclaimed += old.heap_bytes;
+      r.dep_tail += old.preds.size();
+      tensormap_live_ -= static_cast<uint64_t>(old.tensormap_inserts);
+      ++r.tail;
+      ++reclaimed_;
+    }
+  }
+
+  void TaskDone(int index) {
+    TaskState& ts = tasks_[index];
+    ts.done = true;
+    ++completed_;
+    for (int s : ts.successors) {
+      if (--tasks_[s].remaining_preds == 0 && !failed_) ready_[QueueOf(s)].push_back(s);
+    }
+    for (int p : lp_.tasks[index].ref_targets) Unref(p);
+    Unref(index);
+  }
+
+  // ---- args dump ------------------------------------------------------------
+
+  void CaptureStage(int index, collectors::DumpStage stage) {
+    if (!dump_ || failed_) return;
+    const LoweredTask& t = lp_.tasks[index];
+    const Kernel& k = prog_.kernels[t.kernel];
+    bool before = stage == collectors::DumpStage::kBeforeDispatch;
+    for (size_t i = 0; i < t.args.size(); ++i) {
+      const LoweredArg& a = t.args[i];
+      bool reads = a.type == ArgType::kInput || a.type == ArgType::kInout;
+      bool writes = a.type != ArgType::kInput;
+      if (before ? !reads : !writes) continue;
+      bool payload = dump_level_ == 2 || a.dump;
+      if (dump_level_ == 1 && !a.dump) continue;
+      collectors::DumpArgMeta m;
+      m.task_id = t.task_id;
+      m.func_ids[0] = k.func_id;
+      m.func_count = 1;
+      m.arg_index = static_cast<int32_t>(i);
+      m.role = a.type == ArgType::kInput   ? collectors::DumpRole::kInput
+               : a.type == ArgType::kInout ? collectors::DumpRole::kInout
+                                           : collectors::DumpRole::kOutput;
+      m.stage = stage;
+      m.kind = collectors::DumpKind::kTensor;
+      std::strncpy(m.dtype, DTypeName(lp_.buffers[a.buffer].dtype), sizeof(m.dtype) - 1);
+      m.ndims = static_cast<uint8_t>(a.shape.size());
+      int64_t stride = 1;
+      for (int d = static_cast<int>(a.shape.size()) - 1; d >= 0; --d) {
+        m.shape[d] = a.shape[d];
+        m.strides[d] = stride;
+        stride *= a.shape[d];
+      }
+      m.start_offset = static_cast<int64_t>(a.offset);
+      size_t es = DTypeSize(lp_.buffers[a.buffer].dtype);
+      std::span<const uint8_t> bytes;
+      if (payload) bytes = {BufferData(a.buffer) + a.offset * es, a.numel * es};
+      Status s = dump_->Capture(m, bytes);
+      if (!s.ok()) {
+        Fail(s.WithContext("args dump of task " + TaskLabel(t.task_id) + " (kernel \"" + k.name +
+                           "\")"));
+        return;
+      }
+    }
+    if (before && dump_level_ == 2) {
+      const auto& scalars = t.statement->submit.scalars;
+      for (size_t i = 0; i < scalars.size(); ++i) {
+        collectors::DumpArgMeta m;
+        m.task_id = t.task_id;
+        m.func_ids[0] = k.func_id;
+        m.arg_index = static_cast<int32_t>(t.args.size() + i);
+        m.role = collectors::DumpRole::kInput;
+        m.stage = stage;
+        m.kind = collectors::DumpKind::kScalar;
+        std::strncpy(m.dtype, DTypeName(scalars[i].dtype), sizeof(m.dtype) - 1);
+        m.scalar_bits = ScalarBits(scalars[i].dtype, scalars[i].value);
+        Status s = dump_->Capture(m, {});
+        if (!s.ok()) {
+          Fail(s.WithContext("args dump of task " + TaskLabel(t.task_id)));
+          return;
+        }
+      }
+    }
+  }
+
+  // ---- kernel calls -----------------------------------------------------------
+
+  KernelCall MakeCall(int index, int block) {
+    const LoweredTask& t = lp_.tasks[index];
+    KernelCall call;
+    call.kernel = &prog_.kernels[t.kernel];
+    call.scalars = &t.statement->submit.scalars;
+    call.block_idx = block;
+    call.block_num = t.block_num;
+    for (const LoweredArg& a : t.args) {
+      KernelTensor kt;
+      kt.dtype = lp_.buffers[a.buffer].dtype;
+      kt.data = BufferData(a.buffer) + a.offset * DTypeSize(kt.dtype);
+      kt.numel = a.numel;
+      kt.shape = a.shape;
+      if (a.type == ArgType::kInput || a.type == ArgType::kInout) call.ins.push_back(kt);
+      if (a.type != ArgType::kInput) call.outs.push_back(std::move(kt));
+    }
+    return call;
+  }
+
+  Status KernelError(int index, int block, const Status& s) {
+    const LoweredTask& t = lp_.tasks[index];
+    const Kernel& k = prog_.kernels[t.kernel];
+    return Internal("kernel \"" + k.name + "\" (func_id " + std::to_string(k.func_id) +
+                    ") failed on task " + TaskLabel(t.task_id) + " (task_id " +
+                    std::to_string(t.task_id) + ", block " + std::to_string(block) + " of " +
+                    std::to_string(t.block_num) + ", " + t.statement->json_path +
+                    "): " + s.message());
+  }
+
+  // Scheduler side of a block completion on `core` at `finish`.
+  void RetireBlock(int core, uint64_t finish) {
+    CoreState& c = cores_[core];
+    int index = c.task;
+    const LoweredTask& t = lp_.tasks[index];
+    if (swimlane_level_ >= 2)
+      swimlane_->RecordAicpuTask(core, c.reg_task_id, c.dispatch_cycles, finish);
+    if (report_)
+      report_->blocks.push_back({t.task_id, index, c.block, core, c.dispatch_cycles, c.start_cycles,
+                                 c.end_cycles, finish});
+    if (!c.kernel_status.ok()) Fail(KernelError(index, c.block, c.kernel_status));
+    if (pmu_ && c.kernel_status.ok()) {
+      KernelCall call = MakeCall(index, c.block);
+      const Kernel& k = prog_.kernels[t.kernel];
+      pmu_->Record(static_cast<uint32_t>(c.thread), static_cast<uint32_t>(core), t.task_id,
+                   k.func_id, c.type == CoreType::kAic ? CoreKind::kAic : CoreKind::kAiv,
+                   EstimateWork(call, model_));
+    }
+    c.busy = false;
+    c.finished = false;
+    c.task = -1;
+    TaskState& ts = tasks_[index];
+    if (++ts.blocks_done == t.block_num) {
+      CaptureStage(index, collectors::DumpStage::kAfterCompletion);
+      TaskDone(index);
+    }
+  }
+
+  // Pops the next block of queue `q`, or -1.
+  int PopBlock(int q, int* block) {
+    while (!ready_[q].empty()) {
+      int index = ready_[q].front();
+      TaskState& ts = tasks_[index];
+      if (ts.blocks_dispatched == 0) {
+        CaptureStage(index, collectors::DumpStage::kBeforeDispatch);
+        if (failed_) return -1;
+      }
+      *block = ts.blocks_dispatched++;
+      if (ts.blocks_dispatched == lp_.tasks[index].block_num) ready_[q].pop_front();
+      return index;
+    }
+    return -1;
+  }
+
+  void RecordPhase(int thread, collectors::SchedPhaseKind kind, uint64_t start, uint64_t end,
+                   uint32_t processed, const int16_t at_start[3], uint32_t hit = 0,
+                   uint32_t miss = 0) {
+    if (swimlane_level_ < 3) return;
+    collectors::SchedPhaseRecord r;
+    r.kind = kind;
+    r.start_cycles = start;
+    r.end_cycles = std::max(end, start);
+    r.loop_iter = loop_iter_[thread];
+    r.tasks_processed = processed;
+    r.pop_hit = hit;
+    r.pop_miss = miss;
+    for (int i = 0; i < 3; ++i) r.shared_at_start[i] = at_start[i];
+    Depths(r.shared_at_end);
+    swimlane_->RecordSchedPhase(static_cast<uint32_t>(thread), r);
+  }
+
+  // ---- virtual clock -----------------------------------------------------------
+
+  void RunVirtual() {
+    uint64_t orch_time = kVirtualStart;
+    bool orch_blocked = false;
+    std::string why;
+    using Event = std::pair<uint64_t, int>;  // (finish cycles, core)
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> completions;
+    uint64_t sched_time = kVirtualStart;
+
+    auto dispatch = [&](uint64_t now) {
+      int16_t at_start[3];
+      Depths(at_start);
+      uint64_t t = std::max(now, sched_time);
+      uint64_t start = t;
+      uint32_t hit = 0, miss = 0, n = 0;
+      for (size_t ci = 0; ci < cores_.size() && !failed_; ++ci) {
+        CoreState& c = cores_[ci];
+        if (c.busy) continue;
+        int q = c.type == CoreType::kAic ? 0 : 1;
+        int block = 0;
+        int index = PopBlock(q, &block);
+        if (index < 0) {
+          ++miss;
+          continue;
+        }
+        ++hit;
+        ++n;
+        t += kDispatchCycles;
+        c.busy = true;
+        c.task = index;
+        c.block = block;
+        c.reg_task_id++;
+        c.dispatch_cycles = t;
+        KernelCall call = MakeCall(index, block);
+        collectors::PmuWork w = EstimateWork(call, model_);
+        c.kernel_status = RunKernelBlock(call, /*spin_busy=*/false);
+        c.start_cycles = t + kReceiveCycles;
+        c.end_cycles = c.start_cycles + w.total_cycles;
+        if (swimlane_) {
+          swimlane_->RecordAicoreTask(static_cast<uint32_t>(ci), lp_.tasks[index].task_id,
+                                      c.reg_task_id, c.start_cycles, c.end_cycles,
+                                      kReceiveCycles / 2);
+        }
+        completions.push({c.end_cycles + kFinishCycles, static_cast<int>(ci)});
+      }
+      if (n > 0) {
+        RecordPhase(0, collectors::SchedPhaseKind::kDispatch, start, t, n, at_start, hit, miss);
+        ++loop_iter_[0];
+      }
+      sched_time = t;
+    };
+
+    while (true) {
+      uint64_t next_completion = completions.empty() ? UINT64_MAX : completions.top().first;
+      bool orch_done = next_event_ >= lp_.events.size();
+      if (!failed_ && !orch_done && !orch_blocked && orch_time <= next_completion) {
+        if (OrchestratorStep(orch_time, &why)) {
+          orch_time += kSubmitCycles;
+          dispatch(orch_time);
+        } else {
+          orch_blocked = true;
+          ++stalls_;
+        }
+        continue;
+      }
+      if (!completions.empty()) {
+        auto [finish, core] = completions.top();
+        completions.pop();
+        int16_t at_start[3];
+        Depths(at_start);
+        uint64_t t = std::max(finish, sched_time);
+        uint64_t reclaimed_before = reclaimed_;
+        RetireBlock(core, t);
+        RecordPhase(0, collectors::SchedPhaseKind::kComplete, t, t + kCompleteCycles, 1, at_start);
+        sched_time = t + kCompleteCycles;
+        if (reclaimed_ > reclaimed_before) {  // ring slots released by this retirement
+          Depths(at_start);
+          RecordPhase(0, collectors::SchedPhaseKind::kRelease, sched_time,
+                      sched_time + kCompleteCycles,
+                      static_cast<uint32_t>(reclaimed_ - reclaimed_before), at_start);
+          sched_time += kCompleteCycles;
+        }
+        ++loop_iter_[0];
+        if (orch_blocked) {
+          orch_blocked = false;
+          orch_time = std::max(orch_time, sched_time);
+        }
+        dispatch(sched_time);
+        continue;
+      }
+      if (orch_blocked && !failed_) {
+        Fail(DeadlockError(why));
+      }
+      break;
+    }
+  }
+
+  Status DeadlockError(const std::string& why) const {
+    const LoweredTask& t = lp_.tasks[lp_.events[next_event_].index];
+    return FailedPrecondition(
+        "ring deadlock: submit of task " + TaskLabel(t.task_id) + " (" + t.statement->json_path +
+        " in " + prog_.origin + ") waits for space in the " + why +
+        ", but every task holding it is finished and still referenced (its outputs are bound to "
+        "tensor names or its scope is open), so nothing can be reclaimed; raise that ring's size "
+        "(ring_task_window / ring_heap / ring_dep_pool) or close scopes earlier");
+  }
+
+  // ---- real threads ---------------------------------------------------------------
+
+  void RunThreaded() {
+    std::vector<std::thread> workers;
+    for (size_t c = 0; c < cores_.size(); ++c)
+      workers.emplace_back([this, c] { WorkerLoop(static_cast<int>(c)); });
+    std::vector<std::thread> scheds;
+    for (int t = 0; t < sched_threads_; ++t) scheds.emplace_back([this, t] { SchedLoop(t); });
+    OrchestratorLoop();
+    for (auto& t : scheds) t.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_workers_ = true;
+      for (CoreState& c : cores_) c.cv.notify_all();
+    }
+    for (auto& w : workers) w.join();
+  }
+
+  void OrchestratorLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::string why;
+    while (!failed_ && next_event_ < lp_.events.size()) {
+      uint64_t start = NowCycles();
+      if (OrchestratorStep(start, &why)) {
+        sched_cv_.notify_all();
+        continue;
+      }
+      ++stalls_;
+      // Blocked on a ring: wait for the scheduler to retire something.
+      while (!failed_) {
+        const LoweredTask& t = lp_.tasks[lp_.events[next_event_].index];
+        if (RingFull(t).empty()) break;
+        if (!InFlight()) {
+          Fail(DeadlockError(why));
+          break;
+        }
+        orch_cv_.wait(lock);
+      }
+    }
+    orch_done_ = true;
+    sched_cv_.notify_all();
+  }
+
+  bool SchedHasWork(int thread) const {
+    for (const CoreState& c : cores_) {
+      if (c.thread != thread) continue;
+      if (c.finished) return true;
+      if (!c.busy && !failed_ && !ready_[c.type == CoreType::kAic ? 0 : 1].empty()) return true;
+    }
+    return false;
+  }
+
+  bool AllDone() const { return orch_done_ && !InFlight(); }
+
+  void SchedLoop(int thread) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      sched_cv_.wait(lock, [&] { return SchedHasWork(thread) || AllDone(); });
+      if (!SchedHasWork(thread) && AllDone()) break;
+      // complete phase
+      int16_t at_start[3];
+      Depths(at_start);
+      uint64_t start = NowCycles();
+      uint32_t retired = 0;
+      uint64_t reclaimed_before = reclaimed_;
+      for (size_t ci = 0; ci < cores_.size(); ++ci) {
+        CoreState& c = cores_[ci];
+        if (c.thread != thread || !c.finished) continue;
+        RetireBlock(static_cast<int>(ci), NowCycles());
+        ++retired;
+      }
+      if (retired) {
+        RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, NowCycles(), retired,
+                    at_start);
+        orch_cv_.notify_all();
+      }
+      if (reclaimed_ > reclaimed_before) {  // ring slots released by these retirements
+        Depths(at_start);
+        uint64_t now = NowCycles();
+        RecordPhase(thread, collectors::SchedPhaseKind::kRelease, now, now,
+                    static_cast<uint32_t>(reclaimed_ - reclaimed_before), at_start);
+      }
+      // dispatch phase
+      Depths(at_start);
+      start = NowCycles();
+      uint32_t hit = 0, miss = 0;
+      for (size_t ci = 0; ci < cores_.size() && !failed_; ++ci) {
+        CoreState& c = cores_[ci];
+        if (c.thread != thread || c.busy) continue;
+        int block = 0;
+        int index = PopBlock(c.type == CoreType::kAic ? 0 : 1, &block);
+        if (index < 0) {
+          ++miss;
+          continue;
+        }
+        ++hit;
+        c.busy = true;
+        c.task = index;
+        c.block = block;
+        c.reg_task_id++;
+        c.dispatch_cycles = NowCycles();
+        c.cv.notify_one();
+      }
+      if (hit)
+        RecordPhase(thread, collectors::SchedPhaseKind::kDispatch, start, NowCycles(), hit,
+                    at_start, hit, miss);
+      ++loop_iter_[thread];
+      if (AllDone()) sched_cv_.notify_all();
+    }
+    sched_cv_.notify_all();
+  }
+
+  void WorkerLoop(int core) {
+    CoreState& c = cores_[core];
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      c.cv.wait(lock, [&] { return (c.busy && !c.finished && !c.running) || stop_workers_; });
+      if (stop_workers_) return;
+      c.running = true;
+      KernelCall call = MakeCall(c.task, c.block);
+      uint64_t task_id = lp_.tasks[c.task].task_id;
+      uint32_t reg = c.reg_task_id;
+      uint64_t dispatch = c.dispatch_cycles;
+      lock.unlock();
+      uint64_t receive = NowCycles();
+      uint64_t start = NowCycles();
+      Status s = RunKernelBlock(call, /*spin_busy=*/true);
+      uint64_t end = NowCycles();
+      if (swimlane_)
+        swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, reg, start, end,
+                                    static_cast<uint32_t>(start - std::min(start, receive)));
+      (void)dispatch;
+      lock.lock();
+      c.kernel_status = std::move(s);
+      c.start_cycles = start;
+      c.end_cycles = end;
+      c.finished = true;
+      c.running = false;
+      sched_cv_.notify_all();
+    }
+  }
+
+  const ChipOptions& opt_;
+  const ChipModel& model_;
+  const LoweredProgram& lp_;
+  const Program& prog_;
+  RunReport* report_;
+  collectors::SwimlaneRecorder* swimlane_ = nullptr;
+  collectors::DepGenRecorder* dep_gen_ = nullptr;
+  collectors::ArgsDumpRecorder* dump_ = nullptr;
+  collectors::PmuRecorder* pmu_ = nullptr;
+  collectors::ScopeStatsRecorder* scope_ = nullptr;
+  int swimlane_level_ = 0;
+  int dump_level_ = 0;
+
+  std::vector<CoreState> cores_;
+  int sched_threads_ = 1;
+  std::vector<TaskState> tasks_;
+  RingState rings_[4];
+  uint64_t tensormap_live_ = 0;
+  std::deque<int> ready_[3];
+  std::map<int, std::unique_ptr<uint8_t[]>> external_;
+  std::unique_ptr<uint8_t[]> heap_mem_[4];
+  std::vector<collectors::DepGenEdgeRecord> edge_buf_;
+  size_t next_event_ = 0;
+  uint64_t submit_idx_ = 0;
+  uint64_t submitted_ = 0, completed_ = 0, stalls_ = 0;
+  uint64_t reclaimed_ = 0;  // task slots reclaimed (all rings)
+  uint32_t loop_iter_[8] = {};
+  Status status_;
+  bool failed_ = false;
+  bool orch_done_ = false;
+  bool stop_workers_ = false;
+  std::mutex mu_;
+  std::condition_variable sched_cv_, orch_cv_;
+};
+
+EmulatedChip::EmulatedChip(const ChipOptions& options)
+    : options_(options), model_(GetChipModel(options.backend)) {
+  aic_ = options.aic_cores > 0 ? options.aic_cores : 2;
+  aiv_ = options.aiv_cores > 0 ? options.aiv_cores : 4;
+  int max_each = model_.max_cores;
+  aic_ = std::min(aic_, max_each);
+  aiv_ = std::min(aiv_, max_each);
+}
+
+std::string EmulatedChip::Describe() const {
+  return std::string(model_.name) + " emulator: " + std::to_string(aic_) + " AIC + " +
+         std::to_string(aiv_) + " AIV of " + std::to_string(model_.max_cores) + " cores, " +
+         std::to_string(model_.clock_freq_hz / 1000000) + " MHz" +
+         (options_.virtual_clock ? ", virtual clock" : "");
+}
+
+DispatchResult EmulatedChip::RunProgram(const Program& program, const collectors::RunConfig& config,
+                                        const fs::path& output_dir) {
+  return Run(program, config, output_dir, nullptr);
+}
+
+DispatchResult EmulatedChip::Run(const Program& program, const collectors::RunConfig& config_in,
+                                 const fs::path& output_dir, RunReport* report,
+                                 bool collect_tensors) {
+  DispatchResult result;
+  uint64_t t0 = MonotonicClock::Instance().NowNs();
+  collectors::RunConfig config = config_in;
+  config.Normalize();
+  if (Status s = config.Validate(); !s.ok()) {
+    result.status = s;
+    return result;
+  }
+  if (config.backend_type != options_.backend) {
+    result.status = InvalidArgument(std::string("run config backend_type ") +
+                                    collectors::BackendTypeName(config.backend_type) +
+                                    " does not match this chip (" + model_.name + ")");
+    return result;
+  }
+  if (config.aicpu_thread_num > model_.max_aicpu_threads) {
+    result.status = InvalidArgument(
+        "aicpu_thread_num " + std::to_string(config.aicpu_thread_num) + " exceeds the " +
+        model_.name + " limit of " + std::to_string(model_.max_aicpu_threads) +
+        " AICPU threads; expected 0 (default) to " + std::to_string(model_.max_aicpu_threads));
+    return result;
+  }
+  RingCapacities rings = ResolveRings(model_, config.rings);
+  Result<LoweredProgram> lowered = Lower(program, rings);
+  if (!lowered.ok()) {
+    result.status = lowered.status();
+    return result;
+  }
+  const LoweredProgram& lp = *lowered;
+
+  std::unique_ptr<collectors::DfxCollectors> dfx;
+  int sched_threads = 1;
+  if (!options_.virtual_clock && config.aicpu_thread_num > 1)
+    sched_threads =
+        std::max(1, std::min(config.aicpu_thread_num - 1, model_.max_aicpu_threads - 1));
+  sched_threads = std::min(sched_threads, aic_ + aiv_);
+  if (config.AnyDfx()) {
+    if (Status s = MakeDirs(output_dir); !s.ok()) {
+      result.status = s;
+      return result;
+    }
+    collectors::ChipLayout layout;
+    layout.backend = model_.name;
+    layout.clock_freq_hz = model_.clock_freq_hz;
+    for (int i = 0; i < aic_; ++i) layout.core_types.push_back(CoreKind::kAic);
+    for (int i = 0; i < aiv_; ++i) layout.core_types.push_back(CoreKind::kAiv);
+    layout.sched_threads = sched_threads;
+    layout.orch_threads = 1;
+    for (int r = 0; r < 4; ++r) {
+      layout.task_window_max[r] = static_cast<int64_t>(rings.task_window[r]);
+      layout.heap_max[r] = rings.heap[r];
+      layout.dep_pool_max[r] = static_cast<int64_t>(rings.dep_pool[r]);
+    }
+    layout.tensormap_max = static_cast<int64_t>(rings.tensormap);
+    collectors::CapacityHint hint;
+    hint.tasks = lp.tasks.size();
+    hint.core_executions = lp.core_executions;
+    hint.scope_samples = 2 * lp.scopes.size();
+    hint.tensor_args = lp.tensor_args;
+    hint.edges = lp.edge_count;
+    collectors::ArgsDumpOptions dump;
+    dump.level = config.enable_dump_args > 0 ? config.enable_dump_args : 1;
+    dump.drain_bytes_per_sec = options_.dump_drain_bytes_per_sec;
+    dump.drain_timeout_ms = options_.dump_timeout_ms;
+    if (options_.dump_arena_bytes > 0) dump.arena_bytes = options_.dump_arena_bytes;
+    dfx = std::make_unique<collectors::DfxCollectors>(config, layout, hint, output_dir, dump);
+  }
+
+  Engine engine(options_, model_, aic_, aiv_, lp, config, dfx.get(), report);
+  Status run = engine.Run();
+  if (collect_tensors) engine.CollectTensors();
+  result.tasks_executed = engine.completed();
+  if (report) {
+    report->orchestrator_stalls = engine.stalls();
+    report->tasks_submitted = engine.submitted();
+    report->tasks_completed = engine.completed();
+  }
+  if (dfx) {
+    Status exported = dfx->ExportAll(run.ok(), &result.artifacts);
+    if (run.ok() && !exported.ok()) run = exported;
+  }
+  result.status = run;
+  result.wall_ns = MonotonicClock::Instance().NowNs() - t0;
+  return result;
+}
+
+std::unique_ptr<Chip> MakeEmulatedChip(const ChipOptions& options) {
+  return std::make_unique<EmulatedChip>(options);
+}
+
+}  // namespace dfx::device

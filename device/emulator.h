@@ -1,0 +1,81 @@
+// The chip emulator (design.md §5): the in-tree Chip backend. It runs a
+// program for real on host threads with real data:
+//  * an orchestrator thread walks the lowered task stream and allocates from
+//    real rings (task window, heap, dep pool per ring depth; tensormap
+//    entries), blocking while a ring is full until the scheduler retires tasks;
+//  * AICPU scheduler thread(s), each owning a subset of the cores, resolve
+//    dependencies, keep ready queues per core type [AIC, AIV, MIX], dispatch
+//    ready blocks to idle cores and retire completions;
+//  * one AICore worker thread per emulated core runs the kernels.
+// Thread counts: RunConfig::aicpu_thread_num counts AICPU threads including
+// the orchestrator, so it gives aicpu_thread_num - 1 scheduler threads
+// (default 1; above the model's limit is an error); cores are assigned to
+// scheduler threads round-robin (metadata core_to_thread).
+// Ring sizes: the chip model's defaults, overridden per ring by
+// RunConfig::rings. A ring too small for a single task is an error before
+// anything runs; a ring that fills with tasks nothing can reclaim (outputs
+// still bound to names in an open scope) is reported as a ring deadlock.
+// Timestamps are host monotonic ns converted to the chip model's counter
+// clock. With ChipOptions::virtual_clock the same state machine runs as a
+// deterministic discrete-event simulation on the calling thread, durations
+// from the kernel cost model: the same program gives byte-identical artifacts.
+//
+// The collectors are called where the reference runtime records (AICore
+// start/end, AICPU dispatch/finish, scheduler phases, orchestrator submits,
+// dep_gen per submit, args-dump captures, PMU per block, scope samples).
+//
+// Not thread-safe: one RunProgram at a time per chip (Chip contract).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "device/chip.h"
+#include "device/chip_model.h"
+
+namespace dfx::device {
+
+// One block of one task on one core, in device cycles.
+struct BlockTiming {
+  uint64_t task_id = 0;
+  int task_index = 0;
+  int block = 0;
+  int core = 0;
+  uint64_t dispatch_cycles = 0, start_cycles = 0, end_cycles = 0, finish_cycles = 0;
+};
+
+// What a run did, for tests and benchmarks (beyond the artifacts).
+struct RunReport {
+  std::vector<BlockTiming> blocks;  // completion order
+  // Final contents (as float) of every base tensor name, by name.
+  std::map<std::string, std::vector<float>> tensors;
+  uint64_t orchestrator_stalls = 0;  // times the orchestrator waited on a full ring
+  uint64_t tasks_submitted = 0;
+  uint64_t tasks_completed = 0;
+};
+
+class EmulatedChip final : public Chip {
+ public:
+  explicit EmulatedChip(const ChipOptions& options);
+  std::string Describe() const override;
+  DispatchResult RunProgram(const Program& program, const collectors::RunConfig& config,
+                            const std::filesystem::path& output_dir) override;
+  // RunProgram that also fills `report` (may be null). `collect_tensors`
+  // copies every tensor's final value into the report.
+  DispatchResult Run(const Program& program, const collectors::RunConfig& config,
+                     const std::filesystem::path& output_dir, RunReport* report,
+                     bool collect_tensors = false);
+  const ChipModel& model() const { return model_; }
+  int aic_cores() const { return aic_; }
+  int aiv_cores() const { return aiv_; }
+
+ private:
+  ChipOptions options_;
+  const ChipModel& model_;
+  int aic_;
+  int aiv_;
+};
+
+}  // namespace dfx::device

@@ -1,0 +1,419 @@
+#include "device/emulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "common/json.h"
+#include "device/generators.h"
+#include "device/lowering.h"
+#include "device/program_loader.h"
+
+namespace dfx::device {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EmulatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dfx_emulator_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+collectors::RunConfig AllFlags(int swimlane = 4, int dump = 2) {
+  collectors::RunConfig c;
+  c.enable_chip_swimlane = swimlane;
+  c.enable_dep_gen = true;
+  c.enable_dump_args = dump;
+  c.enable_pmu = 2;
+  c.enable_scope_stats = true;
+  return c;
+}
+
+ChipOptions Virtual() {
+  ChipOptions o;
+  o.virtual_clock = true;
+  return o;
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Json ReadJson(const fs::path& p) {
+  auto j = ReadJsonFile(p);
+  EXPECT_TRUE(j.ok()) << j.status().ToString();
+  return j.ok() ? *j : Json();
+}
+
+void ExpectVectorPipelineResult(const RunReport& r) {
+  ASSERT_TRUE(r.tensors.count("f"));
+  for (float v : r.tensors.at("f")) ASSERT_EQ(v, 42.0f);  // (2+3+1)*(2+3+2)
+}
+
+TEST_F(EmulatorTest, VectorPipelineComputesTheRightValuesInBothClockModes) {
+  Program p = GenerateVectorPipeline();
+  for (bool virtual_clock : {true, false}) {
+    ChipOptions o;
+    o.virtual_clock = virtual_clock;
+    EmulatedChip chip(o);
+    RunReport report;
+    DispatchResult r = chip.Run(p, {}, dir_, &report, /*collect_tensors=*/true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.tasks_executed, 5u);
+    ExpectVectorPipelineResult(report);
+    EXPECT_FALSE(fs::exists(dir_)) << "no DFX flag: nothing may be created";
+    EXPECT_TRUE(r.artifacts.empty());
+  }
+}
+
+TEST_F(EmulatorTest, AttentionDecodeMatchesAHostReference) {
+  AttentionDecodeOptions o;
+  o.layers = 1;
+  o.heads = 1;
+  o.batch = 2;
+  o.seq = 4;
+  o.head_dim = 3;
+  Program p = GenerateAttentionDecode(o);
+  ChipOptions opt;
+  EmulatedChip chip(opt);
+  RunReport before, after;
+  // x before the run = its init; compute the reference on the host.
+  collectors::RunConfig none;
+  Program zero_layers = p;
+  zero_layers.orchestration.clear();
+  ASSERT_TRUE(chip.Run(zero_layers, none, dir_, &before, true).status.ok());
+  DispatchResult r = chip.Run(p, none, dir_, &after, true);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const auto& x = before.tensors.at("x");
+  const auto& kt = before.tensors.at("k_cache_t0");
+  const auto& v = before.tensors.at("v_cache0");
+  std::vector<double> attn(2 * 3);
+  for (int b = 0; b < 2; ++b) {
+    std::vector<double> s(4);
+    double mx = -1e9, sum = 0;
+    for (int j = 0; j < 4; ++j) {
+      for (int d = 0; d < 3; ++d) s[j] += x[b * 3 + d] * kt[d * 4 + j];
+      mx = std::max(mx, s[j]);
+    }
+    for (double& e : s) sum += (e = std::exp(e - mx));
+    for (int d = 0; d < 3; ++d)
+      for (int j = 0; j < 4; ++j) attn[b * 3 + d] += s[j] / sum * v[j * 3 + d];
+  }
+  for (int b = 0; b < 2; ++b) {
+    double ss = 0;
+    for (int d = 0; d < 3; ++d) ss += attn[b * 3 + d] * attn[b * 3 + d];
+    double inv = 1 / std::sqrt(ss / 3 + 1e-6);
+    for (int d = 0; d < 3; ++d)
+      EXPECT_NEAR(after.tensors.at("x")[b * 3 + d], x[b * 3 + d] + attn[b * 3 + d] * inv, 1e-4);
+  }
+}
+
+TEST_F(EmulatorTest, EveryTaskRunsOnceAndDependenciesAreRespected) {
+  LayeredDagOptions o;
+  o.tasks = 600;
+  o.width = 8;
+  Program p = GenerateLayeredDag(o);
+  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  for (bool virtual_clock : {false, true}) {
+    ChipOptions opt;
+    opt.virtual_clock = virtual_clock;
+    EmulatedChip chip(opt);
+    collectors::RunConfig c;
+    c.aicpu_thread_num = 3;  // two scheduler threads in real mode
+    RunReport report;
+    DispatchResult r = chip.Run(p, c, dir_, &report);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(report.blocks.size(), lp->tasks.size());
+    std::vector<const BlockTiming*> by_task(lp->tasks.size(), nullptr);
+    for (const BlockTiming& b : report.blocks) {
+      ASSERT_EQ(by_task[b.task_index], nullptr) << "task ran twice";
+      by_task[b.task_index] = &b;
+      EXPECT_LE(b.dispatch_cycles, b.start_cycles);
+      EXPECT_LE(b.start_cycles, b.end_cycles);
+      EXPECT_LE(b.end_cycles, b.finish_cycles);
+    }
+    for (size_t t = 0; t < lp->tasks.size(); ++t)
+      for (int pred : lp->tasks[t].preds)
+        ASSERT_GE(by_task[t]->start_cycles, by_task[pred]->end_cycles)
+            << "task " << t << " started before its producer " << pred << " ended";
+  }
+}
+
+TEST_F(EmulatorTest, TinyRingsBlockTheOrchestratorButGiveTheSameResult) {
+  // A chain (width 1): each value stays bound for three layers, so with a
+  // 4-slot window the orchestrator can only run one task ahead.
+  LayeredDagOptions o;
+  o.tasks = 300;
+  o.width = 1;
+  Program p = GenerateLayeredDag(o);
+  for (bool virtual_clock : {false, true}) {
+    ChipOptions opt;
+    opt.virtual_clock = virtual_clock;
+    EmulatedChip chip(opt);
+    RunReport roomy, tiny;
+    ASSERT_TRUE(chip.Run(p, {}, dir_, &roomy, true).status.ok());
+    collectors::RunConfig c;
+    c.rings.task_window = {4, 4, 4, 4};
+    c.rings.heap = {1024, 1024, 1024, 1024};  // exactly four 256-byte values
+    c.rings.dep_pool = {4, 4, 4, 4};
+    DispatchResult r = chip.Run(p, c, dir_, &tiny, true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.tasks_executed, 300u);
+    // 300 tasks through 4 slots: reclamation had to work. Whether the real
+    // threads ever found the ring full depends on timing; the virtual clock
+    // (a submit is cheaper than a kernel) always does.
+    if (virtual_clock) {
+      EXPECT_GT(tiny.orchestrator_stalls, 0u);
+    }
+    EXPECT_EQ(tiny.tensors.at("out"), roomy.tensors.at("out"));
+    for (float v : tiny.tensors.at("out")) EXPECT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST_F(EmulatorTest, RingsThatCanNeverFitAreClearErrorsNotHangs) {
+  Program p = GenerateVectorPipeline(32, 32);  // 4 KiB outputs
+  EmulatedChip chip(ChipOptions{});
+  collectors::RunConfig c;
+  c.rings.heap = {1024, 1024, 1024, 1024};
+  DispatchResult r = chip.RunProgram(p, c, dir_);
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("ring_heap >= 4096"), std::string::npos) << r.status.message();
+
+  // Six live values in the root scope, a 4-slot task window: a real deadlock.
+  LayeredDagOptions o;
+  o.tasks = 12;
+  o.width = 6;
+  Program dag = GenerateLayeredDag(o);
+  for (bool virtual_clock : {false, true}) {
+    ChipOptions opt;
+    opt.virtual_clock = virtual_clock;
+    EmulatedChip small(opt);
+    collectors::RunConfig w;
+    w.rings.task_window = {4, 4, 4, 4};
+    DispatchResult d = small.RunProgram(dag, w, dir_);
+    ASSERT_FALSE(d.status.ok());
+    EXPECT_NE(d.status.message().find("ring deadlock"), std::string::npos) << d.status.message();
+    EXPECT_NE(d.status.message().find("ring 0 task window (4 slots)"), std::string::npos);
+    // The chip stays usable.
+    EXPECT_TRUE(small.RunProgram(GenerateVectorPipeline(), {}, dir_).status.ok());
+  }
+}
+
+TEST_F(EmulatorTest, AicpuThreadNumIsCheckedAgainstTheChipModel) {
+  EmulatedChip chip(ChipOptions{});
+  collectors::RunConfig c;
+  c.aicpu_thread_num = 5;  // a2a3 has 4
+  DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("aicpu_thread_num"), std::string::npos) << r.status.message();
+  ChipOptions a5;
+  a5.backend = collectors::BackendType::kA5;
+  EmulatedChip big(a5);
+  c.backend_type = collectors::BackendType::kA5;
+  c.enable_chip_swimlane = 3;
+  DispatchResult ok = big.RunProgram(GenerateVectorPipeline(), c, dir_);
+  ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
+  Json j = ReadJson(dir_ / "chip_swimlane_records.json");
+  EXPECT_EQ(j["metadata"]["clock_freq_hz"], 1000000000);
+  // Four scheduler threads (one AICPU thread orchestrates) own the six cores round-robin.
+  EXPECT_EQ(j["metadata"]["core_to_thread"], Json::parse("[0,1,2,3,0,1]"));
+}
+
+TEST_F(EmulatorTest, KernelFailureFailsOnlyThatDispatch) {
+  Program p = GenerateVectorPipeline();
+  Kernel bad;
+  bad.func_id = 9;
+  bad.name = "exploder";
+  bad.core_type = CoreType::kAiv;
+  bad.op = KernelOp::kFail;
+  bad.message = "boom";
+  p.kernels.push_back(bad);
+  Statement st = p.orchestration[2];
+  st.submit.kernel = 3;
+  st.submit.args = {{0, ArgType::kInput}};
+  st.submit.scalars.clear();
+  st.json_path = "$.orchestration[2]";
+  p.orchestration[2] = st;
+  for (bool virtual_clock : {false, true}) {
+    ChipOptions opt;
+    opt.virtual_clock = virtual_clock;
+    EmulatedChip chip(opt);
+    DispatchResult r = chip.RunProgram(p, AllFlags(), dir_ / "fail");
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find("kernel \"exploder\""), std::string::npos)
+        << r.status.message();
+    EXPECT_NE(r.status.message().find("task t2"), std::string::npos) << r.status.message();
+    EXPECT_NE(r.status.message().find("boom"), std::string::npos);
+    EXPECT_FALSE(fs::exists(dir_ / "fail" / "deps.json")) << "dep_gen is skipped on failure";
+    RunReport report;
+    DispatchResult ok = chip.Run(GenerateVectorPipeline(), {}, dir_, &report, true);
+    ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
+    ExpectVectorPipelineResult(report);
+  }
+}
+
+TEST_F(EmulatorTest, VirtualClockArtifactsAreByteIdenticalAcrossRuns) {
+  Program p = GenerateAttentionDecode({});
+  std::vector<std::string> names[2];
+  for (int i = 0; i < 2; ++i) {
+    EmulatedChip chip(Virtual());
+    DispatchResult r = chip.RunProgram(p, AllFlags(), dir_ / std::to_string(i));
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    names[i] = r.artifacts;
+  }
+  ASSERT_EQ(names[0], names[1]);
+  ASSERT_GE(names[0].size(), 5u);
+  for (const std::string& f : names[0])
+    EXPECT_EQ(Slurp(dir_ / "0" / f), Slurp(dir_ / "1" / f)) << f << " differs between runs";
+}
+
+TEST_F(EmulatorTest, DepsJsonOfTheVectorPipelineHasExactlySixEdges) {
+  EmulatedChip chip(ChipOptions{});
+  collectors::RunConfig c;
+  c.enable_dep_gen = true;
+  DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  Json deps = ReadJson(dir_ / "deps.json");
+  ASSERT_EQ(deps["edges"].size(), 6u);
+  ASSERT_EQ(deps["tasks"].size(), 5u);
+  EXPECT_EQ(deps["tasks"][0]["kernel_ids"], Json::parse("[-1,0,-1]"));
+  int creator = 0;
+  for (const Json& e : deps["edges"]) creator += e["source"] == "creator";
+  EXPECT_EQ(creator, 1);
+}
+
+TEST_F(EmulatorTest, SwimlaneLevelsAreRealGuardsEndToEnd) {
+  Program p = GenerateAttentionDecode({});
+  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  for (int level = 1; level <= 4; ++level) {
+    EmulatedChip chip(Virtual());
+    collectors::RunConfig c;
+    c.enable_chip_swimlane = level;
+    fs::path out = dir_ / ("l" + std::to_string(level));
+    DispatchResult r = chip.RunProgram(p, c, out);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    Json j = ReadJson(out / "chip_swimlane_records.json");
+    EXPECT_EQ(j["chip_swimlane_level"], level);
+    EXPECT_EQ(j["aicore_tasks"].size(), lp->core_executions) << "level " << level;
+    EXPECT_EQ(j["aicpu_tasks"].empty(), level < 2) << "level " << level;
+    EXPECT_EQ(j.contains("aicpu_scheduler_phases"), level >= 3) << "level " << level;
+    EXPECT_EQ(j["metadata"].contains("core_to_thread"), level >= 3) << "level " << level;
+    EXPECT_EQ(j.contains("aicpu_orchestrator_phases"), level >= 4) << "level " << level;
+    if (level >= 3) {
+      std::set<std::string> kinds;
+      for (const Json& thread : j["aicpu_scheduler_phases"])
+        for (const Json& ph : thread) kinds.insert(ph["kind"].get<std::string>());
+      EXPECT_EQ(kinds, (std::set<std::string>{"complete", "dispatch", "release"}));
+    }
+    EXPECT_EQ(j["metadata"]["clock_freq_hz"], 50000000);
+    EXPECT_EQ(j["metadata"]["num_cores"], 6);
+    EXPECT_FALSE(fs::exists(out / "deps.json"));
+    EXPECT_FALSE(fs::exists(out / "pmu.csv"));
+  }
+}
+
+TEST_F(EmulatorTest, PartialDumpCapturesOnlyMarkedValues) {
+  Program p = GenerateAttentionDecode({});  // dump_tag x, attn_out; dumps=[scores]
+  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  EmulatedChip chip(Virtual());
+  collectors::RunConfig c;
+  c.enable_dump_args = 1;
+  DispatchResult r = chip.RunProgram(p, c, dir_);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  Json m = ReadJson(dir_ / "args_dump" / "args_dump.json");
+  // Expected entries: one per marked arg and stage.
+  size_t want = 0;
+  for (const LoweredTask& t : lp->tasks)
+    for (const LoweredArg& a : t.args)
+      if (a.dump) want += a.type == ArgType::kInout ? 2 : 1;
+  ASSERT_GT(want, 0u);
+  EXPECT_EQ(m["args"].size(), want);
+  for (const Json& e : m["args"]) EXPECT_GT(e["bin_size"].get<int64_t>(), 0);
+}
+
+TEST_F(EmulatorTest, HybridDumpRecordsAllMetadataButOnlyMarkedPayload) {
+  Program p = GenerateAttentionDecode({});
+  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  EmulatedChip chip(Virtual());
+  collectors::RunConfig c;
+  c.enable_dump_args = 3;
+  DispatchResult r = chip.RunProgram(p, c, dir_);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  Json m = ReadJson(dir_ / "args_dump" / "args_dump.json");
+  size_t all = 0, marked = 0;
+  for (const LoweredTask& t : lp->tasks)
+    for (const LoweredArg& a : t.args) {
+      size_t stages = a.type == ArgType::kInout ? 2 : 1;
+      all += stages;
+      if (a.dump) marked += stages;
+    }
+  EXPECT_EQ(m["args"].size(), all);
+  size_t with_payload = 0;
+  for (const Json& e : m["args"]) with_payload += e["bin_size"].get<int64_t>() > 0;
+  EXPECT_EQ(with_payload, marked);
+}
+
+TEST_F(EmulatorTest, AFailedDumpCaptureFailsTheDispatchWithItsError) {
+  ChipOptions opt = Virtual();
+  opt.dump_arena_bytes = 2048;         // two 1 KiB tensors
+  opt.dump_drain_bytes_per_sec = 100;  // a host that cannot keep up
+  opt.dump_timeout_ms = 50;
+  EmulatedChip chip(opt);
+  collectors::RunConfig c;
+  c.enable_dump_args = 2;
+  DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.code(), Code::kDeadlineExceeded) << r.status.ToString();
+  EXPECT_NE(r.status.message().find("args dump of task t"), std::string::npos)
+      << r.status.message();
+  EXPECT_NE(r.status.message().find("enable_dump_args=1"), std::string::npos) << r.status.message();
+  EXPECT_LT(r.tasks_executed, 5u);
+  opt.dump_arena_bytes = 0;
+  EmulatedChip roomy(opt);
+  EXPECT_TRUE(roomy.RunProgram(GenerateVectorPipeline(), c, dir_ / "ok").status.ok());
+}
+
+TEST_F(EmulatorTest, PmuAndScopeStatsCoverEveryBlockAndScope) {
+  Program p = GenerateAttentionDecode({});
+  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  EmulatedChip chip(Virtual());
+  collectors::RunConfig c;
+  c.enable_pmu = 4;
+  c.enable_scope_stats = true;
+  DispatchResult r = chip.RunProgram(p, c, dir_);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  std::string csv = Slurp(dir_ / "pmu.csv");
+  size_t lines = std::count(csv.begin(), csv.end(), '\n');
+  EXPECT_EQ(lines, 1 + lp->core_executions);
+  EXPECT_EQ(
+      csv.substr(0, csv.find('\n')),
+      "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,ub_read_req,ub_write_req,"
+      "l1_read_req,l1_write_req,l2_read_req,l2_write_req,main_read_req,main_write_req,event_type");
+  std::string jsonl = Slurp(dir_ / "scope_stats" / "scope_stats.jsonl");
+  size_t records = std::count(jsonl.begin(), jsonl.end(), '\n');
+  EXPECT_EQ(records, 1 + 2 * lp->scopes.size());  // metadata + begin/end per scope (root too)
+  EXPECT_NE(jsonl.find("\"depth\": 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dfx::device

@@ -1,0 +1,30 @@
+// Loads program JSON files (design.md §6) into a validated Program.
+//
+// Every error is an InvalidArgument whose message names the file, the JSON
+// path and what was expected, e.g.
+//   "prog.json: at $.orchestration[3].args[1].tensor: expected the name of a
+//    declared tensor (one of a, b, c), got string \"q\"".
+// Bad input never crashes. Thread-safe (no shared state).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "device/program.h"
+
+namespace dfx::device {
+
+Result<Program> LoadProgram(const std::filesystem::path& path);
+// `origin` names the source (usually the file path) in error messages.
+Result<Program> ParseProgram(const Json& json, const std::string& origin);
+// The JSON form of `program`; ParseProgram(ProgramToJson(p)) reproduces p.
+Json ProgramToJson(const Program& program);
+// Sets every statement's json_path ("$.orchestration[3].body[0]") from its
+// position, for programs built in memory.
+void AssignJsonPaths(Program* program);
+// Checks a Program built in memory (by a generator) with the loader's rules.
+Status ValidateProgram(const Program& program);
+
+}  // namespace dfx::device
