@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config ninja-build git
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
-      libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev graphviz)
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev graphviz
+      chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# dfx-view benchmarks. Usage: bench/view/run_view_bench.sh [BUILD_DIR] [TASKS]
+#  1. swimlane converter on a generated TASKS-task (default 1 000 000) level-3
+#     records file + deps.json: tasks/s, MB/s, peak RSS — against two baselines
+#     measured in the same run: `cat FILE > /dev/null` and a tokenise-only pass
+#     of the same streaming reader (no join, no output).
+#  2. deps HTML for a 10 000-node DAG with --engine sfdp.
+# Generated inputs go to a temporary directory and are deleted afterwards.
+set -euo pipefail
+BUILD=${1:-build-tools}
+N=${2:-1000000}
+VIEW="$BUILD/tools/dfx-view"
+BENCH="$BUILD/bench/view/view_bench"
+WORK=$(mktemp -d /tmp/dfx_view_bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+"$BENCH" gen-records "$WORK/chip_swimlane_records.json" "$N" --deps "$WORK/deps.json"
+SIZE_MB=$(du -m "$WORK/chip_swimlane_records.json" | cut -f1)
+DEPS_MB=$(du -m "$WORK/deps.json" | cut -f1)
+echo "input: $N tasks, records ${SIZE_MB} MB, deps.json ${DEPS_MB} MB"
+
+echo "baseline cat > /dev/null:"
+"$BENCH" measure -- sh -c "cat '$WORK/chip_swimlane_records.json' > /dev/null"
+echo "baseline tokenise only (streaming reader, no conversion):"
+"$BENCH" measure -- "$BENCH" tokenize "$WORK/chip_swimlane_records.json"
+echo "dfx-view swimlane (no deps):"
+OUT=$("$BENCH" measure -- "$VIEW" swimlane "$WORK/chip_swimlane_records.json" --deps-json "$WORK/none.json" -o "$WORK/trace_nodeps.json" 2>/dev/null | tail -1)
+echo "$OUT"
+echo "dfx-view swimlane (with deps.json, flows):"
+OUT2=$("$BENCH" measure -- "$VIEW" swimlane "$WORK/chip_swimlane_records.json" -o "$WORK/trace.json" 2>/dev/null | tail -1)
+echo "$OUT2"
+TRACE_MB=$(du -m "$WORK/trace.json" | cut -f1)
+for line in "$OUT" "$OUT2"; do
+  S=$(echo "$line" | sed -E 's/.*wall_s=([0-9.]+).*/\1/')
+  C=$(echo "$line" | sed -E 's/.*cpu_s=([0-9.]+).*/\1/')
+  awk -v n="$N" -v s="$S" -v c="$C" -v mb="$SIZE_MB" 'BEGIN { printf "  -> %.0f tasks/s, %.1f MB/s of records input (wall); %.0f tasks/s per CPU-second\n", n / s, mb / s, n / c }'
+done
+echo "trace with flows: ${TRACE_MB} MB"
+rm -f "$WORK"/trace*.json
+
+mkdir -p "$WORK/big"
+"$BENCH" gen-deps "$WORK/big/deps.json" 10000
+echo "dfx-view deps --format html --engine sfdp (10 000 nodes):"
+"$BENCH" measure -- "$VIEW" deps "$WORK/big/deps.json" --format html --engine sfdp -o "$WORK/big/deps.html" | tail -1
+echo "  html: $(du -k "$WORK/big/deps.html" | cut -f1) KB"

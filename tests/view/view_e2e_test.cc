@@ -1,0 +1,570 @@
+// End-to-end tests: every test copies tests/view/fixtures into a fresh
+// temporary directory, runs the real `dfx-view` binary there and checks what a
+// user would see: the files written, their structure, stdout/stderr and the
+// exit code. Browser tests render the HTML pages in headless Chromium.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "common/file_util.h"
+#include "common/json.h"
+
+namespace fs = std::filesystem;
+using dfx::Json;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("dfx_view_e2e_") + info->name() + "_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::copy(fs::path(DFX_SOURCE_DIR) / "tests/view/fixtures", dir_, fs::copy_options::recursive);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  // Runs dfx-view with `args` (shell words) in the fixture copy.
+  RunResult Run(const std::string& args, const std::string& env = "") {
+    std::string cmd = "cd '" + dir_.string() + "' && " + env + " '" + DFX_VIEW_BIN + "' " + args +
+                      " > _stdout.txt 2> _stderr.txt";
+    int rc = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = Slurp(dir_ / "_stdout.txt");
+    r.err = Slurp(dir_ / "_stderr.txt");
+    return r;
+  }
+  Json ReadJson(const fs::path& rel) {
+    auto j = dfx::ReadJsonFile(dir_ / rel);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : Json();
+  }
+  fs::path dir_;
+};
+
+struct TraceSummary {
+  std::map<int, std::string> process_names;
+  std::set<std::pair<int, int>> threads;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::multiset<std::string> slice_names;
+  std::multiset<std::string> flow_names;
+  std::set<uint64_t> slice_ids;
+  bool flows_paired = true;
+  bool binds_resolve = true;
+  std::set<std::string> counters;
+};
+
+TraceSummary Summarize(const Json& trace) {
+  TraceSummary s;
+  std::map<uint64_t, std::pair<int, int>> flow_phases;
+  std::vector<uint64_t> binds;
+  for (const auto& e : trace.at("traceEvents")) {
+    std::string ph = e.at("ph");
+    if (ph == "M") {
+      if (e["name"] == "process_name") s.process_names[e["pid"].get<int>()] = e["args"]["name"];
+      if (e["name"] == "thread_name")
+        s.thread_names[std::make_pair(e["pid"].get<int>(), e["tid"].get<int>())] =
+            e["args"]["name"];
+    } else if (ph == "X") {
+      s.slice_names.insert(e["name"].get<std::string>());
+      s.threads.insert(std::make_pair(e["pid"].get<int>(), e["tid"].get<int>()));
+      if (e.contains("id")) s.slice_ids.insert(e["id"].get<uint64_t>());
+    } else if (ph == "s" || ph == "f") {
+      if (ph == "s") s.flow_names.insert(e["name"].get<std::string>());
+      auto& c = flow_phases[e["id"].get<uint64_t>()];
+      (ph == "s" ? c.first : c.second)++;
+      if (e.contains("bind_id")) binds.push_back(e["bind_id"]);
+      if (ph == "f" && e.value("bp", "") != "e") s.flows_paired = false;
+    } else if (ph == "C") {
+      s.counters.insert(e["name"].get<std::string>());
+    }
+  }
+  for (const auto& [id, c] : flow_phases) {
+    if (c.first != 1 || c.second != 1) s.flows_paired = false;
+  }
+  for (uint64_t b : binds) {
+    if (!s.slice_ids.count(b)) s.binds_resolve = false;
+  }
+  return s;
+}
+
+TEST_F(ViewTest, SwimlaneLevel4HasDocumentedProcessesThreadsLabelsAndFlows) {
+  RunResult r = Run("swimlane l4/chip_swimlane_records.json --overhead");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("l4/merged_swimlane.json");
+  TraceSummary s = Summarize(trace);
+  EXPECT_EQ(s.process_names[1], "AICPU Attn");  // orchestrator_name from the sibling name map
+  EXPECT_EQ(s.process_names[2], "AICPU Scheduler");
+  EXPECT_EQ(s.process_names[3], "Scheduler View");
+  EXPECT_EQ(s.process_names[4], "Worker View");
+  EXPECT_EQ((s.thread_names[{4, 10000}]), "AIC_0");
+  EXPECT_EQ((s.thread_names[{4, 10010}]), "AIV_1");
+  EXPECT_EQ((s.thread_names[{2, 30000}]), "Sched_0");
+  EXPECT_EQ((s.thread_names[{2, 30001}]), "Sched_0");  // resolve sub-lane
+  EXPECT_EQ((s.thread_names[{2, 30010}]), "Sched_1");
+  EXPECT_EQ((s.thread_names[{2, 3999}]), "shared_ready_queue (global)");
+  EXPECT_EQ((s.thread_names[{1, 4000}]), "Orch_0");
+  EXPECT_EQ((s.thread_names[{4, 19002}]), "AICPU_2");
+  // Labels: name map hit, SPMD suffix, func_<n>_<letters> fallback, ring display, markers.
+  EXPECT_EQ(s.slice_names.count("qk(t1)"), 2u);  // Worker View + Scheduler View
+  EXPECT_EQ(s.slice_names.count("softmax_spmd(t2)"), 4u);
+  EXPECT_EQ(s.slice_names.count("func_5_f(t3)"), 2u);
+  EXPECT_EQ(s.slice_names.count("func_7_h(r1t4)"), 2u);
+  EXPECT_EQ(s.slice_names.count("dummy(t5)"), 1u);
+  EXPECT_EQ(s.slice_names.count("alloc(t0)"), 1u);
+  EXPECT_EQ(s.slice_names.count("submit(r1t4)"), 1u);
+  EXPECT_EQ(s.slice_names.count("complete(1)"), 5u);
+  EXPECT_TRUE(s.threads.count({4, 19002}));  // alloc lane after 2 sched threads
+  for (const char* flow :
+       {"dependency", "complete", "complete\u2192ready", "dispatch", "submit\u2192dispatch"}) {
+    EXPECT_GT(s.flow_names.count(flow), 0u) << flow;
+  }
+  EXPECT_EQ(s.flow_names.count("hb_violation"), 0u);
+  EXPECT_TRUE(s.flows_paired);
+  EXPECT_TRUE(s.binds_resolve);
+  EXPECT_TRUE(s.counters.count("shared_ready_queue"));
+  EXPECT_TRUE(s.counters.count("oh_aiv_ready"));
+  EXPECT_TRUE(s.counters.count("oh_has_overhead"));
+  // Worker View bar of t1: ts = receive (start - receive_to_start), µs from base (900 cycles @ 50
+  // MHz).
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 4 && e["name"] == "qk(t1)") {
+      EXPECT_NEAR(e["ts"].get<double>(), (1000 - 900) * 0.02, 1e-9);
+      EXPECT_NEAR(e["dur"].get<double>(), (1100 - 1000) * 0.02, 1e-9);
+      EXPECT_EQ(e["args"]["event-hint"], "Task:t1, FuncId:0, CoreId:0");
+      EXPECT_EQ(e["args"]["fanout-hint"], "2: [t2, t3]");
+    }
+  }
+  EXPECT_NE(r.out.find("Task Statistics by Function"), std::string::npos);
+  EXPECT_NE(r.out.find("softmax"), std::string::npos);
+  EXPECT_NE(r.out.find("Total Test Time: 7.300 us"), std::string::npos);
+}
+
+TEST_F(ViewTest, SwimlaneFlagsHappensBeforeViolations) {
+  // Make t2 start before t1 ends on the Worker View: dependency t1 -> t2 is violated.
+  Json rec = ReadJson("l4/chip_swimlane_records.json");
+  rec["aicore_tasks"][2][3] = 1050;  // core 1, t2 start (receive 1045) < t1 end 1100
+  ASSERT_TRUE(dfx::WriteJsonFileAtomic(dir_ / "l4/chip_swimlane_records.json", rec).ok());
+  RunResult r = Run("swimlane l4/chip_swimlane_records.json -o out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = Summarize(ReadJson("out.json"));
+  EXPECT_GT(s.flow_names.count("hb_violation"), 0u);
+}
+
+TEST_F(ViewTest, SwimlaneWithoutDepsWarnsAndDrawsNoArrows) {
+  RunResult r = Run("swimlane l3/chip_swimlane_records.json --overhead -v");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Warning: no usable deps.json at l3/deps.json; Perfetto trace will have no "
+                       "dependency arrows."),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Warning: --overhead needs deps.json for task readiness"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("Flow events: 0 (no deps.json"), std::string::npos);
+  TraceSummary s = Summarize(ReadJson("l3/merged_swimlane.json"));
+  EXPECT_EQ(s.flow_names.count("dependency"), 0u);
+  EXPECT_GT(s.flow_names.count("dispatch"), 0u);
+  EXPECT_EQ(s.process_names.count(1), 0u);         // no orchestrator at level 3
+  EXPECT_EQ(s.slice_names.count("task(t1)"), 2u);  // no deps → func_id unknown
+}
+
+TEST_F(ViewTest, SwimlaneLevel1DetectsSpmdWithoutDepsAndHasNoSchedulerView) {
+  RunResult r = Run("swimlane l1/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = Summarize(ReadJson("l1/merged_swimlane.json"));
+  EXPECT_EQ(s.slice_names.count("task_spmd(t7)"), 2u);
+  EXPECT_EQ(s.slice_names.count("task(t8)"), 1u);
+  EXPECT_EQ(s.process_names.count(3), 0u);
+  EXPECT_NE(r.out.find("AICore Observed Span"), std::string::npos);
+}
+
+TEST_F(ViewTest, SwimlaneLevel2WarnsAboutUnmatchedRows) {
+  RunResult r = Run("swimlane l2/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Warning: 1 aicpu_task(s) had no matching AICore record (top offenders: "
+                       "core 1: 1)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ViewTest, SwimlaneErrorsExitOneWithMessage) {
+  RunResult r = Run("swimlane bad_level/chip_swimlane_records.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error: Unsupported chip_swimlane_level: 7 (expected 1, 2, 3, or 4)\n");
+  r = Run("swimlane missing.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error: Input file not found: missing.json\n");
+  std::ofstream(dir_ / "l1/truncated.json")
+      << R"({"chip_swimlane_level": 1, "aicore_tasks": [[1, 2)";
+  r = Run("swimlane l1/truncated.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("l1/truncated.json: at byte"), std::string::npos) << r.err;
+  r = Run("swimlane", "");  // no input, no ./outputs
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("No outputs/*/chip_swimlane_records.json found under"), std::string::npos);
+}
+
+TEST_F(ViewTest, SwimlaneWarnsOnSeveralSiblingNameMaps) {
+  fs::copy_file(dir_ / "l4/name_map_Demo_case.json", dir_ / "l4/name_map_Other.json");
+  RunResult r = Run("swimlane l4/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.err.find("multiple sibling name maps found next to l4/chip_swimlane_records.json; "
+                       "pass --func-names explicitly."),
+            std::string::npos);
+  TraceSummary s = Summarize(ReadJson("l4/merged_swimlane.json"));
+  EXPECT_EQ(s.slice_names.count("func_0_a(t1)"), 2u);  // default labels
+}
+
+TEST_F(ViewTest, SwimlaneHostOrchestratedRunPlacesDeviceAfterHostTimeline) {
+  RunResult r = Run("swimlane hbg/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("hbg/merged_swimlane.json");
+  std::vector<std::string> pid1_names;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 1)
+      pid1_names.push_back(e["args"]["name"]);
+  }
+  // Uploads first, orchestrator second, both on pid 1 (§4.3).
+  EXPECT_EQ(pid1_names, (std::vector<std::string>{"Host Prepare", "Host Orchestrator"}));
+  TraceSummary s = Summarize(trace);
+  EXPECT_EQ((s.thread_names[{1, 4000}]), "Host_0");
+  EXPECT_EQ((s.thread_names[{1, 4100}]), "H2D");
+  EXPECT_EQ(s.slice_names.count("graph_upload"), 1u);
+  EXPECT_EQ(trace["metadata"]["layout"], "causal_composite");
+  EXPECT_EQ(trace["metadata"]["trace_status"], "complete");
+  double seam = trace["metadata"]["logical_seam_us"];
+  EXPECT_DOUBLE_EQ(seam, 6.0);  // last host timestamp 5 006 000 ns - origin 5 000 000 ns
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 4) {
+      EXPECT_GE(e["ts"].get<double>(), seam);
+    }
+  }
+  EXPECT_EQ(s.flow_names.count("submit\u2192dispatch"), 0u);  // uncalibrated cross-domain
+}
+
+TEST_F(ViewTest, SwimlaneGraphExecutionEnvelopeJoinsRing1NodeRows) {
+  RunResult r = Run("swimlane graph/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("graph/merged_swimlane.json");
+  TraceSummary s = Summarize(trace);
+  EXPECT_EQ(s.process_names[5], "Graph Execution");
+  EXPECT_EQ((s.thread_names[{5, 5000}]), "Graph_0");
+  EXPECT_EQ(s.slice_names.count("GraphExecution(t3, 2 visible nodes)"), 1u);
+  EXPECT_EQ(s.slice_names.count("graph_prepare(2)"), 1u);
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 5) {
+      EXPECT_NEAR(e["ts"].get<double>(), 0.14,
+                  1e-9);  // prepare start 1220 - base 1080 cycles @ 1 GHz
+      EXPECT_NEAR(e["dur"].get<double>(), 0.24, 1e-9);  // to last node finish 1460
+      EXPECT_EQ(e["args"]["visible_node_max"], 5);
+    }
+  }
+}
+
+TEST_F(ViewTest, RunTimelineGivesEachRankItsOwnPidRange) {
+  RunResult r = Run("swimlane --run run/dfx_outputs");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("run/dfx_outputs/merged_run_swimlane.json");
+  TraceSummary s = Summarize(trace);
+  EXPECT_EQ(s.process_names[104], "Rank 0 \u00b7 Worker View");
+  EXPECT_EQ(s.process_names[204], "Rank 1 \u00b7 Worker View");
+  EXPECT_TRUE(s.flows_paired);
+  // Without a manifest rank 0's second dispatch follows its first end to end.
+  double d0_end = 0, d1_start = 1e18;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["pid"] != 104 || e["tid"] >= 19000) continue;
+    double ts = e["ts"], end = ts + e["dur"].get<double>();
+    if (e["args"]["taskId"].get<uint64_t>() >= 10)
+      d1_start = std::min(d1_start, ts);
+    else
+      d0_end = std::max(d0_end, end);
+  }
+  EXPECT_GT(d1_start, d0_end);
+}
+
+TEST_F(ViewTest, RunTimelineAlignsDispatchesWithManifestOffsets) {
+  Json m = {
+      {"ranks",
+       {{{"rank", 0},
+         {"clock_offset_ns", 0},
+         {"dispatches",
+          {{{"dispatch", 0}, {"start_ns", 1000000}}, {{"dispatch", 1}, {"start_ns", 1500000}}}}},
+        {{"rank", 1},
+         {"clock_offset_ns", 250000},
+         {"dispatches", {{{"dispatch", 0}, {"agent_start_ns", 1350000}}}}}}}};
+  ASSERT_TRUE(dfx::WriteJsonFileAtomic(dir_ / "run/dfx_outputs/run_manifest.json", m).ok());
+  RunResult r = Run("swimlane --run run/dfx_outputs -o merged.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("merged.json");
+  double r0d1 = 1e18, r1d0 = 1e18;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || !e.contains("args") || !e["args"].contains("taskId")) continue;
+    if (e["pid"] == 104 && e["args"]["taskId"] == 10) r0d1 = std::min(r0d1, e["ts"].get<double>());
+    if (e["pid"] == 204 && e["args"]["taskId"] == 10) r1d0 = std::min(r1d0, e["ts"].get<double>());
+  }
+  // Task 10 starts 0.03 µs (receive 1980 - base 1950 cycles @ 1 GHz) after its dispatch origin.
+  EXPECT_NEAR(r0d1, 500.0 + 0.03, 1e-6);  // 1.5 ms - 1.0 ms on the coordinator clock
+  EXPECT_NEAR(r1d0, 100.0 + 0.03, 1e-6);  // 1.35 ms agent - 0.25 ms offset - 1.0 ms
+}
+
+TEST_F(ViewTest, DepsTextReportIsByteExact) {
+  RunResult r = Run("deps l4/deps.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Wrote l4/deps_viewer.txt (6 tasks, 6 unique edges, 7 annotated edges, format=text)\n");
+  EXPECT_EQ(Slurp(dir_ / "l4/deps_viewer.txt"), Slurp(dir_ / "golden/l4_deps_viewer.txt"));
+}
+
+TEST_F(ViewTest, DepsReductionModesOnKnownDag) {
+  RunResult r = Run("deps dag/deps.json --edge-mode reduced");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Transitive reduction: removed 2 redundant edge(s) of 7 (5 kept)\n"
+            "  - 1 -> 3\n  - 1 -> 4\n"
+            "Wrote dag/deps_viewer_reduced.txt (5 tasks, 5 unique edges, 5 annotated edges, "
+            "format=text)\n");
+  EXPECT_EQ(Slurp(dir_ / "dag/deps_viewer_reduced.txt"),
+            Slurp(dir_ / "golden/dag_deps_viewer_reduced.txt"));
+  r = Run("deps dag/deps.json --edge-mode omitted");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Redundant edges only: showing 2 redundant edge(s) of 7"),
+            std::string::npos);
+  std::string omitted = Slurp(dir_ / "dag/deps_viewer_omitted.txt");
+  EXPECT_NE(omitted.find("  unique_task_edges: 2\n"), std::string::npos);
+  EXPECT_NE(omitted.find("TASK 0 kind=alloc func_id=none fanin=0 fanout=0\n"), std::string::npos);
+  r = Run("deps dag/deps.json --edge-mode reduced_dataflow");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Dataflow-verified transitive reduction: removed 2"), std::string::npos);
+  r = Run("deps cycle/deps.json --edge-mode reduced");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.err.find("warning: dependency graph has a cycle; transitive reduction skipped, "
+                       "emitting full graph (--edge-mode reduced ignored)"),
+            std::string::npos);
+}
+
+TEST_F(ViewTest, DepsUsageAndEnvironmentErrors) {
+  RunResult r = Run("deps dag/deps.json --engine sfdp");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --engine is only valid with --format html\n");
+  r = Run("deps dag/deps.json --show-tensor-info");
+  EXPECT_EQ(r.exit_code, 2);
+  r = Run("deps nothere/deps.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error: nothere/deps.json not found.\n");
+  fs::create_directories(dir_ / "emptybin");
+  r = Run("deps dag/deps.json --format html", "PATH=" + (dir_ / "emptybin").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(
+      r.err.find("Graphviz 'dot' not found on PATH. Install graphviz: brew install graphviz / "
+                 "apt install graphviz"),
+      std::string::npos)
+      << r.err;
+}
+
+// A chain of `n` tasks as deps.json.
+void WriteChain(const fs::path& path, int n) {
+  Json tasks = Json::array(), edges = Json::array();
+  for (int i = 0; i < n; ++i) {
+    tasks.push_back(
+        {{"task_id", std::to_string(i)}, {"kernel_ids", {i % 3, -1, -1}}, {"block_num", 1}});
+    if (i > 0)
+      edges.push_back({{"pred", std::to_string(i - 1)},
+                       {"succ", std::to_string(i)},
+                       {"arg", 0},
+                       {"source", "tensormap"}});
+  }
+  fs::create_directories(path.parent_path());
+  ASSERT_TRUE(dfx::WriteJsonFileAtomic(
+                  path, Json{{"tasks", tasks}, {"tensors", Json::array()}, {"edges", edges}})
+                  .ok());
+}
+
+TEST_F(ViewTest, DepsLargeGraphWithDotAdvisesSfdpAndLayoutTimeoutIsBounded) {
+  WriteChain(dir_ / "big/deps.json", 600);
+  RunResult r = Run("deps big/deps.json --format html --layout-timeout 0.001");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("use --engine sfdp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos);
+}
+
+// Decodes the PNG's image data and counts distinct byte values: a blank page
+// compresses to a handful of values, a rendered graph to many.
+size_t DistinctPngBytes(const fs::path& png) {
+  std::string data = Slurp(png);
+  if (data.size() < 8 || data.compare(1, 3, "PNG") != 0) return 0;
+  std::string idat;
+  size_t pos = 8;
+  while (pos + 8 <= data.size()) {
+    uint32_t len = (uint32_t(uint8_t(data[pos])) << 24) | (uint32_t(uint8_t(data[pos + 1])) << 16) |
+                   (uint32_t(uint8_t(data[pos + 2])) << 8) | uint32_t(uint8_t(data[pos + 3]));
+    std::string type = data.substr(pos + 4, 4);
+    if (type == "IDAT") idat += data.substr(pos + 8, len);
+    pos += 12 + len;
+  }
+  std::vector<unsigned char> raw(32 << 20);
+  uLongf raw_len = raw.size();
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) !=
+      Z_OK) {
+    return 0;
+  }
+  std::set<unsigned char> distinct(raw.begin(), raw.begin() + static_cast<long>(raw_len));
+  return distinct.size();
+}
+
+// Renders `page` in headless Chromium: returns the dumped DOM and writes a screenshot.
+std::string RenderInChromium(const fs::path& page, const fs::path& png, const fs::path& profile) {
+  std::string common =
+      "timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update "
+      "--disable-sync --user-data-dir='" +
+      profile.string() + "' ";
+  std::string dom_file = png.string() + ".dom";
+  std::string cmd =
+      common + "--dump-dom 'file://" + page.string() + "' > '" + dom_file + "' 2>/dev/null";
+  int rc = std::system(cmd.c_str());
+  (void)rc;
+  cmd = common + "--screenshot='" + png.string() + "' --window-size=1200,800 'file://" +
+        page.string() + "' > /dev/null 2>&1";
+  rc = std::system(cmd.c_str());
+  return Slurp(dom_file);
+}
+
+bool HaveChromium() { return std::system("command -v chromium > /dev/null 2>&1") == 0; }
+
+TEST_F(ViewTest, DepsHtmlRendersInHeadlessChromium) {
+  if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
+  RunResult r = Run("deps l4/deps.json --format html --edge-mode reduced --show-tensor-info");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find(
+          "HTML layout preserves all 6 edge(s); 1 unselected edge(s) are colored as background"),
+      std::string::npos);
+  fs::path page = dir_ / "l4/deps_viewer_reduced.html";
+  std::string html = Slurp(page);
+  EXPECT_NE(html.find("<title>deps.json \u2014 6 nodes, 5 edges</title>"), std::string::npos);
+  EXPECT_NE(html.find("hidden&#45;edge"), std::string::npos);
+  std::string dom = RenderInChromium(page, dir_ / "deps.png", dir_ / "chrome-profile");
+  EXPECT_NE(dom.find("data-viewer-ready=\"1\""), std::string::npos) << "page script did not finish";
+  EXPECT_GT(DistinctPngBytes(dir_ / "deps.png"), 16u);
+}
+
+TEST_F(ViewTest, ScopeStatsHtmlReportsPeaksAndRendersInHeadlessChromium) {
+  RunResult r = Run("scope-stats scope_stats/scope_stats.jsonl --out-dir report");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ring 3 site stray.cpp:1: end without matching begin"), std::string::npos);
+  EXPECT_NE(r.out.find("danger: tensormap ring_depth global real_occupancy peak 15 of 16 (93.75%)"),
+            std::string::npos)
+      << r.out;
+  fs::path page = dir_ / "report/scope_stats.html";
+  std::string html = Slurp(page);
+  EXPECT_NE(html.find("Healthy: no fatal, no dropped"), std::string::npos);
+  EXPECT_NE(html.find("Top Peaks"), std::string::npos);
+  EXPECT_NE(html.find("87.50%"), std::string::npos);      // task_window ring 1: 14 of 16
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);  // self-contained
+  if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
+  std::string dom = RenderInChromium(page, dir_ / "scope.png", dir_ / "chrome-profile");
+  EXPECT_NE(dom.find("data-viewer-ready=\"1\""), std::string::npos);
+  EXPECT_GT(DistinctPngBytes(dir_ / "scope.png"), 16u);
+}
+
+TEST_F(ViewTest, DumpListsFiltersExportsAndReportsErrors) {
+  RunResult r = Run("dump args_dump -t 0x0000000000000003 -s before");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Filtered: 2/6 args"), std::string::npos);
+  r = Run("dump args_dump --index 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      Slurp(dir_ / "args_dump/txt/task_0x0000000000000003_after_out1.txt"),
+      "# task_id: 0x0000000000000003\n# role: output\n# stage: after_completion\n# arg_index: 1\n"
+      "# dtype: INT32\n# kind: tensor\n# is_contiguous: true\n# shape: [2,3]\n# strides: [3,1]\n"
+      "# start_offset: 0\n# Overview:\n 1 -2  3\n-4  5 -6\n# Detail:\n[0, 0] 1\n[0, 1] -2\n"
+      "[0, 2] 3\n[1, 0] -4\n[1, 1] 5\n[1, 2] -6\n");
+  r = Run("dump args_dump --export");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Exported 6 arg(s) to args_dump/txt/"), std::string::npos);
+  EXPECT_NE(Slurp(dir_ / "args_dump/txt/task_0x0000000100000005_after_inout0.txt")
+                .find("# DATA OVERWRITTEN (host too slow)\n"),
+            std::string::npos);
+  EXPECT_NE(
+      Slurp(dir_ / "args_dump/txt/task_0x0000000000000003_before_in2.txt").find("# value: 0.5\n"),
+      std::string::npos);
+  EXPECT_NE(
+      Slurp(dir_ / "args_dump/txt/task_0x0000000100000005_before_inout0.txt").find("[3] 0x48\n"),
+      std::string::npos);
+  r = Run("dump args_dump -t 0xdead");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "Error: --task 0xdead not found.\nValid task_ids (showing first 2): "
+            "0x0000000000000003, 0x0000000100000005\n");
+  r = Run("dump args_dump -s middle");
+  EXPECT_EQ(r.err, "Error: --stage must be 'before' or 'after', got 'middle'\n");
+  r = Run("dump args_dump -r sideways");
+  EXPECT_NE(r.err.find("Error: --role must be one of"), std::string::npos);
+  r = Run("dump args_dump -i 6");
+  EXPECT_EQ(r.err, "Error: --index 6 out of range (0-5)\n");
+  r = Run("dump l4");
+  EXPECT_EQ(r.err, "Error: args_dump.json not found in l4\n");
+}
+
+TEST_F(ViewTest, SchedOverheadPrintsAllSixPartsAndVerdict) {
+  RunResult r =
+      Run("sched-overhead --chip-swimlane-records-json l4/chip_swimlane_records.json --deps-json "
+          "l4/deps.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"Part 1", "Part 2", "Part 3", "Part 4", "Part 5", "Part 6"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part;
+  }
+  EXPECT_NE(r.out.find("has_overhead:   10.3%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Verdict: PARTIALLY SCHEDULER-LIMITED"), std::string::npos);
+  r = Run("sched-overhead --chip-swimlane-records-json l3/chip_swimlane_records.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Error: scheduler-overhead analysis needs the task DAG (deps.json)"),
+            std::string::npos);
+  r =
+      Run("sched-overhead --chip-swimlane-records-json l2/chip_swimlane_records.json --deps-json "
+          "l4/deps.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Error: perf JSON has no aicpu_scheduler_phases"), std::string::npos);
+  r = Run("sched-overhead --chip-swimlane-records-json nope.json");
+  EXPECT_EQ(r.err, "Error: Perf JSON not found: nope.json\n");
+}
+
+TEST_F(ViewTest, PmuSummaryGroupsByFunctionAndDerivesPipeUtilisation) {
+  RunResult r = Run("pmu pmu/pmu.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("func_id 0 on AIC: 2 row(s)"), std::string::npos);
+  EXPECT_NE(r.out.find("cube 60.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vec 75.0%"), std::string::npos);
+  r = Run("pmu pmu/pmu_a5.csv");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("fixpipe 2.0%"), std::string::npos) << r.out;
+  r = Run("pmu pmu/bad.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error: pmu/bad.csv: line 2: column func_id: expected a number, got \"zero\"\n");
+}
+
+}  // namespace

@@ -1,0 +1,121 @@
+// Streaming JSON for the viewers: a pull reader that walks a file token by
+// token without building a DOM, and an append-only writer that flushes to an
+// AtomicFileWriter in large chunks. Both exist so that a records file of a
+// million tasks converts with memory far below the file's size (style.md §7).
+//
+// Thread-compatible: one thread uses one instance.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/file_util.h"
+#include "common/json.h"
+#include "common/status.h"
+
+namespace dfx::view {
+
+// A JSON number as read: integral values keep full 64-bit precision.
+struct JsonNumber {
+  bool is_integer = true;
+  bool negative = false;
+  uint64_t magnitude = 0;  // |value| when is_integer
+  double value = 0.0;      // always set
+  int64_t AsInt64() const {
+    return negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+  }
+  uint64_t AsUint64() const { return negative ? 0 : magnitude; }
+};
+
+// Pull reader over a file. Errors latch: after the first failure every call
+// returns false and status() names the file, byte offset and what was expected.
+class JsonPullReader {
+ public:
+  enum class Kind { kObject, kArray, kString, kNumber, kBool, kNull, kEnd, kError };
+
+  JsonPullReader() = default;
+  ~JsonPullReader();
+  JsonPullReader(const JsonPullReader&) = delete;
+  JsonPullReader& operator=(const JsonPullReader&) = delete;
+
+  Status Open(const std::filesystem::path& path);
+
+  // Kind of the next value (skips whitespace; does not consume).
+  Kind Peek();
+  // Objects: BeginObject() then `while (NextKey(&k)) { read value }`.
+  bool BeginObject();
+  bool NextKey(std::string* key);
+  // Arrays: BeginArray() then `while (NextElement()) { read value }`.
+  bool BeginArray();
+  bool NextElement();
+
+  bool ReadNumber(JsonNumber* out);
+  bool ReadString(std::string* out);
+  bool ReadBool(bool* out);
+  bool ReadNull();
+  // Skips one value of any kind.
+  bool Skip();
+  // Reads one value into a DOM (use for small subtrees such as `metadata`).
+  bool ReadJson(Json* out);
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  uint64_t bytes_read() const { return consumed_ + pos_; }
+  // Records an error at the current position ("file: at byte N: msg").
+  bool Fail(const std::string& message);
+
+ private:
+  int PeekChar();  // -1 at EOF
+  int GetChar();
+  void SkipSpace();
+  bool Expect(char c);
+  bool Refill();
+  bool AppendValueText(std::string* text, int depth);
+
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, len_ = 0;
+  uint64_t consumed_ = 0;
+  std::vector<uint8_t> first_;  // per open container: 1 until the first member
+  Status status_;
+};
+
+// Append-only text writer that streams to `path` through AtomicFileWriter.
+class StreamWriter {
+ public:
+  Status Open(const std::filesystem::path& path);
+  void Append(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+  void Put(char c) {
+    buf_.push_back(c);
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+  std::string& buffer() { return buf_; }
+  void MaybeFlush() {
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+  Status Commit();
+  uint64_t bytes_written() const { return writer_.bytes_written() + buf_.size(); }
+
+ private:
+  static constexpr size_t kFlushBytes = 1 << 20;
+  void Flush();
+  AtomicFileWriter writer_;
+  std::string buf_;
+  Status status_;
+};
+
+// Appends `s` as a JSON string literal (quotes included).
+void AppendJsonString(std::string* out, std::string_view s);
+// Shortest round-trip decimal for a double ("1.5", "0", "1e-05").
+void AppendDouble(std::string* out, double v);
+std::string FormatDouble(double v);
+
+}  // namespace dfx::view

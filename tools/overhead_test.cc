@@ -1,0 +1,64 @@
+#include "tools/overhead.h"
+
+#include <gtest/gtest.h>
+
+#include "tools/sched_overhead.h"
+
+namespace dfx::view {
+namespace {
+
+// 1 GHz clock: cycles == ns; µs = cycles / 1000.
+PerfData TwoAivCores() {
+  PerfData d;
+  d.level = 3;
+  d.clock_freq_hz = 1000000000;
+  d.core_types = {"aiv", "aiv"};
+  d.base_cycles = 1000;
+  return d;
+}
+
+TaskRow Row(uint64_t id, int core, uint64_t dispatch, uint64_t start, uint64_t end) {
+  TaskRow r;
+  r.task_id = id;
+  r.core_id = core;
+  r.dispatch = dispatch;
+  r.start = start;
+  r.end = end;
+  r.finish = end + 10;
+  return r;
+}
+
+TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
+  PerfData d = TwoAivCores();
+  // t1 on core 0 [1000, 3000]; t2 depends on t1, ready at 3000 but dispatched
+  // at 4000 while core 1 is idle → 1 µs of AIV overhead out of a 4 µs makespan.
+  d.tasks = {Row(1, 0, 1000, 1000, 3000), Row(2, 1, 4000, 4000, 5000)};
+  DepsData deps;
+  deps.edges = {{1, 2}};
+  deps.Finalize();
+  OverheadResult r = ComputeOverhead(d, deps);
+  EXPECT_DOUBLE_EQ(r.Makespan(), 4.0);
+  EXPECT_DOUBLE_EQ(r.overhead_us[1], 1.0);
+  EXPECT_DOUBLE_EQ(r.has_overhead_us, 1.0);
+  EXPECT_DOUBLE_EQ(r.all_overhead_us, 1.0);
+  EXPECT_DOUBLE_EQ(r.Pct(r.has_overhead_us), 25.0);
+  EXPECT_FALSE(r.engine_present[0]);
+}
+
+TEST(OverheadTest, NoProducerMeansNoReadyWindow) {
+  PerfData d = TwoAivCores();
+  d.tasks = {Row(1, 0, 1000, 1000, 3000), Row(2, 1, 4000, 4000, 5000)};
+  OverheadResult r = ComputeOverhead(d, DepsData{});
+  EXPECT_DOUBLE_EQ(r.has_overhead_us, 0.0);
+}
+
+TEST(OverheadTest, VerdictThresholds) {
+  EXPECT_STREQ(OverheadVerdict(25.0), OverheadVerdict(90.0));
+  EXPECT_NE(std::string(OverheadVerdict(25.0)).find("SCHEDULER-BOUND"), std::string::npos);
+  EXPECT_NE(std::string(OverheadVerdict(8.0)).find("PARTIALLY SCHEDULER-LIMITED"),
+            std::string::npos);
+  EXPECT_NE(std::string(OverheadVerdict(7.99)).find("COMPUTE/DEPENDENCY-BOUND"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dfx::view

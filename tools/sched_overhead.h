@@ -1,0 +1,25 @@
+// `dfx-view sched-overhead`: the scheduler overhead deep-dive (artifacts.md §5):
+// overhead verdict, AICore switch, head/tail overhead distributions, scheduler
+// loop budget and the critical path, over the joined task list plus deps.json.
+// Called from one thread.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+
+#include "common/status.h"
+
+namespace dfx::view {
+
+struct SchedOverheadOptions {
+  std::filesystem::path records;
+  std::filesystem::path deps;  // empty → sibling deps.json
+};
+
+// Writes the six-part report to `out`. Errors are the §5 messages without the "Error: " prefix.
+Status RunSchedOverhead(const SchedOverheadOptions& options, std::ostream& out);
+
+// The verdict line for a has_overhead percentage (≥25% / ≥8% thresholds).
+const char* OverheadVerdict(double has_overhead_pct);
+
+}  // namespace dfx::view
