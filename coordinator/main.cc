@@ -1,0 +1,274 @@
+// dfx-coordinator: parse flags, build the run, print what it produced.
+//
+//   dfx-coordinator run PROGRAM.json --work-dir W [DFX flags]              (L2, one chip)
+//   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
+//                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
+//   dfx-coordinator gather --work-dir W [--spool DIR]
+#include <fmt/format.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/run_config.h"
+#include "common/file_util.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "coordinator/l2_run.h"
+#include "coordinator/plan.h"
+#include "coordinator/process.h"
+#include "coordinator/report.h"
+#include "coordinator/session.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace dc = dfx::coordinator;
+using dfx::Result;
+
+constexpr const char* kUsage = R"(usage:
+  dfx-coordinator run PROGRAM.json --work-dir W [DFX flags]
+  dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
+                  [--bind tcp://127.0.0.1:PORT] [--chips-per-agent N] [--spool DIR] [DFX flags]
+  dfx-coordinator gather --work-dir W [--spool DIR] [--timeout S]
+DFX flags: --enable-chip-swimlane | --chip-swimlane-level N, --enable-dep-gen, --dump-args [L],
+  --enable-pmu [N], --enable-scope-stats, --backend-type a2a3|a5, --execution-mode sim|onboard,
+  --platform P (deprecated), --aicpu-thread-num N, --ring-task-window/--ring-heap/--ring-dep-pool
+deadline flags (seconds): --startup-timeout (60), --heartbeat-interval (0.2),
+  --heartbeat-timeout (10), --dispatch-timeout (3600), --shutdown-timeout (10)
+other: --agent-log-level LEVEL (warn), --log-level LEVEL (info), --virtual-clock
+)";
+
+int Fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "dfx-coordinator: %s\n", message.c_str());
+  return code;
+}
+
+struct Flags {
+  std::vector<std::string> args;
+  size_t i = 0;
+  std::string name;
+  std::optional<std::string> inline_value;
+  bool Next() {
+    if (i >= args.size()) return false;
+    const std::string& a = args[i++];
+    inline_value.reset();
+    name = a;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      inline_value = a.substr(eq + 1);
+    }
+    return true;
+  }
+  Result<std::string> Value() {
+    if (inline_value) return *inline_value;
+    if (i >= args.size()) return dfx::InvalidArgument(name + ": missing value");
+    return args[i++];
+  }
+  Result<double> Seconds() {
+    DFX_ASSIGN_OR_RETURN(std::string v, Value());
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || !(d > 0) || d > 1e7) {
+      return dfx::InvalidArgument(name + " " + v + ": expected a positive number of seconds");
+    }
+    return d;
+  }
+  Result<int> Int(int min, int max) {
+    DFX_ASSIGN_OR_RETURN(std::string v, Value());
+    char* end = nullptr;
+    long n = std::strtol(v.c_str(), &end, 10);
+    if (end == v.c_str() || *end != '\0' || n < min || n > max) {
+      return dfx::InvalidArgument(
+          fmt::format("{} {}: expected an integer in [{}, {}]", name, v, min, max));
+    }
+    return static_cast<int>(n);
+  }
+};
+
+#define OR_FAIL(lhs, expr)                                                                      \
+  auto DFX_CONCAT(r_, __LINE__) = (expr);                                                       \
+  if (!DFX_CONCAT(r_, __LINE__).ok()) return Fail(DFX_CONCAT(r_, __LINE__).status().message()); \
+  lhs = std::move(DFX_CONCAT(r_, __LINE__)).value()
+
+int Run(std::vector<std::string> args) {
+  auto parsed = dfx::collectors::ParseRunConfigFlags(args);
+  if (!parsed.ok()) return Fail(parsed.status().message());
+  for (const auto& w : parsed->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  dc::SessionOptions so;
+  so.config = parsed->config;
+  std::optional<int> ranks;
+  std::optional<std::string> launcher;
+  bool attach = false;
+  std::string log_level = "info";
+  std::vector<std::string> positional;
+  Flags flags{args};
+  while (flags.Next()) {
+    const std::string f = flags.name;
+    if (f.rfind("--", 0) != 0) {
+      positional.push_back(f);
+    } else if (f == "--ranks") {
+      OR_FAIL(ranks, flags.Int(1, 4096));
+    } else if (f == "--launcher") {
+      OR_FAIL(launcher, flags.Value());
+      if (*launcher != "mpirun" && *launcher != "local") {
+        return Fail("--launcher " + *launcher + ": allowed: mpirun, local");
+      }
+    } else if (f == "--attach") {
+      attach = true;
+    } else if (f == "--bind") {
+      OR_FAIL(so.bind, flags.Value());
+    } else if (f == "--chips-per-agent") {
+      OR_FAIL(so.chips_per_agent, flags.Int(1, 64));
+    } else if (f == "--spool") {
+      std::string v;
+      OR_FAIL(v, flags.Value());
+      so.spool_root = v;
+    } else if (f == "--startup-timeout") {
+      OR_FAIL(so.startup_timeout_s, flags.Seconds());
+    } else if (f == "--heartbeat-interval") {
+      OR_FAIL(so.heartbeat_interval_s, flags.Seconds());
+    } else if (f == "--heartbeat-timeout") {
+      OR_FAIL(so.heartbeat_timeout_s, flags.Seconds());
+    } else if (f == "--dispatch-timeout") {
+      OR_FAIL(so.dispatch_timeout_s, flags.Seconds());
+    } else if (f == "--shutdown-timeout") {
+      OR_FAIL(so.shutdown_timeout_s, flags.Seconds());
+    } else if (f == "--agent-log-level") {
+      OR_FAIL(so.agent_log_level, flags.Value());
+    } else if (f == "--log-level") {
+      OR_FAIL(log_level, flags.Value());
+    } else if (f == "--virtual-clock") {
+      so.agent_args.push_back("--virtual-clock");
+    } else if (f == "--help" || f == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      return Fail(fmt::format("run: unknown flag '{}'\n{}", f, kUsage));
+    }
+  }
+  dfx::log::Init("dfx-coordinator", log_level);
+  if (positional.size() != 1) {
+    return Fail("run: expected exactly one PROGRAM.json or PLAN.json\n" + std::string(kUsage));
+  }
+  if (so.config.work_dir.empty()) return Fail("run: --work-dir DIR is required");
+  const fs::path file = positional[0];
+  auto json = dfx::ReadJsonFile(file);
+  if (!json.ok()) return Fail(json.status().message());
+  auto agent = dc::FindAgentBinary();
+  if (!agent.ok()) return Fail(agent.status().message(), 1);
+  so.work_dir = so.config.work_dir;
+  so.agent_binary = *agent;
+  const fs::path dfx_dir = so.work_dir / "dfx_outputs";
+
+  const bool is_plan = dc::IsPlan(*json);
+  if (!is_plan && !ranks && !launcher && !attach) {
+    // L2: one program on one local chip, artifacts flat in dfx_outputs/.
+    if (!json->is_object())
+      return Fail(dfx::JsonError(file, "$", "a program object", *json).message());
+    dc::L2Options l2;
+    l2.program = file;
+    l2.config = so.config;
+    l2.agent_binary = so.agent_binary;
+    l2.agent_args = so.agent_args;
+    l2.timeout_s = so.dispatch_timeout_s;
+    auto out = dc::RunL2(l2);
+    if (!out.ok()) return Fail(out.status().message(), 1);
+    if (out->artifacts.empty()) {
+      std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
+    } else {
+      dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config);
+    }
+    return 0;
+  }
+
+  Result<dc::Plan> plan = is_plan ? dc::ParsePlan(*json, file) : dc::PlanForProgram(file);
+  if (!plan.ok()) return Fail(plan.status().message());
+  so.ranks = ranks.value_or(1);
+  if (attach) {
+    so.launcher = dc::Launcher::kAttach;
+  } else if (launcher) {
+    so.launcher = *launcher == "mpirun" ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+  } else {
+    so.launcher = dc::OnPath("mpirun") ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+  }
+  if (so.launcher == dc::Launcher::kMpirun && !dc::OnPath("mpirun")) {
+    return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local", 1);
+  }
+  so.live_progress = ::isatty(STDERR_FILENO) != 0;
+  auto outcome = dc::RunSession(*plan, so);
+  if (!outcome.ok()) return Fail(outcome.status().message(), 1);
+  if (!outcome->artifacts.empty())
+    dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
+  std::printf("run manifest: %s\n", dc::ShellQuote(outcome->manifest_path.string()).c_str());
+  if (!outcome->success) {
+    std::fprintf(stderr, "dfx-coordinator: the run did not fully succeed:\n%s",
+                 outcome->summary.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int Gather(std::vector<std::string> args) {
+  dc::GatherOptions options;
+  std::string log_level = "info";
+  Flags flags{std::move(args)};
+  while (flags.Next()) {
+    const std::string f = flags.name;
+    if (f == "--work-dir") {
+      std::string v;
+      OR_FAIL(v, flags.Value());
+      options.work_dir = v;
+    } else if (f == "--spool") {
+      std::string v;
+      OR_FAIL(v, flags.Value());
+      options.spool_root = v;
+    } else if (f == "--timeout") {
+      OR_FAIL(options.timeout_s, flags.Seconds());
+    } else if (f == "--log-level") {
+      OR_FAIL(log_level, flags.Value());
+    } else {
+      return Fail(fmt::format("gather: unknown argument '{}'\n{}", f, kUsage));
+    }
+  }
+  dfx::log::Init("dfx-coordinator gather", log_level);
+  if (options.work_dir.empty()) return Fail("gather: --work-dir DIR is required");
+  auto agent = dc::FindAgentBinary();
+  if (!agent.ok()) return Fail(agent.status().message(), 1);
+  options.agent_binary = *agent;
+  auto out = dc::RunGather(options);
+  if (!out.ok()) return Fail(out.status().message(), 1);
+  const fs::path dfx_dir = options.work_dir / "dfx_outputs";
+  std::printf("gather of session %s: %zu file(s) recovered\n", dfx::Hex64(out->session_id).c_str(),
+              out->recovered.size());
+  for (const auto& r : out->recovered) {
+    std::printf("  %s\n", dc::ShellQuote((dfx_dir / r).string()).c_str());
+  }
+  for (const auto& f : out->failed) std::fprintf(stderr, "  not recovered: %s\n", f.c_str());
+  return out->success ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Artifact chunks are 1 MiB buffers allocated and freed per chunk; keep
+  // them in the heap instead of mmap/munmap + page faults for every one.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "run") return Run(std::move(args));
+  if (command == "gather") return Gather(std::move(args));
+  return Fail("unknown command '" + command + "' (expected run or gather)\n" + kUsage);
+}

@@ -1,0 +1,131 @@
+// ZeroMQ channel helpers (design.md §7): the coordinator binds one ROUTER,
+// agents connect DEALER sockets whose identity is derived from their rank.
+//
+// Thin RAII wrappers: cppzmq never leaves protocol/. Ownership: a Context is
+// shared by the sockets of one process and must outlive them. A socket
+// (RouterChannel, DealerChannel) is move-only and must be used by ONE thread
+// at a time (the thread that owns its event loop). Would-block is a value
+// (SendResult::kWouldBlock), not an error. Every receive has a timeout.
+// Receivers cap the frame size at kMaxFrameBytes (ZMQ_MAXMSGSIZE): a peer
+// that sends more is disconnected by ZeroMQ before anything is buffered.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "protocol/messages.h"
+
+namespace dfx::protocol {
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+ private:
+  friend class RouterChannel;
+  friend class DealerChannel;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+enum class SendResult {
+  kSent,
+  kWouldBlock,  // the peer's queue is full (high-water mark); try later
+  kUnroutable,  // ROUTER: no connected peer has that identity
+};
+
+// One received frame: the raw bytes (decode them with protocol::Decode) and,
+// on a ROUTER, the sender's identity.
+struct Frame {
+  std::string identity;
+  std::string bytes;
+  bool had_extra_parts = false;  // a multipart message (never sent by our peers): reject it
+};
+
+// What one wait produced.
+struct Polled {
+  std::optional<Frame> frame;  // set when a frame arrived
+  bool woken = false;          // the wake fd became readable
+};
+
+struct SocketOptions {
+  int linger_ms = 2000;        // how long close() waits to flush queued messages
+  int send_high_water = 1000;  // messages queued per peer before send would block
+  int receive_high_water = 1000;
+  int64_t max_message_bytes = static_cast<int64_t>(kMaxFrameBytes);
+};
+
+class RouterChannel {
+ public:
+  // Binds `endpoint` (e.g. "tcp://127.0.0.1:0" for an ephemeral port).
+  static Result<RouterChannel> Bind(Context& context, const std::string& endpoint,
+                                    const SocketOptions& options = {});
+  RouterChannel();
+  ~RouterChannel();
+  RouterChannel(RouterChannel&&) noexcept;
+  RouterChannel& operator=(RouterChannel&&) noexcept;
+
+  // The bound endpoint with the real port, e.g. "tcp://127.0.0.1:41235".
+  const std::string& endpoint() const { return endpoint_; }
+
+  Result<SendResult> Send(const std::string& identity, const Message& message);
+  Result<SendResult> SendRaw(const std::string& identity, const std::string& bytes);
+  // Waits up to `timeout_ms` (0 = poll) for a frame or for `wake_fd` (-1 =
+  // none) to become readable. The caller drains the wake fd.
+  Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string endpoint_;
+};
+
+class DealerChannel {
+ public:
+  // Connects to `endpoint` with routing identity `identity`. Returns at once:
+  // ZeroMQ connects (and reconnects) in the background.
+  static Result<DealerChannel> Connect(Context& context, const std::string& endpoint,
+                                       const std::string& identity,
+                                       const SocketOptions& options = {});
+  DealerChannel();
+  ~DealerChannel();
+  DealerChannel(DealerChannel&&) noexcept;
+  DealerChannel& operator=(DealerChannel&&) noexcept;
+
+  Result<SendResult> Send(const Message& message);
+  Result<SendResult> SendRaw(const std::string& bytes);
+  Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "rank-<R>": the DEALER identity of the agent whose first rank is R.
+std::string AgentIdentity(int32_t first_rank);
+
+// A pipe to wake a thread blocked in Receive from another thread.
+// Thread-safe: Notify from any thread; Drain from the owning thread.
+class WakePipe {
+ public:
+  WakePipe();
+  ~WakePipe();
+  WakePipe(const WakePipe&) = delete;
+  WakePipe& operator=(const WakePipe&) = delete;
+  int read_fd() const { return fds_[0]; }
+  void Notify();
+  void Drain();
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+}  // namespace dfx::protocol

@@ -1,0 +1,198 @@
+#include "protocol/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_util.h"
+
+namespace dfx::protocol {
+namespace {
+
+namespace fs = std::filesystem;
+
+Message MakeHello() {
+  Hello hello;
+  hello.ranks = {4, 5};
+  hello.chips = 2;
+  hello.session_id = 0x1122334455667788ull;
+  hello.host = "node-a";
+  hello.pid = 4242;
+  hello.agent_clock_ns = 123456789;
+  hello.mode = AgentMode::kServe;
+  hello.spool_dir = "/tmp/spool";
+  return Message{Header{kProtocolVersion, 0x1122334455667788ull, 4, 1}, hello};
+}
+
+Message MakeDispatch() {
+  Dispatch d;
+  d.run_id = 0xabcdefull;
+  d.rank = 3;
+  d.k = 2;
+  d.program_name = "attn";
+  d.program_json = R"({"kernels": []})";
+  d.config.backend_type = "a5";
+  d.config.execution_mode = "onboard";
+  d.config.enable_chip_swimlane = 4;
+  d.config.enable_dep_gen = true;
+  d.config.enable_dump_args = 1;
+  d.config.enable_pmu = 2;
+  d.config.enable_scope_stats = true;
+  d.config.save_kernels = true;
+  d.config.aicpu_thread_num = 3;
+  d.config.ring_task_window = {1024, 0, 0, 2048};
+  d.config.ring_heap = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  d.config.ring_dep_pool = {0, 64, 0, 0};
+  d.pass = PassKind::kTiming;
+  return Message{Header{kProtocolVersion, 0xabcdefull, 3, 7}, d};
+}
+
+Message MakeChunk() {
+  ArtifactChunk c;
+  c.transfer_id = 9;
+  c.offset = 1 << 20;
+  c.data = std::string("\x00\x01\x02 binary \xff", 13);
+  return Message{Header{kProtocolVersion, 0xabcdefull, 3, 8}, c};
+}
+
+Message MakeDone() {
+  DispatchDone d;
+  d.rank = 3;
+  d.k = 2;
+  d.status = DispatchStatus::kFailed;
+  d.error = "kernel 'fail' raised: injected failure";
+  d.tasks_executed = 17;
+  d.artifact_count = 4;
+  d.wall_ns = 99;
+  return Message{Header{kProtocolVersion, 0xabcdefull, 3, 9}, d};
+}
+
+// Golden encodings: small binary files produced by this encoder and committed.
+// Set DFX_UPDATE_GOLDEN=1 to regenerate them after an intended wire change
+// (which must also bump kProtocolVersion or only append fields).
+void CheckGolden(const std::string& name, const Message& message) {
+  const fs::path path = fs::path(DFX_SOURCE_DIR) / "protocol/testdata" / (name + ".bin");
+  auto encoded = Encode(message);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  if (std::getenv("DFX_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(WriteFileAtomic(path, *encoded).ok());
+  }
+  auto golden = ReadFile(path);
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  EXPECT_EQ(*encoded, *golden) << name << ": encoder output differs from the golden wire bytes";
+  auto decoded = Decode(*golden);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->header, message.header);
+  EXPECT_TRUE(decoded->body == message.body) << name << ": golden bytes decode differently";
+}
+
+TEST(CodecTest, GoldenHello) { CheckGolden("hello", MakeHello()); }
+TEST(CodecTest, GoldenDispatch) { CheckGolden("dispatch", MakeDispatch()); }
+TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
+TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }
+
+TEST(CodecTest, EveryMessageRoundTrips) {
+  std::vector<Body> bodies = {
+      Ready{{"a2a3 emulator", "a5 emulator"}},
+      DispatchAccepted{1, 2},
+      Progress{1, 2, "streaming", 77},
+      ArtifactBegin{5, 1, 2, "args_dump/args_dump.json", 1000},
+      ArtifactEnd{5, 0xdeadbeefcafef00dull},
+      Credit{8},
+      ArtifactAck{5, false, "checksum mismatch"},
+      Heartbeat{1, 2, true},
+      Cancel{1, 2, "agent lost"},
+      Shutdown{"run complete"},
+      Error{ErrorCode::kSessionMismatch, "wrong session"},
+      GatherRequest{42},
+      GatherDone{3},
+      // Bigger than the encoder's size hint: exercises the multi-segment path.
+      Ready{std::vector<std::string>(100, std::string(1000, 'd'))},
+  };
+  for (const Body& body : bodies) {
+    Message m{Header{kProtocolVersion, 42, 1, 3}, body};
+    auto bytes = Encode(m);
+    ASSERT_TRUE(bytes.ok());
+    auto back = Decode(*bytes);
+    ASSERT_TRUE(back.ok()) << BodyName(body) << ": " << back.status().ToString();
+    EXPECT_TRUE(back->body == body) << BodyName(body);
+  }
+}
+
+TEST(CodecTest, DecodesMisalignedFrames) {
+  auto bytes = Encode(MakeDispatch());
+  ASSERT_TRUE(bytes.ok());
+  std::string shifted = "x" + *bytes;  // data() + 1 is not word-aligned
+  auto decoded = Decode(std::string_view(shifted).substr(1));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->body == MakeDispatch().body);
+}
+
+TEST(CodecTest, TruncatedAndGarbageFramesAreRejected) {
+  auto bytes = Encode(MakeDispatch());
+  ASSERT_TRUE(bytes.ok());
+  for (size_t cut : {size_t{0}, size_t{3}, size_t{8}, bytes->size() / 2, bytes->size() - 8}) {
+    auto r = Decode(std::string_view(*bytes).substr(0, cut));
+    EXPECT_FALSE(r.ok()) << "cut at " << cut;
+  }
+  std::string garbage(4096, '\xff');
+  EXPECT_FALSE(Decode(garbage).ok());
+  std::string zeros(64, '\0');
+  EXPECT_FALSE(Decode(zeros).ok());
+}
+
+TEST(CodecTest, OversizedChunkIsRejectedOnBothSides) {
+  Message m = MakeChunk();
+  std::get<ArtifactChunk>(m.body).data.assign(kMaxChunkBytes + 1, 'x');
+  EXPECT_FALSE(Encode(m).ok());
+  std::string huge(kMaxFrameBytes + 8, '\0');
+  auto r = Decode(huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exceeds the limit"), std::string::npos);
+}
+
+TEST(CodecTest, ValidateChecksVersionSessionRankAndPath) {
+  Expectations expect;
+  expect.session_id = 0xabcdefull;
+  expect.ranks = {3};
+  Message ok = MakeDone();
+  EXPECT_TRUE(Validate(ok, expect).ok());
+
+  Message wrong_version = ok;
+  wrong_version.header.protocol_version = kProtocolVersion + 1;
+  auto s = Validate(wrong_version, expect);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("protocol version"), std::string::npos);
+
+  Message wrong_session = ok;
+  wrong_session.header.session_id = 1;
+  EXPECT_EQ(Validate(wrong_session, expect).code(), Code::kFailedPrecondition);
+
+  Message wrong_rank = ok;
+  wrong_rank.header.rank = 9;
+  EXPECT_EQ(Validate(wrong_rank, expect).code(), Code::kInvalidArgument);
+
+  Message traversal{ok.header, ArtifactBegin{1, 3, 0, "../../etc/passwd", 10}};
+  s = Validate(traversal, expect);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find(".."), std::string::npos);
+}
+
+TEST(PathTest, SanitizerAcceptsArtifactNamesAndRejectsEscapes) {
+  for (const char* good : {"deps.json", "args_dump/args_dump.json", "scope_stats/scope_stats.jsonl",
+                           "merged_swimlane_20260101_120000.json", "args_dump/bin/t0_in-1.bin"}) {
+    auto r = SanitizeArtifactPath(good);
+    ASSERT_TRUE(r.ok()) << good << ": " << r.status().ToString();
+    EXPECT_EQ(*r, good);
+  }
+  for (const char* bad : {"", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a/.", "a\\b",
+                          "a/b/", "x\ny", "..", "dir/.."}) {
+    EXPECT_FALSE(SanitizeArtifactPath(bad).ok()) << "accepted \"" << bad << "\"";
+  }
+  EXPECT_FALSE(SanitizeArtifactPath(std::string("a\0b", 3)).ok());
+}
+
+}  // namespace
+}  // namespace dfx::protocol

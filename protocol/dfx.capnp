@@ -1,0 +1,218 @@
+# The wire protocol between dfx-coordinator and dfx-rank-agent (design.md §7).
+#
+# This file is the spec of the wire. Rules:
+#  * Every message travels as one ZeroMQ frame holding one Envelope, encoded
+#    as an unpacked Cap'n Proto flat array.
+#  * Field numbers are only ever appended; a field is never renumbered or
+#    reused. A breaking change bumps kProtocolVersion (protocol/messages.h);
+#    peers with a different version are turned away, not negotiated with.
+#  * Big data travels beside messages: an artifact is streamed as
+#    ArtifactBegin, then ArtifactChunk* (each at most a few MiB), then
+#    ArtifactEnd, under credit-based flow control.
+#  * Direction is noted per message: C->A (coordinator to agent) or A->C.
+
+@0xe720bddcaad7ef5b;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("dfx::protocol::wire");
+
+# Carried by every message.
+struct Header {
+  protocolVersion @0 :UInt32;  # must equal the receiver's version exactly
+  sessionId @1 :UInt64;        # the run's random 64-bit id; 0 = "no session yet" (serve-mode HELLO)
+  rank @2 :Int32;              # the chip rank the message is about (A->C: one of the sender's ranks)
+  sequence @3 :UInt64;         # per-sender monotonic counter, starting at 1
+}
+
+# A->C. First message of an agent: who it is and what it owns.
+struct Hello {
+  ranks @0 :List(Int32);       # global chip ranks this agent owns (dense, ascending)
+  chips @1 :UInt32;            # number of local chips (= ranks.size())
+  protocolVersion @2 :UInt32;  # the agent's protocol version (repeated from the header for the log)
+  sessionId @3 :UInt64;        # session the agent was started for; 0 = attach to any (serve mode)
+  host @4 :Text;               # the agent's host name
+  pid @5 :UInt32;              # the agent's process id
+  agentClockNs @6 :UInt64;     # agent monotonic clock when sent (first clock-offset sample)
+  mode @7 :AgentMode;          # how the agent was started
+  spoolDir @8 :Text;           # the agent's spool root (its files live in <spoolDir>/<session>/rank<N>/d<K>/)
+}
+
+enum AgentMode {
+  oneShot @0;   # started for one session (mpirun / local launcher); exits after Shutdown
+  serve @1;     # long-lived: accepts successive sessions
+  recover @2;   # started by `dfx-coordinator gather`: streams what its spool still holds
+}
+
+# A->C. The agent's chips are initialised; it may now be scheduled.
+struct Ready {
+  chipDescriptions @0 :List(Text);  # one per rank, e.g. "a2a3 emulator: 2 AIC + 4 AIV, 50 MHz"
+}
+
+# Which pass of the DFX pass protocol a dispatch belongs to (spec §2.6, §2.7).
+enum PassKind {
+  single @0;   # sim, or onboard without swimlane: one pass with the flags as given
+  graph @1;    # onboard graph pass: dep_gen only
+  timing @2;   # onboard timing pass: dep_gen forced off
+}
+
+# The RunConfig as plain fields (collectors/run_config.h), mirrored 1:1.
+struct RunConfigWire {
+  backendType @0 :Text;          # "a2a3" | "a5"
+  executionMode @1 :Text;        # "sim" | "onboard"
+  enableChipSwimlane @2 :Int32;  # 0..4
+  enableDepGen @3 :Bool;
+  enableDumpArgs @4 :Int32;      # 0 off, 1 partial, 2 full, 3 hybrid
+  enablePmu @5 :Int32;           # 0 off, else event type 1,2,4,5,6,7,8
+  enableScopeStats @6 :Bool;
+  saveKernels @7 :Bool;          # forced true when any DFX flag is on
+  aicpuThreadNum @8 :Int32;      # 0 = chip model default
+  ringTaskWindow @9 :List(UInt64);  # exactly 4 entries; 0 = keep default
+  ringHeap @10 :List(UInt64);       # exactly 4 entries, bytes; 0 = keep default
+  ringDepPool @11 :List(UInt64);    # exactly 4 entries; 0 = keep default
+}
+
+# C->A. Run one program once on one chip.
+struct Dispatch {
+  runId @0 :UInt64;          # the session id of the run (repeated for the agent's log)
+  rank @1 :Int32;            # the chip that runs it (one of the agent's ranks)
+  k @2 :UInt32;              # dispatch number on that chip in this run: artifacts go to rank<rank>/d<k>/
+  programName @3 :Text;      # the plan's name for the program (dispatch_program.json)
+  programJson @4 :Text;      # the program file's full JSON text (design.md §6)
+  config @5 :RunConfigWire;  # collectors to arm
+  pass @6 :PassKind;         # which pass this dispatch belongs to
+}
+
+# A->C. The dispatch was queued on its chip.
+struct DispatchAccepted {
+  rank @0 :Int32;
+  k @1 :UInt32;
+}
+
+# A->C. Something moved on a dispatch (informational; drives the live display).
+struct Progress {
+  rank @0 :Int32;
+  k @1 :UInt32;
+  stage @2 :Text;            # "running" | "streaming"
+  bytesSent @3 :UInt64;      # artifact bytes streamed so far for this dispatch
+}
+
+# A->C. A file of rank<rank>/d<k>/ starts streaming.
+struct ArtifactBegin {
+  transferId @0 :UInt64;     # unique per agent connection; names the stream in Chunk/End/Ack
+  rank @1 :Int32;
+  k @2 :UInt32;
+  path @3 :Text;             # relative to rank<rank>/d<k>/; no "..", not absolute (one sanitizer: protocol/path.h)
+  size @4 :UInt64;           # exact byte count that will follow
+}
+
+# A->C. The next bytes of a stream. Costs one credit.
+struct ArtifactChunk {
+  transferId @0 :UInt64;
+  offset @1 :UInt64;         # must equal the bytes already received on this stream
+  data @2 :Data;             # at most kMaxChunkBytes
+}
+
+# A->C. The stream is complete.
+struct ArtifactEnd {
+  transferId @0 :UInt64;
+  checksum @1 :UInt64;       # XXH64 (seed 0) of the whole file
+}
+
+# C->A. Flow control: the agent may send `chunks` more ArtifactChunk messages.
+struct Credit {
+  chunks @0 :UInt32;
+}
+
+# C->A. The coordinator verified and stored (or rejected) a stream; the agent
+# may delete its spool copy when ok.
+struct ArtifactAck {
+  transferId @0 :UInt64;
+  ok @1 :Bool;
+  error @2 :Text;            # why, when not ok
+}
+
+enum DispatchStatus {
+  ok @0;
+  failed @1;                 # the program failed (kernel error, ring deadlock, dump timeout)
+  rejected @2;               # the agent could not accept it (bad program, unknown rank)
+  cancelled @3;
+}
+
+# A->C. A dispatch finished and all its artifacts were streamed (Ends sent).
+struct DispatchDone {
+  rank @0 :Int32;
+  k @1 :UInt32;
+  status @2 :DispatchStatus;
+  error @3 :Text;            # the error text when not ok (bounded by kMaxErrorBytes)
+  tasksExecuted @4 :UInt64;
+  artifactCount @5 :UInt32;  # number of ArtifactBegin sent for this dispatch
+  wallNs @6 :UInt64;         # host wall time of the execution on the agent
+}
+
+# Both ways. Liveness and clock-offset sampling; independent of task budgets.
+struct Heartbeat {
+  senderClockNs @0 :UInt64;  # the sender's monotonic clock when sent
+  echoClockNs @1 :UInt64;    # for a reply: the senderClockNs being answered; 0 otherwise
+  wantReply @2 :Bool;        # ask the peer to answer with echoClockNs set
+}
+
+# C->A. Abandon a queued or running dispatch (best effort).
+struct Cancel {
+  rank @0 :Int32;
+  k @1 :UInt32;
+  reason @2 :Text;
+}
+
+# C->A. The run is over: a one-shot agent exits, a serve agent waits for the next session.
+struct Shutdown {
+  reason @0 :Text;
+}
+
+enum ErrorCode {
+  badMessage @0;             # undecodable / invalid message
+  versionMismatch @1;
+  sessionMismatch @2;
+  unknownRank @3;
+  duplicateRank @4;
+  internal @5;
+}
+
+# Both ways. A message was rejected; fatal codes (version, session, rank) end the connection.
+struct Error {
+  code @0 :ErrorCode;
+  message @1 :Text;
+}
+
+# C->A (recover mode). Stream everything the spool still holds for the session.
+struct GatherRequest {
+  sessionId @0 :UInt64;
+}
+
+# A->C (recover mode). Every spooled file has been offered.
+struct GatherDone {
+  files @0 :UInt32;          # number of files streamed
+}
+
+# One message on the wire.
+struct Envelope {
+  header @0 :Header;
+  body :union {
+    hello @1 :Hello;
+    ready @2 :Ready;
+    dispatch @3 :Dispatch;
+    dispatchAccepted @4 :DispatchAccepted;
+    progress @5 :Progress;
+    artifactBegin @6 :ArtifactBegin;
+    artifactChunk @7 :ArtifactChunk;
+    artifactEnd @8 :ArtifactEnd;
+    credit @9 :Credit;
+    artifactAck @10 :ArtifactAck;
+    dispatchDone @11 :DispatchDone;
+    heartbeat @12 :Heartbeat;
+    cancel @13 :Cancel;
+    shutdown @14 :Shutdown;
+    error @15 :Error;
+    gatherRequest @16 :GatherRequest;
+    gatherDone @17 :GatherDone;
+  }
+}

@@ -1,0 +1,210 @@
+// The protocol's messages as plain structs (design.md §7). protocol/dfx.capnp
+// is the spec of the wire; these structs mirror it 1:1 so that no Cap'n Proto
+// reader/builder type leaves protocol/ (style.md §2).
+//
+// Value types: copy and move freely, any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dfx::protocol {
+
+// Bumped on any breaking wire change; peers must match exactly.
+constexpr uint32_t kProtocolVersion = 1;
+
+// Reader limits. A frame larger than kMaxFrameBytes is rejected before parsing.
+constexpr uint64_t kMaxChunkBytes = 4ull << 20;         // one ArtifactChunk payload
+constexpr uint64_t kDefaultChunkBytes = 1ull << 20;     // what the agent sends
+constexpr uint64_t kMaxProgramJsonBytes = 32ull << 20;  // Dispatch.programJson
+constexpr uint64_t kMaxFrameBytes = 48ull << 20;        // whole encoded envelope
+constexpr uint64_t kMaxTextBytes = 4096;                // names, hosts, paths
+constexpr uint64_t kMaxErrorBytes = 16384;              // error texts (truncated beyond)
+constexpr uint64_t kMaxArtifactBytes = 1ull << 40;      // declared artifact size
+constexpr uint32_t kMaxRanksPerAgent = 4096;
+
+struct Header {
+  uint32_t protocol_version = kProtocolVersion;
+  uint64_t session_id = 0;
+  int32_t rank = 0;
+  uint64_t sequence = 0;
+  bool operator==(const Header&) const = default;
+};
+
+enum class AgentMode : uint8_t { kOneShot = 0, kServe = 1, kRecover = 2 };
+const char* AgentModeName(AgentMode mode);
+
+struct Hello {
+  std::vector<int32_t> ranks;
+  uint32_t chips = 0;
+  uint32_t protocol_version = kProtocolVersion;
+  uint64_t session_id = 0;
+  std::string host;
+  uint32_t pid = 0;
+  uint64_t agent_clock_ns = 0;
+  AgentMode mode = AgentMode::kOneShot;
+  std::string spool_dir;
+  bool operator==(const Hello&) const = default;
+};
+
+struct Ready {
+  std::vector<std::string> chip_descriptions;
+  bool operator==(const Ready&) const = default;
+};
+
+// The RunConfig as plain wire fields (collectors::RunConfig minus work_dir).
+// protocol/ does not depend on collectors/; protocol/run_config_wire.h
+// converts between the two for the modules that link both.
+struct RunConfigFields {
+  std::string backend_type = "a2a3";   // "a2a3" | "a5"
+  std::string execution_mode = "sim";  // "sim" | "onboard"
+  int32_t enable_chip_swimlane = 0;
+  bool enable_dep_gen = false;
+  int32_t enable_dump_args = 0;
+  int32_t enable_pmu = 0;
+  bool enable_scope_stats = false;
+  bool save_kernels = false;
+  int32_t aicpu_thread_num = 0;
+  std::array<uint64_t, 4> ring_task_window{};
+  std::array<uint64_t, 4> ring_heap{};
+  std::array<uint64_t, 4> ring_dep_pool{};
+  bool operator==(const RunConfigFields&) const = default;
+};
+
+enum class PassKind : uint8_t { kSingle = 0, kGraph = 1, kTiming = 2 };
+const char* PassKindName(PassKind pass);
+
+struct Dispatch {
+  uint64_t run_id = 0;
+  int32_t rank = 0;
+  uint32_t k = 0;
+  std::string program_name;
+  std::string program_json;
+  RunConfigFields config;
+  PassKind pass = PassKind::kSingle;
+  bool operator==(const Dispatch&) const = default;
+};
+
+struct DispatchAccepted {
+  int32_t rank = 0;
+  uint32_t k = 0;
+  bool operator==(const DispatchAccepted&) const = default;
+};
+
+struct Progress {
+  int32_t rank = 0;
+  uint32_t k = 0;
+  std::string stage;
+  uint64_t bytes_sent = 0;
+  bool operator==(const Progress&) const = default;
+};
+
+struct ArtifactBegin {
+  uint64_t transfer_id = 0;
+  int32_t rank = 0;
+  uint32_t k = 0;
+  std::string path;  // relative to rank<rank>/d<k>/
+  uint64_t size = 0;
+  bool operator==(const ArtifactBegin&) const = default;
+};
+
+struct ArtifactChunk {
+  uint64_t transfer_id = 0;
+  uint64_t offset = 0;
+  std::string data;
+  bool operator==(const ArtifactChunk&) const = default;
+};
+
+struct ArtifactEnd {
+  uint64_t transfer_id = 0;
+  uint64_t checksum = 0;
+  bool operator==(const ArtifactEnd&) const = default;
+};
+
+struct Credit {
+  uint32_t chunks = 0;
+  bool operator==(const Credit&) const = default;
+};
+
+struct ArtifactAck {
+  uint64_t transfer_id = 0;
+  bool ok = false;
+  std::string error;
+  bool operator==(const ArtifactAck&) const = default;
+};
+
+enum class DispatchStatus : uint8_t { kOk = 0, kFailed = 1, kRejected = 2, kCancelled = 3 };
+const char* DispatchStatusName(DispatchStatus status);
+
+struct DispatchDone {
+  int32_t rank = 0;
+  uint32_t k = 0;
+  DispatchStatus status = DispatchStatus::kOk;
+  std::string error;
+  uint64_t tasks_executed = 0;
+  uint32_t artifact_count = 0;
+  uint64_t wall_ns = 0;
+  bool operator==(const DispatchDone&) const = default;
+};
+
+struct Heartbeat {
+  uint64_t sender_clock_ns = 0;
+  uint64_t echo_clock_ns = 0;
+  bool want_reply = false;
+  bool operator==(const Heartbeat&) const = default;
+};
+
+struct Cancel {
+  int32_t rank = 0;
+  uint32_t k = 0;
+  std::string reason;
+  bool operator==(const Cancel&) const = default;
+};
+
+struct Shutdown {
+  std::string reason;
+  bool operator==(const Shutdown&) const = default;
+};
+
+enum class ErrorCode : uint8_t {
+  kBadMessage = 0,
+  kVersionMismatch = 1,
+  kSessionMismatch = 2,
+  kUnknownRank = 3,
+  kDuplicateRank = 4,
+  kInternal = 5,
+};
+const char* ErrorCodeName(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::kBadMessage;
+  std::string message;
+  bool operator==(const Error&) const = default;
+};
+
+struct GatherRequest {
+  uint64_t session_id = 0;
+  bool operator==(const GatherRequest&) const = default;
+};
+
+struct GatherDone {
+  uint32_t files = 0;
+  bool operator==(const GatherDone&) const = default;
+};
+
+using Body = std::variant<Hello, Ready, Dispatch, DispatchAccepted, Progress, ArtifactBegin,
+                          ArtifactChunk, ArtifactEnd, Credit, ArtifactAck, DispatchDone, Heartbeat,
+                          Cancel, Shutdown, Error, GatherRequest, GatherDone>;
+
+struct Message {
+  Header header;
+  Body body;
+};
+
+// "hello", "dispatch", ... (the schema's union member names).
+const char* BodyName(const Body& body);
+
+}  // namespace dfx::protocol

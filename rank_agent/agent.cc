@@ -1,0 +1,718 @@
+#include "rank_agent/agent.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "collectors/recorders.h"
+#include "common/file_util.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "device/program_loader.h"
+#include "protocol/codec.h"
+#include "protocol/run_config_wire.h"
+#include "rank_agent/exec.h"
+
+namespace dfx::rank_agent {
+
+namespace fs = std::filesystem;
+using protocol::AgentMode;
+
+fs::path SessionSpoolDir(const fs::path& spool_root, uint64_t session_id) {
+  return spool_root / Hex64(session_id);
+}
+
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+// Removes `dir` and then its parents up to (not including) `stop` while they are empty.
+void RemoveEmptyDirs(fs::path dir, const fs::path& stop) {
+  std::error_code ec;
+  while (!dir.empty() && dir != stop && fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) {
+    fs::remove(dir, ec);
+    dir = dir.parent_path();
+  }
+}
+
+// Everything that matters (DispatchDone, Ends) is sent long before exit; a
+// short linger keeps an agent whose coordinator is gone from hanging on close.
+protocol::SocketOptions AgentSocketOptions() {
+  protocol::SocketOptions options;
+  options.linger_ms = 500;
+  return options;
+}
+
+std::string Truncate(std::string s, size_t limit) {
+  if (s.size() > limit) {
+    s.resize(limit - 16);
+    s += " ...[truncated]";
+  }
+  return s;
+}
+
+}  // namespace
+
+struct RankAgent::Impl {
+  // --- chip workers -------------------------------------------------------
+  struct Completion {
+    protocol::Dispatch dispatch;
+    protocol::DispatchStatus status = protocol::DispatchStatus::kOk;
+    std::string error;
+    uint64_t tasks = 0;
+    uint64_t wall_ns = 0;
+    fs::path dir;
+    std::vector<std::string> files;
+  };
+
+  struct ChipWorker {
+    int32_t rank = 0;
+    std::unique_ptr<device::Chip> chip;
+    std::thread thread;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<protocol::Dispatch> queue;
+    bool stop = false;
+  };
+
+  // --- outgoing streams ---------------------------------------------------
+  struct OutTransfer {
+    uint64_t id = 0;
+    int32_t rank = 0;
+    uint32_t k = 0;
+    std::string rel;  // relative to rank<N>/d<K>/
+    fs::path file;
+    fs::path dispatch_dir;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    bool begun = false;
+    std::FILE* f = nullptr;
+    std::unique_ptr<Checksum64> sum;
+    ~OutTransfer() {
+      if (f != nullptr) std::fclose(f);
+    }
+  };
+  struct DoneMarker {
+    protocol::DispatchDone done;
+  };
+  struct GatherDoneMarker {
+    uint32_t files = 0;
+  };
+  using SendItem = std::variant<std::unique_ptr<OutTransfer>, DoneMarker, GatherDoneMarker>;
+
+  struct Unacked {
+    fs::path file;
+    fs::path dispatch_dir;
+  };
+
+  Impl(protocol::Context& context, AgentOptions opts)
+      : context_(context), options_(std::move(opts)) {}
+
+  protocol::Context& context_;
+  AgentOptions options_;
+  std::atomic<bool> stop_{false};
+  protocol::WakePipe wake_;
+  protocol::DealerChannel channel_;
+
+  std::vector<std::unique_ptr<ChipWorker>> workers_;
+  std::mutex spool_mu_;  // dispatch-dir creation (workers) vs empty-dir removal (loop)
+  std::mutex done_mu_;
+  std::deque<Completion> done_;
+
+  uint64_t session_ = 0;        // current session (0 = none yet)
+  std::vector<int32_t> ranks_;  // ranks owned (recover: found in the spool)
+  uint64_t sequence_ = 0;
+  bool attached_ = false;  // a coordinator answered in this session
+  bool ready_sent_ = false;
+  bool gather_requested_ = false;
+  uint64_t started_ns_ = 0;
+  uint64_t last_rx_ns_ = 0;
+  uint64_t last_hb_ns_ = 0;
+  uint64_t last_hello_ns_ = 0;
+  uint32_t credits_ = 0;
+  uint64_t next_transfer_id_ = 1;
+  std::deque<SendItem> send_queue_;
+  std::map<uint64_t, Unacked> unacked_;
+  std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
+
+  uint64_t Now() const { return options_.clock->NowNs(); }
+  fs::path SessionDir() const { return SessionSpoolDir(options_.spool_root, session_); }
+
+  // --- sending --------------------------------------------------------------
+  protocol::Header MakeHeader(int32_t rank) {
+    return protocol::Header{protocol::kProtocolVersion, session_, rank, ++sequence_};
+  }
+
+  // Returns false when the message could not be queued (would block); the caller retries.
+  bool Send(int32_t rank, protocol::Body body) {
+    protocol::Message m{MakeHeader(rank), std::move(body)};
+    auto r = channel_.Send(m);
+    if (!r.ok()) {
+      DFX_LOG_WARN("sending {} failed: {}", protocol::BodyName(m.body), r.status().ToString());
+      return false;
+    }
+    if (*r == protocol::SendResult::kWouldBlock) {
+      --sequence_;
+      return false;
+    }
+    return true;
+  }
+
+  void SendHello() {
+    protocol::Hello hello;
+    hello.ranks = ranks_;
+    hello.chips = static_cast<uint32_t>(ranks_.size());
+    hello.session_id = session_;
+    hello.host = HostName();
+    hello.pid = static_cast<uint32_t>(::getpid());
+    hello.agent_clock_ns = Now();
+    hello.mode = options_.mode;
+    hello.spool_dir = fs::absolute(options_.spool_root).string();
+    Send(ranks_.front(), std::move(hello));
+    last_hello_ns_ = Now();
+  }
+
+  // --- chip workers ---------------------------------------------------------
+  Status StartChips() {
+    for (int i = 0; i < options_.chips; ++i) {
+      auto worker = std::make_unique<ChipWorker>();
+      worker->rank = options_.first_rank + i;
+      worker->chip = device::MakeEmulatedChip(options_.chip);
+      if (worker->chip == nullptr) {
+        return Internal(
+            fmt::format("rank {}: the emulated chip could not be created", worker->rank));
+      }
+      ChipWorker* w = worker.get();
+      worker->thread = std::thread([this, w] { WorkerLoop(w); });
+      workers_.push_back(std::move(worker));
+    }
+    return Status::Ok();
+  }
+
+  void StopChips() {
+    for (auto& w : workers_) {
+      {
+        std::lock_guard<std::mutex> lock(w->mu);
+        w->stop = true;
+      }
+      w->cv.notify_all();
+    }
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+    workers_.clear();
+  }
+
+  ChipWorker* WorkerFor(int32_t rank) {
+    for (auto& w : workers_) {
+      if (w->rank == rank) return w.get();
+    }
+    return nullptr;
+  }
+
+  void WorkerLoop(ChipWorker* w) {
+    for (;;) {
+      protocol::Dispatch d;
+      {
+        std::unique_lock<std::mutex> lock(w->mu);
+        w->cv.wait(lock, [w] { return w->stop || !w->queue.empty(); });
+        if (w->stop) return;
+        d = std::move(w->queue.front());
+        w->queue.pop_front();
+      }
+      Completion c = RunOne(*w, std::move(d));
+      {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        done_.push_back(std::move(c));
+      }
+      wake_.Notify();
+    }
+  }
+
+  Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
+    Completion c;
+    const uint64_t session = d.run_id;
+    c.dir = SessionSpoolDir(options_.spool_root, session) / protocol::DispatchDirName(d.rank, d.k);
+    auto fail = [&](protocol::DispatchStatus status, std::string error) {
+      c.status = status;
+      c.error =
+          Truncate(fmt::format("rank {} d{}: {}", d.rank, d.k, error), protocol::kMaxErrorBytes);
+    };
+    const std::string origin = d.program_name.empty() ? "<program>" : d.program_name;
+    auto json = ParseJson(d.program_json, origin);
+    auto config = protocol::FromWire(d.config);
+    Status config_ok = config.ok() ? config->Validate() : config.status();
+    if (!json.ok()) {
+      fail(protocol::DispatchStatus::kRejected, json.status().message());
+    } else if (!config_ok.ok()) {
+      fail(protocol::DispatchStatus::kRejected, config_ok.message());
+    } else if (auto program = device::ParseProgram(*json, origin); !program.ok()) {
+      fail(protocol::DispatchStatus::kRejected, program.status().message());
+    } else {
+      std::error_code ec;
+      // The k numbering restarts every run: a stale directory of an earlier
+      // pass on this agent must not leak into this one.
+      fs::remove_all(c.dir, ec);
+      collectors::RunConfig cfg = *config;
+      cfg.work_dir.clear();
+      Status prep = Status::Ok();
+      if (cfg.AnyDfx()) {
+        // Serialised with the event loop's removal of emptied spool dirs, so
+        // a parent cannot vanish between its creation and the first file.
+        std::lock_guard<std::mutex> lock(spool_mu_);
+        prep = MakeDirs(c.dir);
+        if (prep.ok())
+          prep = collectors::WriteNameMap(c.dir / "name_map.json", NameMapFor(*program));
+      }
+      if (!prep.ok()) {
+        fail(protocol::DispatchStatus::kFailed, prep.message());
+      } else {
+        DFX_LOG_INFO("rank {} d{}: running program {} ({} pass)", d.rank, d.k, d.program_name,
+                     protocol::PassKindName(d.pass));
+        device::DispatchResult r = w.chip->RunProgram(*program, cfg, c.dir);
+        c.tasks = r.tasks_executed;
+        c.wall_ns = r.wall_ns;
+        if (!r.status.ok()) fail(protocol::DispatchStatus::kFailed, r.status.message());
+      }
+    }
+    // Whatever the chip managed to write is streamed back, even on failure
+    // (the reference exports what it has when a run fails).
+    c.files = ListFiles(c.dir);
+    c.dispatch = std::move(d);
+    return c;
+  }
+
+  // --- the event loop -------------------------------------------------------
+  void HandleCompletions() {
+    std::deque<Completion> done;
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      done.swap(done_);
+    }
+    for (Completion& c : done) {
+      if (c.dispatch.run_id != session_) {
+        DFX_LOG_WARN("rank {} d{}: finished after its session {} ended; its spool is kept at {}",
+                     c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.run_id), c.dir.string());
+        continue;
+      }
+      for (const std::string& rel : c.files) QueueFile(c.dispatch.rank, c.dispatch.k, c.dir, rel);
+      protocol::DispatchDone done_msg;
+      done_msg.rank = c.dispatch.rank;
+      done_msg.k = c.dispatch.k;
+      done_msg.status = c.status;
+      done_msg.error = c.error;
+      done_msg.tasks_executed = c.tasks;
+      done_msg.artifact_count = static_cast<uint32_t>(c.files.size());
+      done_msg.wall_ns = c.wall_ns;
+      if (c.status != protocol::DispatchStatus::kOk) {
+        DFX_LOG_WARN("{}", c.error);
+      } else {
+        DFX_LOG_INFO("rank {} d{}: done, {} tasks, {} artifacts", c.dispatch.rank, c.dispatch.k,
+                     c.tasks, c.files.size());
+      }
+      send_queue_.emplace_back(DoneMarker{std::move(done_msg)});
+    }
+  }
+
+  void QueueFile(int32_t rank, uint32_t k, const fs::path& dispatch_dir, const std::string& rel) {
+    auto t = std::make_unique<OutTransfer>();
+    t->id = next_transfer_id_++;
+    t->rank = rank;
+    t->k = k;
+    t->rel = rel;
+    t->file = dispatch_dir / rel;
+    t->dispatch_dir = dispatch_dir;
+    send_queue_.emplace_back(std::move(t));
+  }
+
+  // Sends as much as credits allow, a bounded amount per call so receiving
+  // (credits, acks, heartbeats) is never starved. Returns true if more is
+  // ready to send right away.
+  bool PumpSends() {
+    int budget = 16;
+    while (!send_queue_.empty() && budget-- > 0) {
+      SendItem& item = send_queue_.front();
+      if (auto* marker = std::get_if<DoneMarker>(&item)) {
+        if (!Send(marker->done.rank, marker->done)) return false;
+        send_queue_.pop_front();
+        continue;
+      }
+      if (auto* marker = std::get_if<GatherDoneMarker>(&item)) {
+        if (!Send(ranks_.front(), protocol::GatherDone{marker->files})) return false;
+        send_queue_.pop_front();
+        continue;
+      }
+      OutTransfer& t = *std::get<std::unique_ptr<OutTransfer>>(item);
+      if (!t.begun) {
+        std::error_code ec;
+        t.size = fs::file_size(t.file, ec);
+        if (ec || (t.f = std::fopen(t.file.c_str(), "rb")) == nullptr) {
+          DFX_LOG_WARN("cannot read spooled artifact {}: {}", t.file.string(),
+                       ec ? ec.message() : std::strerror(errno));
+          send_queue_.pop_front();
+          continue;
+        }
+        t.sum = std::make_unique<Checksum64>();
+        if (!Send(t.rank, protocol::ArtifactBegin{t.id, t.rank, t.k, t.rel, t.size})) return false;
+        t.begun = true;
+      }
+      if (t.offset < t.size) {
+        if (credits_ == 0) return false;
+        protocol::ArtifactChunk chunk;
+        chunk.transfer_id = t.id;
+        chunk.offset = t.offset;
+        chunk.data.resize(std::min<uint64_t>(options_.chunk_bytes, t.size - t.offset));
+        size_t n = std::fread(chunk.data.data(), 1, chunk.data.size(), t.f);
+        if (n != chunk.data.size()) {
+          // The file shrank under us: send what exists; the coordinator's size
+          // check fails the stream and the file stays in the spool.
+          chunk.data.resize(n);
+        }
+        if (n == 0) {
+          t.offset = t.size;  // give up on the rest; End reports the checksum of what was read
+        } else {
+          if (!Send(t.rank, chunk)) {
+            std::fseek(t.f, static_cast<long>(t.offset), SEEK_SET);
+            return false;
+          }
+          t.sum->Update(chunk.data.data(), n);
+          t.offset += n;
+          --credits_;
+          bytes_sent_[{t.rank, t.k}] += n;
+          continue;
+        }
+      }
+      if (!Send(t.rank, protocol::ArtifactEnd{t.id, t.sum->Digest()})) return false;
+      unacked_[t.id] = Unacked{t.file, t.dispatch_dir};
+      send_queue_.pop_front();
+    }
+    if (send_queue_.empty()) return false;
+    const SendItem& front = send_queue_.front();
+    if (auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&front)) {
+      return !(*t)->begun || (*t)->offset >= (*t)->size || credits_ > 0;
+    }
+    return true;
+  }
+
+  void OnAck(const protocol::ArtifactAck& ack) {
+    auto it = unacked_.find(ack.transfer_id);
+    if (it == unacked_.end()) {
+      DFX_LOG_WARN("ack for unknown transfer {} ignored", ack.transfer_id);
+      return;
+    }
+    if (ack.ok) {
+      std::error_code ec;
+      fs::remove(it->second.file, ec);
+      std::lock_guard<std::mutex> lock(spool_mu_);
+      // Other agents of the session share <spool>/<session>/: only this
+      // agent's rank<N>/ subtree is removed while the run goes on.
+      RemoveEmptyDirs(it->second.file.parent_path(),
+                      options_.mode == AgentMode::kRecover ? options_.spool_root : SessionDir());
+    } else {
+      DFX_LOG_WARN("coordinator rejected {}: {}; the file stays in the spool",
+                   it->second.file.string(), ack.error);
+    }
+    unacked_.erase(it);
+  }
+
+  void OnDispatch(const protocol::Dispatch& d) {
+    ChipWorker* w = WorkerFor(d.rank);
+    if (w == nullptr || options_.mode == AgentMode::kRecover) {
+      protocol::DispatchDone done{d.rank, d.k, protocol::DispatchStatus::kRejected,
+                                  fmt::format("rank {} is not a chip of this agent", d.rank)};
+      Send(ranks_.front(), done);
+      return;
+    }
+    protocol::Dispatch copy = d;
+    copy.run_id = session_;  // the session owns the spool directory
+    Send(d.rank, protocol::DispatchAccepted{d.rank, d.k});
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->queue.push_back(std::move(copy));
+    }
+    w->cv.notify_one();
+  }
+
+  void OnCancel(const protocol::Cancel& cancel) {
+    ChipWorker* w = WorkerFor(cancel.rank);
+    if (w == nullptr) return;
+    std::lock_guard<std::mutex> lock(w->mu);
+    for (auto it = w->queue.begin(); it != w->queue.end(); ++it) {
+      if (it->k == cancel.k) {
+        w->queue.erase(it);
+        send_queue_.emplace_back(DoneMarker{
+            protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
+                                   "cancelled before it started: " + cancel.reason}});
+        return;
+      }
+    }
+    DFX_LOG_WARN("rank {} d{}: cancel ignored (already running or done): {}", cancel.rank, cancel.k,
+                 cancel.reason);
+  }
+
+  // Recover mode: offer every file of the session's spool.
+  void QueueRecovery() {
+    static const std::regex kDispatchDir(R"(rank(\d+)/d(\d+))");
+    uint32_t files = 0;
+    fs::path session_dir = SessionDir();
+    std::error_code ec;
+    std::vector<std::pair<std::pair<int32_t, uint32_t>, fs::path>> dirs;
+    for (auto& rank_entry : fs::directory_iterator(session_dir, ec)) {
+      for (auto& d_entry : fs::directory_iterator(rank_entry.path(), ec)) {
+        std::string rel = fs::relative(d_entry.path(), session_dir, ec).generic_string();
+        std::smatch m;
+        if (!std::regex_match(rel, m, kDispatchDir)) continue;
+        dirs.push_back(
+            {{std::stoi(m[1]), static_cast<uint32_t>(std::stoul(m[2]))}, d_entry.path()});
+      }
+    }
+    std::sort(dirs.begin(), dirs.end());
+    const std::set<int32_t> mine(ranks_.begin(), ranks_.end());
+    for (auto& [key, dir] : dirs) {
+      if (!mine.count(key.first)) continue;
+      for (const std::string& rel : ListFiles(dir)) {
+        QueueFile(key.first, key.second, dir, rel);
+        ++files;
+      }
+    }
+    DFX_LOG_INFO("recover: offering {} spooled files of session {}", files, Hex64(session_));
+    send_queue_.emplace_back(GatherDoneMarker{files});
+  }
+
+  std::vector<int32_t> RanksInSpool() {
+    static const std::regex kRankDir(R"(rank(\d+))");
+    std::set<int32_t> found;
+    std::error_code ec;
+    for (auto& entry : fs::directory_iterator(SessionDir(), ec)) {
+      std::smatch m;
+      std::string name = entry.path().filename().string();
+      if (std::regex_match(name, m, kRankDir)) found.insert(std::stoi(m[1]));
+    }
+    return {found.begin(), found.end()};
+  }
+
+  // Ends the current session for a serve agent: forget queued work, keep the spool.
+  void ResetSession() {
+    for (auto& w : workers_) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->queue.clear();
+    }
+    send_queue_.clear();
+    unacked_.clear();
+    credits_ = 0;
+    attached_ = false;
+    ready_sent_ = false;
+    if (options_.session_id == 0) session_ = 0;
+    last_hello_ns_ = 0;
+  }
+
+  // Returns a non-OK status to end Run() with; OK to continue; sets *finished for a clean end.
+  Status OnMessage(const protocol::Frame& frame, bool* finished) {
+    auto decoded = protocol::Decode(frame.bytes);
+    if (!decoded.ok()) {
+      DFX_LOG_WARN("rejected a message from the coordinator: {}", decoded.status().message());
+      return Status::Ok();
+    }
+    protocol::Message& m = *decoded;
+    if (auto* error = std::get_if<protocol::Error>(&m.body)) {
+      const bool fatal = error->code == protocol::ErrorCode::kVersionMismatch ||
+                         error->code == protocol::ErrorCode::kSessionMismatch ||
+                         error->code == protocol::ErrorCode::kUnknownRank ||
+                         error->code == protocol::ErrorCode::kDuplicateRank;
+      std::string text =
+          fmt::format("the coordinator at {} rejected this agent ({}): {}", options_.coordinator,
+                      protocol::ErrorCodeName(error->code), error->message);
+      if (fatal && options_.mode != AgentMode::kServe) return FailedPrecondition(text);
+      DFX_LOG_ERROR("{}", text);
+      if (fatal) ResetSession();
+      return Status::Ok();
+    }
+    protocol::Expectations expect;
+    expect.session_id = session_;
+    const bool adopting = session_ == 0 && options_.mode == AgentMode::kServe;
+    if (adopting) {
+      if (m.header.session_id == 0) {
+        DFX_LOG_WARN("coordinator message without a session ignored");
+        return Status::Ok();
+      }
+      expect.session_id = m.header.session_id;
+    }
+    if (auto s = protocol::Validate(m, expect); !s.ok()) {
+      DFX_LOG_WARN("rejected {} from the coordinator: {}", protocol::BodyName(m.body), s.message());
+      return Status::Ok();
+    }
+    if (adopting) {
+      session_ = m.header.session_id;
+      DFX_LOG_INFO("attached to session {} of the coordinator at {}", Hex64(session_),
+                   options_.coordinator);
+    }
+    last_rx_ns_ = Now();
+    if (!attached_) {
+      attached_ = true;
+      if (!ready_sent_ && options_.mode != AgentMode::kRecover) {
+        std::vector<std::string> descriptions;
+        for (auto& w : workers_) descriptions.push_back(w->chip->Describe());
+        Send(ranks_.front(), protocol::Ready{descriptions});
+        ready_sent_ = true;
+      }
+    }
+    return std::visit(
+        [&](auto& body) -> Status {
+          using T = std::decay_t<decltype(body)>;
+          if constexpr (std::is_same_v<T, protocol::Heartbeat>) {
+            if (body.want_reply) {
+              Send(ranks_.front(), protocol::Heartbeat{Now(), body.sender_clock_ns, false});
+            }
+          } else if constexpr (std::is_same_v<T, protocol::Dispatch>) {
+            OnDispatch(body);
+          } else if constexpr (std::is_same_v<T, protocol::Credit>) {
+            credits_ += body.chunks;
+          } else if constexpr (std::is_same_v<T, protocol::ArtifactAck>) {
+            OnAck(body);
+          } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
+            OnCancel(body);
+          } else if constexpr (std::is_same_v<T, protocol::GatherRequest>) {
+            if (options_.mode == AgentMode::kRecover && !gather_requested_) {
+              gather_requested_ = true;
+              QueueRecovery();
+            }
+          } else if constexpr (std::is_same_v<T, protocol::Shutdown>) {
+            DFX_LOG_INFO("coordinator ended session {}: {}", Hex64(session_), body.reason);
+            if (!unacked_.empty() || !send_queue_.empty()) {
+              DFX_LOG_WARN("{} artifacts were not confirmed; they stay in {}",
+                           unacked_.size() + send_queue_.size(), SessionDir().string());
+            } else {
+              std::lock_guard<std::mutex> lock(spool_mu_);
+              for (int32_t r : ranks_) {
+                RemoveEmptyDirs(SessionDir() / ("rank" + std::to_string(r)), SessionDir());
+              }
+              std::error_code ec;
+              fs::remove(SessionDir(), ec);  // only succeeds once every agent has emptied it
+            }
+            if (options_.mode == AgentMode::kServe) {
+              ResetSession();
+            } else {
+              *finished = true;
+            }
+          } else {
+            DFX_LOG_WARN("unexpected {} from the coordinator ignored", protocol::BodyName(m.body));
+          }
+          return Status::Ok();
+        },
+        m.body);
+  }
+
+  Status Run() {
+    started_ns_ = Now();
+    session_ = options_.session_id;
+    if (options_.mode == AgentMode::kRecover) {
+      ranks_ = RanksInSpool();
+      if (ranks_.empty() || options_.recover_only_first_rank) ranks_ = {options_.first_rank};
+    } else {
+      for (int i = 0; i < options_.chips; ++i) ranks_.push_back(options_.first_rank + i);
+    }
+    const std::string identity = options_.mode == AgentMode::kRecover
+                                     ? fmt::format("recover-{}", ::getpid())
+                                     : protocol::AgentIdentity(options_.first_rank);
+    DFX_ASSIGN_OR_RETURN(channel_,
+                         protocol::DealerChannel::Connect(context_, options_.coordinator, identity,
+                                                          AgentSocketOptions()));
+    SendHello();
+    // HELLO first, then the chips (READY follows once they exist and the coordinator answered).
+    if (options_.mode != AgentMode::kRecover) DFX_RETURN_IF_ERROR(StartChips());
+
+    Status result = Status::Ok();
+    bool finished = false;
+    while (!stop_.load() && !finished) {
+      const uint64_t now = Now();
+      const uint64_t hb_interval = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
+      if (!attached_) {
+        if (options_.mode == AgentMode::kServe) {
+          if (now - last_hello_ns_ > 2 * hb_interval + 500000000ull) SendHello();
+        } else if (now - started_ns_ >
+                   static_cast<uint64_t>(options_.connect_timeout_ms) * 1000000) {
+          result = DeadlineExceeded(fmt::format(
+              "could not reach the coordinator at {} within {} ms (--connect-timeout); is it "
+              "running and is the endpoint right?",
+              options_.coordinator, options_.connect_timeout_ms));
+          break;
+        }
+      } else {
+        if (now - last_hb_ns_ >= hb_interval) {
+          Send(ranks_.front(), protocol::Heartbeat{now, 0, false});
+          last_hb_ns_ = now;
+        }
+        if (now - last_rx_ns_ > static_cast<uint64_t>(options_.heartbeat_timeout_ms) * 1000000) {
+          std::string text = fmt::format(
+              "the coordinator at {} has been silent for {} ms (--heartbeat-timeout); session {} "
+              "abandoned, unconfirmed artifacts kept in {}",
+              options_.coordinator, options_.heartbeat_timeout_ms, Hex64(session_),
+              SessionDir().string());
+          if (options_.mode == AgentMode::kServe) {
+            DFX_LOG_WARN("{}", text);
+            ResetSession();
+          } else {
+            result = Unavailable(text);
+            break;
+          }
+        }
+      }
+      HandleCompletions();
+      bool more = attached_ && PumpSends();
+      const int timeout_ms = more ? 0 : std::max(1, std::min(options_.heartbeat_interval_ms, 50));
+      auto polled = channel_.Receive(timeout_ms, wake_.read_fd());
+      if (!polled.ok()) {
+        result = polled.status();
+        break;
+      }
+      if (polled->woken) wake_.Drain();
+      if (polled->frame) {
+        Status s = OnMessage(*polled->frame, &finished);
+        if (!s.ok()) {
+          result = s;
+          break;
+        }
+        // Drain whatever else is queued without waiting.
+        for (int i = 0; i < 64 && !finished; ++i) {
+          auto more_frames = channel_.Receive(0);
+          if (!more_frames.ok() || !more_frames->frame) break;
+          s = OnMessage(*more_frames->frame, &finished);
+          if (!s.ok()) break;
+        }
+        if (!s.ok()) {
+          result = s;
+          break;
+        }
+      }
+    }
+    StopChips();
+    return result;
+  }
+};
+
+RankAgent::RankAgent(protocol::Context& context, AgentOptions options)
+    : impl_(std::make_unique<Impl>(context, std::move(options))) {}
+RankAgent::~RankAgent() = default;
+Status RankAgent::Run() { return impl_->Run(); }
+void RankAgent::Stop() {
+  impl_->stop_.store(true);
+  impl_->wake_.Notify();
+}
+
+}  // namespace dfx::rank_agent

@@ -1,0 +1,74 @@
+// The per-rank agent service (design.md §1, §7, §8): one dfx-rank-agent
+// process owns one or more local chips, connects a DEALER to the
+// coordinator's ROUTER, says HELLO, initialises its chips, says READY, then
+// runs dispatches (one at a time per chip) and streams every artifact back in
+// checksummed chunks under credit-based flow control.
+//
+// Threads: the thread that calls Run() owns the socket (the event loop: it
+// receives, streams, heartbeats); each chip has its own worker thread that
+// runs programs. Heartbeats are sent by the event loop on their own timer, so
+// a long dispatch never silences the agent. Stop() may be called from any
+// thread (e.g. a signal-watching thread).
+//
+// Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/ and each
+// file is deleted only after the coordinator acknowledged it (ArtifactAck ok),
+// so a coordinator crash loses nothing (`dfx-coordinator gather`).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "device/chip.h"
+#include "protocol/channel.h"
+#include "protocol/messages.h"
+
+namespace dfx::rank_agent {
+
+struct AgentOptions {
+  std::string coordinator;  // e.g. tcp://127.0.0.1:5555
+  uint64_t session_id = 0;  // 0 = adopt the coordinator's (serve mode)
+  int32_t first_rank = 0;   // this agent owns ranks first_rank .. first_rank+chips-1
+  int chips = 1;
+  std::filesystem::path spool_root;  // artifacts in <spool_root>/<session hex>/rank<N>/d<K>/
+  protocol::AgentMode mode = protocol::AgentMode::kOneShot;
+  // Recover mode: offer only first_rank's spool (one recovery agent per rank
+  // streams in parallel); false = every rank found in the spool.
+  bool recover_only_first_rank = false;
+  // Deadlines (design.md §9: every wait has one).
+  int connect_timeout_ms = 30000;    // first coordinator answer (one-shot / recover)
+  int heartbeat_interval_ms = 200;   // how often this agent says it is alive
+  int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
+  uint64_t chunk_bytes = protocol::kDefaultChunkBytes;
+  device::ChipOptions chip;
+  const Clock* clock = &MonotonicClock::Instance();
+};
+
+class RankAgent {
+ public:
+  // `context` must outlive the agent.
+  RankAgent(protocol::Context& context, AgentOptions options);
+  ~RankAgent();
+  RankAgent(const RankAgent&) = delete;
+  RankAgent& operator=(const RankAgent&) = delete;
+
+  // Runs until the coordinator says Shutdown (one-shot, recover), the
+  // coordinator is unreachable / silent past its deadline (error), it turns
+  // this agent away (error), or Stop() is called. A serve agent survives
+  // Shutdown and coordinator loss: it waits for the next session.
+  Status Run();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "<spool_root>/<session hex>".
+std::filesystem::path SessionSpoolDir(const std::filesystem::path& spool_root, uint64_t session_id);
+
+}  // namespace dfx::rank_agent

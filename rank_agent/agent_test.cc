@@ -1,0 +1,146 @@
+#include "rank_agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "common/file_util.h"
+#include "protocol/codec.h"
+#include "rank_agent/exec.h"
+
+namespace dfx::rank_agent {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace dfx::protocol;
+
+fs::path TempDir(const std::string& name) {
+  fs::path d =
+      fs::temp_directory_path() / ("agent_test_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string ProgramText() {
+  auto text = ReadFile(fs::path(DFX_SOURCE_DIR) / "examples/vector_pipeline.json");
+  return text.ok() ? *text : "";
+}
+
+// A real agent (real emulated chip) against a coordinator played by the test
+// on a real ROUTER: HELLO, READY, a dispatch, streamed artifacts, acks, spool
+// cleanup, Shutdown.
+TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
+  fs::path dir = TempDir("stream");
+  Context context;
+  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(router.ok());
+  AgentOptions options;
+  options.coordinator = router->endpoint();
+  options.session_id = 0x77;
+  options.first_rank = 3;
+  options.spool_root = dir / "spool";
+  options.chunk_bytes = 64;  // many chunks: exercises credits
+  RankAgent agent(context, options);
+  Status result = Status::Ok();
+  std::thread t([&] { result = agent.Run(); });
+
+  auto next = [&]() -> std::optional<std::pair<std::string, Message>> {
+    for (int i = 0; i < 600; ++i) {
+      auto r = router->Receive(50);
+      if (r.ok() && r->frame) {
+        auto m = Decode(r->frame->bytes);
+        if (m.ok()) return std::make_pair(r->frame->identity, *m);
+      }
+    }
+    return std::nullopt;
+  };
+  auto hello = next();
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->first, "rank-3");
+  ASSERT_TRUE(std::holds_alternative<Hello>(hello->second.body));
+  EXPECT_EQ(std::get<Hello>(hello->second.body).ranks, std::vector<int32_t>{3});
+  uint64_t seq = 0;
+  auto send = [&](Body body) {
+    ASSERT_TRUE(
+        router->Send("rank-3", Message{Header{kProtocolVersion, 0x77, 3, ++seq}, body}).ok());
+  };
+  send(Heartbeat{1, 0, true});
+  bool ready = false, echoed = false;
+  while (!(ready && echoed)) {
+    auto m = next();
+    ASSERT_TRUE(m.has_value());
+    if (std::holds_alternative<Ready>(m->second.body)) ready = true;
+    if (auto* hb = std::get_if<Heartbeat>(&m->second.body)) echoed |= hb->echo_clock_ns == 1;
+  }
+  send(Credit{2});
+  RunConfigFields config;
+  config.enable_dep_gen = true;
+  config.enable_chip_swimlane = 2;
+  config.save_kernels = true;
+  send(Dispatch{0x77, 3, 0, "vec", ProgramText(), config, PassKind::kSingle});
+  std::map<uint64_t, std::string> names, data;
+  std::optional<DispatchDone> done;
+  while (!done) {
+    auto m = next();
+    ASSERT_TRUE(m.has_value());
+    Body& b = m->second.body;
+    if (auto* begin = std::get_if<ArtifactBegin>(&b)) names[begin->transfer_id] = begin->path;
+    if (auto* chunk = std::get_if<ArtifactChunk>(&b)) {
+      EXPECT_EQ(chunk->offset, data[chunk->transfer_id].size());
+      data[chunk->transfer_id] += chunk->data;
+      send(Credit{1});
+    }
+    if (auto* end = std::get_if<ArtifactEnd>(&b)) {
+      Checksum64 sum;
+      sum.Update(data[end->transfer_id].data(), data[end->transfer_id].size());
+      EXPECT_EQ(sum.Digest(), end->checksum) << names[end->transfer_id];
+      send(ArtifactAck{end->transfer_id, true, ""});
+    }
+    if (auto* d = std::get_if<DispatchDone>(&b)) done = *d;
+  }
+  EXPECT_EQ(done->status, DispatchStatus::kOk) << done->error;
+  EXPECT_EQ(done->artifact_count, names.size());
+  std::set<std::string> got;
+  for (auto& [id, n] : names) got.insert(n);
+  EXPECT_EQ(got,
+            (std::set<std::string>{"chip_swimlane_records.json", "deps.json", "name_map.json"}));
+  send(Shutdown{"done"});
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  // Acknowledged files are gone from the spool.
+  EXPECT_FALSE(fs::exists(SessionSpoolDir(options.spool_root, 0x77) / "rank3/d0/deps.json"));
+  fs::remove_all(dir);
+}
+
+TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
+  fs::path dir = TempDir("deadline");
+  Context context;
+  AgentOptions options;
+  options.coordinator = "tcp://127.0.0.1:1";
+  options.session_id = 1;
+  options.spool_root = dir;
+  options.connect_timeout_ms = 200;
+  RankAgent agent(context, options);
+  Status s = agent.Run();
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("tcp://127.0.0.1:1"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ExecTest, NameMapListsKernelsByFuncId) {
+  device::Program p;
+  p.name = "prog";
+  p.kernels.push_back(device::Kernel{4, "qk"});
+  p.kernels.push_back(device::Kernel{7, "softmax"});
+  collectors::NameMap m = NameMapFor(p);
+  EXPECT_EQ(m.level, 2);
+  EXPECT_EQ(m.orchestrator_name, "prog");
+  ASSERT_EQ(m.callable_id_to_name.size(), 2u);
+  EXPECT_EQ(m.callable_id_to_name[1], (std::pair<int, std::string>{7, "softmax"}));
+}
+
+}  // namespace
+}  // namespace dfx::rank_agent

@@ -1,0 +1,45 @@
+// The one-shot L2 run: one program, once, on one local emulated chip, with
+// the artifacts flat in an output directory (design.md §8, last bullet).
+// `dfx-coordinator run PROGRAM.json` starts this in a child process
+// (`dfx-rank-agent exec`), so an L2 run is isolated like the reference's
+// subprocess graph pass.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "collectors/recorders.h"
+#include "collectors/run_config.h"
+#include "common/status.h"
+#include "device/chip.h"
+#include "device/program.h"
+
+namespace dfx::rank_agent {
+
+struct ExecOptions {
+  std::filesystem::path program_path;
+  std::filesystem::path output_dir;  // <work_dir>/dfx_outputs
+  collectors::RunConfig config;      // validated by the caller
+  device::ChipOptions chip;
+};
+
+struct ExecResult {
+  std::vector<std::string> artifacts;  // relative to output_dir, sorted
+  uint64_t tasks_executed = 0;
+};
+
+// Loads the program, runs it, writes the L2 name map
+// (name_map_<work_dir name>.json, only when swimlane or dep_gen is on).
+// A program or kernel error is returned as a Status naming the file.
+Result<ExecResult> RunExec(const ExecOptions& options);
+
+// The program's kernel names as a name map (artifacts.md §3): func_id ->
+// name, orchestrator_name = the program's name.
+collectors::NameMap NameMapFor(const device::Program& program);
+
+// Every regular file under `dir`, relative to it, sorted; temporaries of an
+// AtomicFileWriter (".tmp.") are skipped.
+std::vector<std::string> ListFiles(const std::filesystem::path& dir);
+
+}  // namespace dfx::rank_agent

@@ -1,0 +1,140 @@
+// `dfx-coordinator run PROGRAM.json` (L2): one program, one local emulated
+// chip, artifacts flat in <work_dir>/dfx_outputs/.
+#include <gtest/gtest.h>
+
+#include "tests/l3/e2e_util.h"
+
+namespace dfx::e2e {
+namespace {
+
+const fs::path kVector = Source("examples/vector_pipeline.json");
+const fs::path kFail = Source("tests/l3/testdata/fail.json");
+
+TEST(L2RunTest, EveryFlagLandsFlatWithRenderCommands) {
+  fs::path dir = TestDir("l2_all") / "my work";  // a space: paths must be quoted
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", kVector.string(), "--work-dir", dir.string(),
+                       "--enable-chip-swimlane", "--enable-dep-gen", "--enable-pmu",
+                       "--enable-scope-stats", "--dump-args", "2"},
+                      dir.parent_path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path out = dir / "dfx_outputs";
+  auto tree = Tree(out);
+  for (const char* f :
+       {"chip_swimlane_records.json", "deps.json", "pmu.csv", "scope_stats/scope_stats.jsonl",
+        "args_dump/args_dump.json", "name_map_my work.json"}) {
+    EXPECT_TRUE(tree.count(f)) << f << " missing; got " << ::testing::PrintToString(tree);
+  }
+  for (const auto& f : tree) EXPECT_EQ(f.find("rank"), std::string::npos) << "L2 is flat: " << f;
+  const std::string q = "'" + out.string();
+  EXPECT_NE(r.out.find("dfx-view deps " + q + "/deps.json'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--format html --engine sfdp"), std::string::npos);
+  EXPECT_NE(r.out.find("dfx-view swimlane " + q + "/chip_swimlane_records.json'"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("dfx-view scope-stats " + q + "/scope_stats/scope_stats.jsonl'"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("dfx-view dump " + q + "/args_dump'"), std::string::npos);
+  EXPECT_NE(r.out.find(q + "/pmu.csv'"), std::string::npos);
+  // The name map maps func_id -> kernel name (artifacts.md §3).
+  Json map = LoadJson(out / "name_map_my work.json");
+  EXPECT_EQ(map["level"], 2);
+  EXPECT_EQ(map["orchestrator_name"], "vector_pipeline");
+  EXPECT_EQ(map["callable_id_to_name"]["0"], "vector_add");
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(L2RunTest, NoFlagMeansNoDirectory) {
+  fs::path dir = TestDir("l2_none");
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", kVector.string(), "--work-dir", dir.string()},
+                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "dfx_outputs"));
+  EXPECT_NE(r.out.find("no DFX flag"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, BadFlagIsNamedAndNothingIsCreated) {
+  fs::path dir = TestDir("l2_badflag");
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", kVector.string(), "--work-dir", dir.string(),
+                       "--chip-swimlane-level", "7"},
+                      dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--chip-swimlane-level"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[0, 4]"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "dfx_outputs"));
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, BadProgramNamesFileAndJsonPath) {
+  fs::path dir = TestDir("l2_badprog");
+  fs::path prog = dir / "broken.json";
+  ASSERT_TRUE(WriteFileAtomic(prog, R"({"name": "x", "kernels": [{"func_id": 0, "name": "k",
+    "core_type": "aiv", "op": "frobnicate"}], "tensors": [], "orchestration": []})")
+                  .ok());
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", prog.string(), "--work-dir",
+                       (dir / "w").string(), "--enable-dep-gen"},
+                      dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("$.kernels[0].op"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "w" / "dfx_outputs")) << "failed before dispatch: no directory";
+
+  auto missing = RunCommand({Bin("dfx-coordinator"), "run", (dir / "nope.json").string(),
+                             "--work-dir", (dir / "w").string()},
+                            dir);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("nope.json"), std::string::npos) << missing.err;
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, KernelFailureExitsNonZeroWithTheKernelError) {
+  fs::path dir = TestDir("l2_fail");
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", kFail.string(), "--work-dir", dir.string(),
+                       "--enable-chip-swimlane"},
+                      dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("injected kernel failure"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, OnboardSwimlaneRunsGraphThenTimingPass) {
+  fs::path dir = TestDir("l2_onboard");
+  auto r =
+      RunCommand({Bin("dfx-coordinator"), "run", kVector.string(), "--work-dir", dir.string(),
+                  "--backend-type", "a5", "--execution-mode", "onboard", "--enable-chip-swimlane"},
+                 dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("run 1/2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run 2/2"), std::string::npos) << r.out;
+  auto tree = Tree(dir / "dfx_outputs");
+  EXPECT_TRUE(tree.count("deps.json")) << "the graph pass writes deps.json";
+  EXPECT_TRUE(tree.count("chip_swimlane_records.json")) << "the timing pass writes the records";
+  // dep_gen was not asked for: no deps hint (spec §2.6).
+  EXPECT_EQ(r.out.find("dfx-view deps"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, DeprecatedPlatformWarnsAndMaps) {
+  fs::path dir = TestDir("l2_platform");
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", kVector.string(), "--work-dir", dir.string(),
+                       "--platform", "a2a3sim", "--enable-dep-gen"},
+                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("deprecated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--backend-type"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "dfx_outputs/deps.json"));
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, AgentExecRunsDirectly) {
+  fs::path dir = TestDir("l2_exec");
+  auto r = RunCommand({Bin("dfx-rank-agent"), "exec", "--program", kVector.string(), "--output-dir",
+                       (dir / "dfx_outputs").string(), "--enable-dep-gen"},
+                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "dfx_outputs/deps.json"));
+  EXPECT_TRUE(fs::exists(dir / ("dfx_outputs/name_map_" + dir.filename().string() + ".json")));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dfx::e2e

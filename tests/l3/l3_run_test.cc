@@ -1,0 +1,189 @@
+// L3 runs end to end: dfx-coordinator + N dfx-rank-agent processes on
+// loopback, launched by mpirun or by the local launcher.
+#include <gtest/gtest.h>
+
+#include "tests/l3/e2e_util.h"
+
+namespace dfx::e2e {
+namespace {
+
+const fs::path kPlan = Source("examples/plans/l3_four_ranks.json");
+
+const std::vector<std::string> kAllFlags = {
+    "--enable-chip-swimlane", "--enable-dep-gen", "--enable-pmu",
+    "--enable-scope-stats",   "--dump-args",      "2"};
+
+std::set<std::string> ExpectedFourRankTree() {
+  std::set<std::string> files = {"run_manifest.json", ".session.json"};
+  for (int r = 0; r < 4; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      const std::string d = "rank" + std::to_string(r) + "/d" + std::to_string(k) + "/";
+      for (const char* f : {"dispatch_program.json", "name_map.json", "chip_swimlane_records.json",
+                            "deps.json", "pmu.csv", "scope_stats/scope_stats.jsonl",
+                            "args_dump/args_dump.json", "args_dump/args.bin"}) {
+        files.insert(d + f);
+      }
+    }
+  }
+  return files;
+}
+
+// Checks the manifest against the files on disk: every artifact ok, its size
+// and XXH64 those of the file.
+void CheckManifest(const fs::path& out, int ranks, int dispatches_per_rank) {
+  Json m = LoadJson(out / "run_manifest.json");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["session"].get<std::string>().size(), 16u);
+  ASSERT_EQ(m["ranks"].size(), static_cast<size_t>(ranks));
+  for (const auto& r : m["ranks"]) {
+    EXPECT_EQ(r["status"], "ok");
+    EXPECT_TRUE(r["pid"].is_number());
+    EXPECT_TRUE(r["clock_offset_ns"].is_number());
+  }
+  ASSERT_EQ(m["dispatches"].size(), static_cast<size_t>(ranks * dispatches_per_rank));
+  for (const auto& d : m["dispatches"]) {
+    EXPECT_EQ(d["status"], "ok") << d.dump();
+    EXPECT_LE(d["start_ns"].get<uint64_t>(), d["end_ns"].get<uint64_t>());
+    for (const auto& a : d["artifacts"]) {
+      const fs::path p = out / a["path"].get<std::string>();
+      EXPECT_EQ(a["status"], "ok") << a.dump();
+      ASSERT_TRUE(fs::exists(p)) << p;
+      EXPECT_EQ(a["size"].get<uint64_t>(), fs::file_size(p));
+      auto sum = ChecksumFile(p);
+      ASSERT_TRUE(sum.ok());
+      EXPECT_EQ(a["checksum"], "xxh64:" + Hex64(*sum)) << p;
+    }
+  }
+  // dispatch_program.json labels each directory with its program.
+  EXPECT_EQ(LoadJson(out / "rank0/d0/dispatch_program.json")["program"], "attn");
+  EXPECT_EQ(LoadJson(out / "rank1/d0/dispatch_program.json")["program"], "vec");
+  EXPECT_EQ(LoadJson(out / "rank0/d0/name_map.json")["orchestrator_name"], "attention_decode");
+}
+
+void RunFourRanks(const std::string& launcher) {
+  fs::path dir = TestDir("l3_" + launcher);
+  // A stale dispatch directory of an earlier run must be cleared.
+  ASSERT_TRUE(WriteFileAtomic(dir / "w/dfx_outputs/rank7/d9/deps.json", "{}").ok());
+  std::vector<std::string> argv = {
+      Bin("dfx-coordinator"), "run",    kPlan.string(), "--ranks",           "4",
+      "--launcher",           launcher, "--work-dir",   (dir / "w").string()};
+  argv.insert(argv.end(), kAllFlags.begin(), kAllFlags.end());
+  auto r = RunCommand(argv, dir, 300);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path out = dir / "w/dfx_outputs";
+  EXPECT_EQ(Tree(out), ExpectedFourRankTree());
+  CheckManifest(out, 4, 3);
+  EXPECT_NE(r.out.find("dfx-view deps " + (out / "rank3/d2/deps.json").string()), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("run manifest: " + (out / "run_manifest.json").string()), std::string::npos);
+  // Every spooled file was confirmed and deleted.
+  EXPECT_TRUE(Tree(dir / "w/.dfx_spool").empty());
+  fs::remove_all(dir);
+}
+
+TEST(L3RunTest, MpirunFourRanksProduceTheExactTree) { RunFourRanks("mpirun"); }
+
+TEST(L3RunTest, LocalLauncherFourRanksProduceTheExactTree) { RunFourRanks("local"); }
+
+TEST(L3RunTest, TwoChipsPerAgentUnderMpirunAreDenseRanks) {
+  fs::path dir = TestDir("l3_chips");
+  auto r = RunCommand(
+      {Bin("dfx-coordinator"), "run", kPlan.string(), "--ranks", "4", "--chips-per-agent", "2",
+       "--launcher", "mpirun", "--work-dir", (dir / "w").string(), "--enable-dep-gen"},
+      dir, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json m = LoadJson(dir / "w/dfx_outputs/run_manifest.json");
+  ASSERT_EQ(m["ranks"].size(), 4u);
+  // MPI rank 0 owns ranks 0 and 1, MPI rank 1 owns ranks 2 and 3.
+  EXPECT_EQ(m["ranks"][0]["pid"], m["ranks"][1]["pid"]);
+  EXPECT_EQ(m["ranks"][2]["pid"], m["ranks"][3]["pid"]);
+  EXPECT_NE(m["ranks"][0]["pid"], m["ranks"][2]["pid"]);
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_TRUE(fs::exists(dir / "w/dfx_outputs" / ("rank" + std::to_string(rank)) /
+                             ("d" + std::to_string(k)) / "deps.json"));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(L3RunTest, AFailingDispatchFailsOnlyThatDispatch) {
+  fs::path dir = TestDir("l3_kernel_fail");
+  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {
+      "vec": ")" + Source("examples/vector_pipeline.json").string() +
+                                                     R"(",
+      "fail": ")" + Source("tests/l3/testdata/fail.json").string() +
+                                                     R"("},
+    "steps": [{"program": "vec", "ranks": "all"}, {"program": "fail", "rank": 0},
+              {"program": "vec", "ranks": "all"}]})")
+                  .ok());
+  auto r =
+      RunCommand({Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "2",
+                  "--launcher", "local", "--work-dir", (dir / "w").string(), "--enable-dep-gen"},
+                 dir, 300);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("injected kernel failure"), std::string::npos) << r.err;
+  Json m = LoadJson(dir / "w/dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "failed");
+  std::map<std::string, Json> by_dir;
+  for (const auto& d : m["dispatches"]) by_dir[d["dir"].get<std::string>()] = d;
+  EXPECT_EQ(by_dir["rank0/d1"]["status"], "failed");
+  EXPECT_NE(by_dir["rank0/d1"]["error"].get<std::string>().find("injected kernel failure"),
+            std::string::npos);
+  // The rank stays usable: its next dispatch ran, and the other rank is untouched.
+  EXPECT_EQ(by_dir["rank0/d2"]["status"], "ok");
+  EXPECT_EQ(by_dir["rank1/d0"]["status"], "ok");
+  EXPECT_EQ(by_dir["rank1/d1"]["status"], "ok");
+  for (const auto& rank : m["ranks"]) EXPECT_EQ(rank["status"], "ok");
+  EXPECT_TRUE(fs::exists(dir / "w/dfx_outputs/rank0/d2/deps.json"));
+  fs::remove_all(dir);
+}
+
+TEST(L3RunTest, OnboardSwimlaneRunsBothPassesIntoTheSameDirectories) {
+  fs::path dir = TestDir("l3_onboard");
+  auto r = RunCommand(
+      {Bin("dfx-coordinator"), "run", kPlan.string(), "--ranks", "4", "--launcher", "local",
+       "--work-dir", (dir / "w").string(), "--execution-mode", "onboard", "--enable-chip-swimlane"},
+      dir, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("l3_swimlane_pass=graph event=begin"), std::string::npos);
+  EXPECT_NE(r.err.find("l3_swimlane_pass=timing event=end"), std::string::npos);
+  const fs::path out = dir / "w/dfx_outputs";
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int k = 0; k < 3; ++k) {
+      const fs::path d = out / ("rank" + std::to_string(rank)) / ("d" + std::to_string(k));
+      EXPECT_TRUE(fs::exists(d / "deps.json")) << d;                   // graph pass
+      EXPECT_TRUE(fs::exists(d / "chip_swimlane_records.json")) << d;  // timing pass
+    }
+  }
+  Json m = LoadJson(out / "run_manifest.json");
+  EXPECT_EQ(m["passes"], Json::parse(R"(["graph", "timing"])"));
+  EXPECT_EQ(m["dispatches"].size(), 24u);
+  fs::remove_all(dir);
+}
+
+TEST(L3RunTest, PlanErrorsNameTheFileAndPath) {
+  fs::path dir = TestDir("l3_badplan");
+  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json",
+                              R"({"programs": {"a": "missing.json"}, "steps": [{"program": "a"}]})")
+                  .ok());
+  auto r = RunCommand({Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "2",
+                       "--work-dir", (dir / "w").string()},
+                      dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("plan.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("$.programs.a"), std::string::npos) << r.err;
+  auto too_many = RunCommand({Bin("dfx-coordinator"), "run", kPlan.string(), "--ranks", "2",
+                              "--launcher", "local", "--work-dir", (dir / "w2").string()},
+                             dir);
+  EXPECT_NE(too_many.exit_code, 0);
+  EXPECT_NE(too_many.err.find("--ranks 2"), std::string::npos) << too_many.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dfx::e2e
