@@ -51,6 +51,9 @@ struct Graph {
   size_t tensors = 0;
   std::map<std::string, std::string> tensor_short;  // tensor_id → T<k>
   std::map<std::string, const Json*> tensor_info;
+  // OUTPUT args without tensor_id whose tensor was inferred from edges (§7.2):
+  // (task id, arg idx) → tensor_id; shown with a "?" marker.
+  std::map<std::pair<uint64_t, int>, std::string> inferred_tensor;
   bool all_ring0 = true;
   bool perf_sidecar = false;
   bool func_name_map = false;
@@ -65,6 +68,50 @@ std::string FuncIdText(const Node& n) {
   if (n.kind == "alloc") return "none";
   if (!n.has_kernel_ids) return "unknown";
   return fmt::format("[{},{},{}]", n.kernel_ids[0], n.kernel_ids[1], n.kernel_ids[2]);
+}
+
+std::string TensorIdText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// §7.2: an OUTPUT arg recorded without tensor info gets the tensor its
+// outgoing tensormap edges carry, when that is unambiguous: the task has
+// exactly one such arg and its outgoing edges name exactly one tensor that none
+// of its other args already names.
+void InferOutputTensors(Graph& g) {
+  std::map<uint64_t, std::set<std::string>> out_tensors;
+  for (const auto& [key, anns] : g.annotations) {
+    for (const Json* a : anns) {
+      if (a->value("source", std::string()) == "tensormap" && a->contains("tensor_id")) {
+        out_tensors[key.first].insert(TensorIdText((*a)["tensor_id"]));
+      }
+    }
+  }
+  for (const auto& [id, n] : g.nodes) {
+    if (n.task == nullptr || !n.task->contains("args") || !(*n.task)["args"].is_array()) continue;
+    auto it = out_tensors.find(id);
+    if (it == out_tensors.end()) continue;
+    std::set<std::string> candidates = it->second;
+    std::vector<int> missing;
+    for (const auto& a : (*n.task)["args"]) {
+      if (a.contains("tensor_id")) {
+        candidates.erase(TensorIdText(a["tensor_id"]));
+      } else if (a.value("type", std::string()) == "OUTPUT") {
+        missing.push_back(a.value("idx", -1));
+      }
+    }
+    if (missing.size() == 1 && candidates.size() == 1) {
+      g.inferred_tensor[{id, missing[0]}] = *candidates.begin();
+    }
+  }
+}
+
+// Tensor id of an arg: recorded, else inferred from edges (`inferred` set).
+std::string ArgTensorId(const Graph& g, uint64_t task, const Json& arg, bool* inferred) {
+  *inferred = false;
+  if (arg.contains("tensor_id")) return TensorIdText(arg["tensor_id"]);
+  auto it = g.inferred_tensor.find({task, arg.value("idx", -1)});
+  if (it == g.inferred_tensor.end()) return "";
+  *inferred = true;
+  return it->second;
 }
 
 Result<Graph> BuildGraph(const Json& root, const std::string& file, const NameMap& names) {
@@ -158,6 +205,7 @@ Result<Graph> BuildGraph(const Json& root, const std::string& file, const NameMa
   for (const auto& [id, n] : g.nodes) {
     if (RingOf(id) != 0) g.all_ring0 = false;
   }
+  InferOutputTensors(g);
   return g;
 }
 
@@ -173,8 +221,8 @@ void AttachPerfSidecar(Graph& g, const std::filesystem::path& dir, std::ostream&
   g.perf_sidecar = true;
   std::map<uint64_t, std::set<std::string>> types;
   for (const auto& r : perf->tasks) {
-    types[r.task_id].insert(perf->IsAic(r) ? "aic" : "aiv");
-    auto it = g.nodes.find(r.task_id);
+    types[perf->TaskId(r)].insert(perf->IsAic(r) ? "aic" : "aiv");
+    auto it = g.nodes.find(perf->TaskId(r));
     if (it == g.nodes.end()) continue;
     double dur = perf->EndUs(r) - perf->StartUs(r);
     it->second.duration_us = std::max(it->second.duration_us.value_or(0.0), dur);
@@ -193,6 +241,228 @@ bool IsCreator(const std::vector<const Json*>& anns) {
   }
   return false;
 }
+
+// ---- Dataflow verification of creator edges (§7.5 *_dataflow modes) ----
+
+// Bits per element of a deps.json dtype name; 0 when unknown.
+int DtypeBits(const std::string& d) {
+  static const std::map<std::string, int> kBits = {
+      {"FLOAT32", 32}, {"FLOAT16", 16},  {"INT32", 32},    {"INT16", 16},  {"INT8", 8},
+      {"UINT8", 8},    {"BFLOAT16", 16}, {"INT64", 64},    {"UINT64", 64}, {"UINT16", 16},
+      {"UINT32", 32},  {"BOOL", 8},      {"FP8E4M3FN", 8}, {"FP8E8M0", 8}, {"FP4E2M1", 4}};
+  auto it = kBits.find(d);
+  return it == kBits.end() ? 0 : it->second;
+}
+
+bool JsonU64(const Json* v, uint64_t* out) {
+  if (v == nullptr) return false;
+  if (v->is_string()) return ParseU64Text(v->get<std::string>(), out);
+  if (v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0)) {
+    *out = v->get<uint64_t>();
+    return true;
+  }
+  return false;
+}
+
+const Json* Field(const Json& o, const char* key) {
+  return o.is_object() && o.contains(key) ? &o[key] : nullptr;
+}
+
+// Region of one slice as bit intervals [begin, end), appended to `out`.
+// Contiguous inner dimensions are merged into runs; returns false when the
+// geometry is missing or malformed, or when the slice needs more intervals
+// than `*budget` (which it decrements) — "too complex".
+bool SliceIntervals(uint64_t buffer_addr, int bits, const Json* shape, const Json* offset,
+                    const Json* strides, size_t* budget,
+                    std::vector<std::pair<uint64_t, uint64_t>>* out) {
+  uint64_t off = 0;
+  if (bits <= 0 || shape == nullptr || strides == nullptr || !shape->is_array() ||
+      !strides->is_array() || shape->size() != strides->size() || !JsonU64(offset, &off)) {
+    return false;
+  }
+  std::vector<uint64_t> dims, st;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    uint64_t d = 0, t = 0;
+    if (!JsonU64(&(*shape)[i], &d) || !JsonU64(&(*strides)[i], &t)) return false;
+    if (d == 0) return true;  // empty slice
+    dims.push_back(d);
+    st.push_back(t);
+  }
+  // Innermost contiguous run (elements), absorbing outer dims that continue it.
+  uint64_t run = 1;
+  while (!dims.empty() && st.back() == run) {
+    run *= dims.back();
+    dims.pop_back();
+    st.pop_back();
+  }
+  uint64_t count = 1;
+  for (uint64_t d : dims) {
+    if (d > *budget || count > *budget / d) return false;
+    count *= d;
+  }
+  if (count > *budget) return false;
+  *budget -= static_cast<size_t>(count);
+  const uint64_t base_bits = buffer_addr * 8;
+  std::vector<uint64_t> idx(dims.size(), 0);
+  for (uint64_t k = 0; k < count; ++k) {
+    uint64_t e = off;
+    for (size_t i = 0; i < dims.size(); ++i) e += idx[i] * st[i];
+    uint64_t b = base_bits + e * static_cast<uint64_t>(bits);
+    out->emplace_back(b, b + run * static_cast<uint64_t>(bits));
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (++idx[i] < dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return true;
+}
+
+void NormalizeIntervals(std::vector<std::pair<uint64_t, uint64_t>>* v) {
+  std::sort(v->begin(), v->end());
+  size_t w = 0;
+  for (const auto& iv : *v) {
+    if (w > 0 && iv.first <= (*v)[w - 1].second) {
+      (*v)[w - 1].second = std::max((*v)[w - 1].second, iv.second);
+    } else {
+      (*v)[w++] = iv;
+    }
+  }
+  v->resize(w);
+}
+
+// True when every interval of `need` lies inside the union `cover` (both normalized).
+bool Covers(const std::vector<std::pair<uint64_t, uint64_t>>& cover,
+            const std::vector<std::pair<uint64_t, uint64_t>>& need) {
+  size_t j = 0;
+  for (const auto& [b, e] : need) {
+    while (j < cover.size() && cover[j].second <= b) ++j;
+    if (j == cover.size() || cover[j].first > b || cover[j].second < e) return false;
+  }
+  return true;
+}
+
+// Proves a creator edge (creator → consumer) redundant from the annotations:
+// every creator annotation names an INOUT arg of the consumer, and every byte
+// of that INOUT region has direct tensormap dataflow into it (same arg slot,
+// same buffer) from producers that write it (OUTPUT/INOUT args) and are
+// themselves reached from the same creator. OUTPUT_EXISTING, any other arg
+// type, missing geometry or more than kMaxIntervals intervals → not proven.
+class DataflowVerifier {
+ public:
+  static constexpr size_t kMaxIntervals = 10000;
+
+  explicit DataflowVerifier(const Graph& g) : g_(g) {
+    for (const auto& [p, c] : g.edges) {
+      succ_[p].push_back(c);
+      preds_[c].push_back(p);
+    }
+  }
+
+  bool Proves(uint64_t creator, uint64_t consumer) {
+    const auto& anns = g_.annotations.at({creator, consumer});
+    const Node& cn = g_.nodes.at(consumer);
+    if (cn.task == nullptr || !cn.task->contains("args")) return false;
+    bool any = false;
+    for (const Json* a : anns) {
+      if (a->value("source", std::string()) != "creator") continue;
+      any = true;
+      if (!ProvesOne(creator, consumer, cn, *a)) return false;
+    }
+    return any;
+  }
+
+ private:
+  const Json* ArgOf(const Node& n, int idx) const {
+    for (const auto& a : (*n.task)["args"]) {
+      if (a.value("idx", -2) == idx) return &a;
+    }
+    return nullptr;
+  }
+  const Json* Tensor(const Json& tensor_id) const {
+    auto it = g_.tensor_info.find(TensorIdText(tensor_id));
+    return it == g_.tensor_info.end() ? nullptr : it->second;
+  }
+  bool BufferOf(const Json* tensor_id, uint64_t* addr, std::string* dtype) const {
+    if (tensor_id == nullptr) return false;
+    const Json* t = Tensor(*tensor_id);
+    if (t == nullptr) return false;
+    if (dtype != nullptr) *dtype = t->value("dtype", std::string());
+    return JsonU64(Field(*t, "buffer_addr"), addr);
+  }
+  // The producer has a writing arg (OUTPUT / INOUT) on buffer `addr`.
+  bool WritesBuffer(uint64_t producer, uint64_t addr) const {
+    const Node& pn = g_.nodes.at(producer);
+    if (pn.task == nullptr || !pn.task->contains("args")) return false;
+    for (const auto& a : (*pn.task)["args"]) {
+      std::string type = a.value("type", std::string());
+      if (type != "OUTPUT" && type != "INOUT") continue;
+      bool inferred = false;
+      std::string tid = ArgTensorId(g_, producer, a, &inferred);
+      uint64_t b = 0;
+      Json tj = tid;
+      if (!tid.empty() && BufferOf(&tj, &b, nullptr) && b == addr) return true;
+    }
+    return false;
+  }
+  const std::set<uint64_t>& Reach(uint64_t from) {
+    auto it = reach_.find(from);
+    if (it != reach_.end()) return it->second;
+    std::set<uint64_t>& seen = reach_[from];
+    std::vector<uint64_t> stack = {from};
+    while (!stack.empty()) {
+      uint64_t u = stack.back();
+      stack.pop_back();
+      auto s = succ_.find(u);
+      if (s == succ_.end()) continue;
+      for (uint64_t v : s->second) {
+        if (seen.insert(v).second) stack.push_back(v);
+      }
+    }
+    return seen;
+  }
+
+  bool ProvesOne(uint64_t creator, uint64_t consumer, const Node& cn, const Json& ann) {
+    int slot = ann.value("arg", -1);
+    const Json* arg = ArgOf(cn, slot);
+    if (arg == nullptr || arg->value("type", std::string()) != "INOUT") return false;
+    uint64_t addr = 0;
+    std::string tensor_dtype;
+    if (!BufferOf(Field(ann, "tensor_id"), &addr, &tensor_dtype)) return false;
+    std::string cdtype = ann.value("consumer_dtype", tensor_dtype);
+    size_t budget = kMaxIntervals;
+    std::vector<std::pair<uint64_t, uint64_t>> need, cover;
+    if (!SliceIntervals(addr, DtypeBits(cdtype), Field(ann, "consumer_shape"),
+                        Field(ann, "consumer_start_offset"), Field(ann, "consumer_strides"),
+                        &budget, &need)) {
+      return false;
+    }
+    NormalizeIntervals(&need);
+    if (need.empty()) return false;
+    const std::set<uint64_t>& from_creator = Reach(creator);
+    for (uint64_t p : preds_[consumer]) {
+      if (p == creator || !from_creator.count(p)) continue;
+      for (const Json* pa : g_.annotations.at({p, consumer})) {
+        if (pa->value("source", std::string()) != "tensormap" || pa->value("arg", -1) != slot) {
+          continue;
+        }
+        uint64_t paddr = 0;
+        if (!BufferOf(Field(*pa, "tensor_id"), &paddr, nullptr) || paddr != addr) continue;
+        if (!WritesBuffer(p, addr)) continue;
+        if (!SliceIntervals(addr, DtypeBits(cdtype), Field(*pa, "producer_shape"),
+                            Field(*pa, "producer_start_offset"), Field(*pa, "producer_strides"),
+                            &budget, &cover)) {
+          return false;  // too complex (or malformed): keep the edge
+        }
+      }
+    }
+    NormalizeIntervals(&cover);
+    return Covers(cover, need);
+  }
+
+  const Graph& g_;
+  std::map<uint64_t, std::vector<uint64_t>> succ_, preds_;
+  std::map<uint64_t, std::set<uint64_t>> reach_;
+};
 
 std::string DefaultOutput(const DepsViewerOptions& o) {
   std::string ext = o.format == "html" ? ".html" : ".txt";
@@ -273,15 +543,17 @@ std::string HtmlEscape(const std::string& s) {
   return o;
 }
 
-std::string TensorLabel(const Graph& g, const Json& arg) {
-  std::string tid = arg.contains("tensor_id")
-                        ? (arg["tensor_id"].is_string() ? arg["tensor_id"].get<std::string>()
-                                                        : arg["tensor_id"].dump())
-                        : "";
+std::string TensorLabel(const Graph& g, uint64_t task, const Json& arg) {
+  bool inferred = false;
+  std::string tid = ArgTensorId(g, task, arg, &inferred);
   std::string shortname = "?";
   auto it = g.tensor_short.find(tid);
-  if (it != g.tensor_short.end()) shortname = it->second;
+  if (it != g.tensor_short.end()) shortname = it->second + (inferred ? "?" : "");
   std::string dtype = arg.value("dtype", std::string("?"));
+  if (inferred) {
+    auto ti = g.tensor_info.find(tid);
+    if (ti != g.tensor_info.end()) dtype = ti->second->value("dtype", dtype);
+  }
   std::string row = fmt::format("arg{} {} {}:{}", arg.value("idx", -1),
                                 arg.value("type", std::string("UNKNOWN")), shortname, dtype);
   auto ti = g.tensor_info.find(tid);
@@ -358,7 +630,7 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
         std::string type = a.value("type", std::string());
         if (type == "INPUT" || type == "INOUT") {
           html += fmt::format("<TR><TD PORT=\"in_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.value("idx", -1), HtmlEscape(TensorLabel(g, a)));
+                              a.value("idx", -1), HtmlEscape(TensorLabel(g, id, a)));
         }
       }
       html += "<TR><TD BGCOLOR=\"" + fill + "\"><B>" + HtmlEscape(label) + "</B></TD></TR>";
@@ -366,7 +638,7 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
         std::string type = a.value("type", std::string());
         if (type == "INOUT" || type == "OUTPUT" || type == "OUTPUT_EXISTING") {
           html += fmt::format("<TR><TD PORT=\"out_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.value("idx", -1), HtmlEscape(TensorLabel(g, a)));
+                              a.value("idx", -1), HtmlEscape(TensorLabel(g, id, a)));
         }
       }
       html += "</TABLE>>";
@@ -405,10 +677,12 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
       // Producer port: the producer's output arg writing the same tensor.
       if (pn.task != nullptr && pn.task->contains("args") && !anns.empty() &&
           anns[0]->contains("tensor_id")) {
+        std::string want = TensorIdText((*anns[0])["tensor_id"]);
         for (const auto& a : (*pn.task)["args"]) {
           std::string type = a.value("type", std::string());
+          bool inferred = false;
           if ((type == "INOUT" || type == "OUTPUT" || type == "OUTPUT_EXISTING") &&
-              a.contains("tensor_id") && a["tensor_id"] == (*anns[0])["tensor_id"]) {
+              ArgTensorId(g, p, a, &inferred) == want) {
             from += fmt::format(":out_{}", a.value("idx", -1));
             break;
           }
@@ -692,22 +966,32 @@ Status RunDepsViewer(const DepsViewerOptions& o, std::ostream& out, std::ostream
   AttachPerfSidecar(g, dir, err);
   std::vector<bool> selected(g.edges.size(), true);
   if (o.edge_mode != EdgeMode::kFull) {
+    bool dataflow =
+        o.edge_mode == EdgeMode::kReducedDataflow || o.edge_mode == EdgeMode::kOmittedDataflow;
     std::set<std::pair<uint64_t, uint64_t>> keep;
     for (const auto& [k, anns] : g.annotations) {
-      // Creator (tensor-lifetime) edges are kept; the dataflow variants keep
-      // them too unless proven redundant, which this implementation never
-      // claims (the conservative "too complex → keep edge" answer).
-      if (IsCreator(anns)) keep.insert(k);
+      // Creator (tensor-lifetime) edges are kept by `reduced`; in the dataflow
+      // variants the structural pass only proposes them and the annotations
+      // must prove them redundant (below).
+      if (!dataflow && IsCreator(anns)) keep.insert(k);
     }
     std::vector<bool> redundant;
-    if (!TransitiveReduction(g.edges, keep, &redundant)) {
+    bool acyclic = TransitiveReduction(g.edges, keep, &redundant);
+    if (acyclic && dataflow) {
+      DataflowVerifier verifier(g);
+      for (size_t i = 0; i < g.edges.size(); ++i) {
+        if (redundant[i] && IsCreator(g.annotations.at(g.edges[i])) &&
+            !verifier.Proves(g.edges[i].first, g.edges[i].second)) {
+          redundant[i] = false;
+        }
+      }
+    }
+    if (!acyclic) {
       err << "warning: dependency graph has a cycle; transitive reduction skipped, emitting full "
              "graph (--edge-mode "
           << EdgeModeName(o.edge_mode) << " ignored)\n";
     } else {
       bool omitted = o.edge_mode == EdgeMode::kOmitted || o.edge_mode == EdgeMode::kOmittedDataflow;
-      bool dataflow =
-          o.edge_mode == EdgeMode::kReducedDataflow || o.edge_mode == EdgeMode::kOmittedDataflow;
       size_t removed = 0;
       for (size_t i = 0; i < g.edges.size(); ++i) {
         selected[i] = omitted ? redundant[i] : !redundant[i];

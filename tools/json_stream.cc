@@ -20,6 +20,21 @@ Status JsonPullReader::Open(const std::filesystem::path& path) {
   return Status::Ok();
 }
 
+Status JsonPullReader::OpenAt(const std::filesystem::path& path, uint64_t offset) {
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  pos_ = len_ = 0;
+  consumed_ = 0;
+  first_.clear();
+  status_ = Status::Ok();
+  DFX_RETURN_IF_ERROR(Open(path));
+  if (offset > 0 && std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0) {
+    return InvalidArgument(fmt::format("{}: cannot seek to byte {}", path_, offset));
+  }
+  consumed_ = offset;
+  return Status::Ok();
+}
+
 bool JsonPullReader::Fail(const std::string& message) {
   if (status_.ok()) {
     status_ = InvalidArgument(fmt::format("{}: at byte {}: {}", path_, bytes_read(), message));

@@ -43,6 +43,9 @@ class JsonPullReader {
   JsonPullReader& operator=(const JsonPullReader&) = delete;
 
   Status Open(const std::filesystem::path& path);
+  // Opens `path` positioned at byte `offset`, which must be the start of a
+  // value (an offset taken from bytes_read() right after Peek()).
+  Status OpenAt(const std::filesystem::path& path, uint64_t offset);
 
   // Kind of the next value (skips whitespace; does not consume).
   Kind Peek();
@@ -89,6 +92,9 @@ class JsonPullReader {
 class StreamWriter {
  public:
   Status Open(const std::filesystem::path& path);
+  // Opens `path` positioned at byte `offset`, which must be the start of a
+  // value (an offset taken from bytes_read() right after Peek()).
+  Status OpenAt(const std::filesystem::path& path, uint64_t offset);
   void Append(std::string_view s) {
     buf_.append(s);
     if (buf_.size() >= kFlushBytes) Flush();

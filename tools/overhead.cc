@@ -41,7 +41,7 @@ OverheadResult ComputeOverhead(const PerfData& data, const DepsData& deps) {
     res.window_end = std::max(res.window_end, en);
     evs.push_back({s, 0, e, +1});
     evs.push_back({en, 0, e, -1});
-    auto& inf = info[r.task_id];
+    auto& inf = info[data.TaskId(r)];
     inf.max_end = std::max(inf.max_end, en);
     inf.dispatch[e] = std::min(inf.dispatch[e], data.DispatchUs(r));
     inf.engines |= 1u << e;

@@ -14,25 +14,19 @@ PerfData TwoAivCores() {
   d.clock_freq_hz = 1000000000;
   d.core_types = {"aiv", "aiv"};
   d.base_cycles = 1000;
+  d.epoch = 999;
   return d;
 }
 
-TaskRow Row(uint64_t id, int core, uint64_t dispatch, uint64_t start, uint64_t end) {
-  TaskRow r;
-  r.task_id = id;
-  r.core_id = core;
-  r.dispatch = dispatch;
-  r.start = start;
-  r.end = end;
-  r.finish = end + 10;
-  return r;
+TaskRow Row(PerfData& d, uint64_t id, int core, uint64_t dispatch, uint64_t start, uint64_t end) {
+  return d.MakeRow(id, core, start, end, dispatch, end + 10, 0);
 }
 
 TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
   PerfData d = TwoAivCores();
   // t1 on core 0 [1000, 3000]; t2 depends on t1, ready at 3000 but dispatched
   // at 4000 while core 1 is idle → 1 µs of AIV overhead out of a 4 µs makespan.
-  d.tasks = {Row(1, 0, 1000, 1000, 3000), Row(2, 1, 4000, 4000, 5000)};
+  d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
   DepsData deps;
   deps.edges = {{1, 2}};
   deps.Finalize();
@@ -47,7 +41,7 @@ TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
 
 TEST(OverheadTest, NoProducerMeansNoReadyWindow) {
   PerfData d = TwoAivCores();
-  d.tasks = {Row(1, 0, 1000, 1000, 3000), Row(2, 1, 4000, 4000, 5000)};
+  d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
   OverheadResult r = ComputeOverhead(d, DepsData{});
   EXPECT_DOUBLE_EQ(r.has_overhead_us, 0.0);
 }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <tuple>
 
 #include "tools/json_stream.h"
 
@@ -40,12 +42,6 @@ struct BaseTracker {
   void See(uint64_t v) {
     if (v != 0 && (base == 0 || v < base)) base = v;
   }
-};
-
-struct AicpuRow {
-  int32_t core;
-  uint32_t reg;
-  uint64_t dispatch, finish;
 };
 
 bool ReadU64Array(JsonPullReader& r, std::vector<uint64_t>* values) {
@@ -152,60 +148,126 @@ std::string FormatTaskDisplay(uint64_t task_id) {
   return fmt::format("r{}t{}", ring, LocalOf(task_id));
 }
 
-Result<PerfData> ReadPerfData(const std::filesystem::path& path) {
+bool PerfData::Rel(uint64_t cycles, uint32_t* rel) const {
+  if (cycles == 0) {
+    *rel = 0;
+    return true;
+  }
+  if (cycles <= epoch || cycles - epoch > std::numeric_limits<uint32_t>::max()) return false;
+  *rel = static_cast<uint32_t>(cycles - epoch);
+  return true;
+}
+
+namespace {
+// Compact finish: 0 = zero, else finish - end + 1 when it fits 16 bits.
+bool Tail(uint64_t end, uint64_t finish, uint16_t* tail) {
+  if (finish == 0) {
+    *tail = 0;
+    return true;
+  }
+  if (finish < end || finish - end >= 0xFFFF) return false;
+  *tail = static_cast<uint16_t>(finish - end + 1);
+  return true;
+}
+}  // namespace
+
+TaskRow PerfData::MakeRow(uint64_t task_id, int core, uint64_t start, uint64_t end,
+                          uint64_t dispatch, uint64_t finish, uint32_t receive_to_start,
+                          uint32_t reg_task_id) {
+  TaskRow r;
+  r.core_id = static_cast<uint16_t>(core);
+  r.slot = reg_task_id;
+  if (task_id < (uint64_t{1} << 40) && receive_to_start <= 0xFFFF && Rel(start, &r.start) &&
+      Rel(end, &r.end) && Rel(dispatch, &r.dispatch) && Tail(end, finish, &r.tail)) {
+    r.id_lo = static_cast<uint32_t>(task_id);
+    r.id_hi = static_cast<uint8_t>(task_id >> 32);
+    r.r2s = static_cast<uint16_t>(receive_to_start);
+    return r;
+  }
+  r = TaskRow{};
+  r.core_id = static_cast<uint16_t>(core);
+  r.slot = reg_task_id;
+  r.flags = TaskRow::kWide;
+  r.start = static_cast<uint32_t>(wide_rows.size());
+  wide_rows.push_back({task_id, start, end, dispatch, finish, receive_to_start});
+  return r;
+}
+
+void PerfData::SetAicpuTimes(TaskRow& r, uint64_t dispatch, uint64_t finish) {
+  if (r.wide()) {
+    wide_rows[r.start].dispatch = dispatch;
+    wide_rows[r.start].finish = finish;
+    return;
+  }
+  if (Rel(dispatch, &r.dispatch) && Tail(End(r), finish, &r.tail)) return;
+  uint8_t scratch = r.flags & TaskRow::kScratchMask;
+  r = MakeRow(TaskId(r), r.core_id, Start(r), End(r), dispatch, finish, ReceiveToStart(r), r.slot);
+  r.flags |= scratch;
+}
+
+Status PerfData::ForEachSchedPhase(const std::function<void(size_t, const SchedPhase&)>& fn) const {
+  if (!sched_phases_streamed) {
+    for (size_t t = 0; t < sched_phases.size(); ++t) {
+      for (const auto& p : sched_phases[t]) fn(t, p);
+    }
+    return Status::Ok();
+  }
+  JsonPullReader r;
+  DFX_RETURN_IF_ERROR(r.OpenAt(path, sched_phases_offset));
+  if (!r.BeginArray()) return r.status();
+  size_t t = 0;
+  while (r.NextElement()) {
+    if (!r.BeginArray()) return r.status();
+    while (r.NextElement()) {
+      SchedPhase p;
+      if (!ReadSchedPhase(r, &p)) return r.status();
+      fn(t, p);
+    }
+    ++t;
+  }
+  return r.status();
+}
+
+namespace {
+
+// Reads one row of an aicore_tasks / aicpu_tasks array.
+bool ReadRow(JsonPullReader& r, std::vector<uint64_t>* row, bool aicore) {
+  if (!ReadU64Array(r, row)) return false;
+  if (aicore && row->size() < 5) {
+    return r.Fail(
+        fmt::format("aicore_tasks row has {} columns, expected 6 (or legacy 5)", row->size()));
+  }
+  if (!aicore && row->size() < 4) {
+    return r.Fail(fmt::format("aicpu_tasks row has {} columns, expected 4", row->size()));
+  }
+  if ((*row)[0] > std::numeric_limits<uint16_t>::max()) {
+    return r.Fail(fmt::format("{} row has core_id {}, expected 0..65535",
+                              aicore ? "aicore_tasks" : "aicpu_tasks",
+                              static_cast<int64_t>((*row)[0])));
+  }
+  return true;
+}
+
+bool RowKeyLess(const TaskRow& a, const TaskRow& b) {
+  return a.core_id != b.core_id ? a.core_id < b.core_id : a.slot < b.slot;
+}
+
+}  // namespace
+
+Result<PerfData> ReadPerfData(const std::filesystem::path& path, const ReadOptions& options) {
   PerfData data;
   data.path = path;
   JsonPullReader r;
   DFX_RETURN_IF_ERROR(r.Open(path));
   BaseTracker base;
-  std::vector<TaskRow> aicore;  // sorted by (core, reg) once complete
-  // Reserve an upper bound of rows (a row takes at least 14 bytes of text):
-  // untouched reserved pages are never resident, and the vector never
-  // reallocates, so peak memory is the rows actually read, not 2-3x that.
-  std::error_code size_ec;
-  uint64_t file_size = std::filesystem::file_size(path, size_ec);
-  if (!size_ec) aicore.reserve(static_cast<size_t>(file_size / 14 + 16));
-  bool aicore_done = false;
   bool have_level = false;
-  std::vector<AicpuRow> pending_aicpu;  // only if aicpu_tasks precede aicore_tasks
-  std::vector<bool> matched;
-  std::vector<TaskRow> extra;  // duplicate (core, reg) matches
-  bool saw_aicpu_key = false;
   std::map<int, uint64_t> unmatched;
   std::vector<uint64_t> row;
   std::vector<std::vector<OrchPhase>> host_orch;
-
-  auto sort_aicore = [&] {
-    std::sort(aicore.begin(), aicore.end(), [](const TaskRow& a, const TaskRow& b) {
-      return a.core_id != b.core_id ? a.core_id < b.core_id : a.reg_task_id < b.reg_task_id;
-    });
-    matched.assign(aicore.size(), false);
-    aicore_done = true;
-  };
-  auto join = [&](const AicpuRow& c) {
-    TaskRow key;
-    key.core_id = c.core;
-    key.reg_task_id = c.reg;
-    auto it =
-        std::lower_bound(aicore.begin(), aicore.end(), key, [](const TaskRow& a, const TaskRow& b) {
-          return a.core_id != b.core_id ? a.core_id < b.core_id : a.reg_task_id < b.reg_task_id;
-        });
-    if (it == aicore.end() || it->core_id != c.core || it->reg_task_id != c.reg) {
-      ++unmatched[c.core];
-      return;
-    }
-    size_t i = static_cast<size_t>(it - aicore.begin());
-    if (matched[i]) {
-      TaskRow dup = *it;
-      dup.dispatch = c.dispatch;
-      dup.finish = c.finish;
-      extra.push_back(dup);
-      return;
-    }
-    matched[i] = true;
-    it->dispatch = c.dispatch;
-    it->finish = c.finish;
-  };
+  // Pass 1: everything but the task rows; the rows only feed the base time and
+  // their counts, and their offsets are kept for pass 2.
+  int64_t aicore_offset = -1, aicpu_offset = -1;
+  size_t aicore_rows = 0;
 
   if (!r.BeginObject()) return r.status();
   std::string key;
@@ -222,61 +284,49 @@ Result<PerfData> ReadPerfData(const std::filesystem::path& path) {
     } else if (key == "metadata") {
       if (!r.ReadJson(&data.metadata)) return r.status();
     } else if (key == "aicore_tasks") {
+      r.Peek();
+      aicore_offset = static_cast<int64_t>(r.bytes_read());
+      aicore_rows = 0;
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
-        if (!ReadU64Array(r, &row)) return r.status();
-        if (row.size() < 5) {
-          r.Fail(
-              fmt::format("aicore_tasks row has {} columns, expected 6 (or legacy 5)", row.size()));
-          return r.status();
-        }
-        TaskRow t;
-        t.core_id = static_cast<int32_t>(row[0]);
-        t.task_id = row[1];
-        t.reg_task_id = static_cast<uint32_t>(row[2]);
-        t.start = row[3];
-        t.end = row[4];
-        t.receive_to_start = row.size() > 5 ? static_cast<uint32_t>(row[5]) : 0;
-        if (t.receive_to_start > t.start) t.receive_to_start = 0;
-        base.See(t.start - t.receive_to_start);
-        base.See(t.end);
-        aicore.push_back(t);
+        if (!ReadRow(r, &row, true)) return r.status();
+        uint64_t start = row[3];
+        uint32_t r2s = row.size() > 5 ? static_cast<uint32_t>(row[5]) : 0;
+        if (r2s > start) r2s = 0;
+        base.See(start - r2s);
+        base.See(row[4]);
+        ++aicore_rows;
       }
       if (!r.ok()) return r.status();
-      sort_aicore();
-      for (const auto& c : pending_aicpu) join(c);
-      pending_aicpu.clear();
-      pending_aicpu.shrink_to_fit();
     } else if (key == "aicpu_tasks") {
-      saw_aicpu_key = true;
+      r.Peek();
+      aicpu_offset = static_cast<int64_t>(r.bytes_read());
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
-        if (!ReadU64Array(r, &row)) return r.status();
-        if (row.size() < 4) {
-          r.Fail(fmt::format("aicpu_tasks row has {} columns, expected 4", row.size()));
-          return r.status();
-        }
-        AicpuRow c{static_cast<int32_t>(row[0]), static_cast<uint32_t>(row[1]), row[2], row[3]};
-        base.See(c.dispatch);
-        base.See(c.finish);
-        if (aicore_done)
-          join(c);
-        else
-          pending_aicpu.push_back(c);
+        if (!ReadRow(r, &row, false)) return r.status();
+        base.See(row[2]);
+        base.See(row[3]);
       }
       if (!r.ok()) return r.status();
     } else if (key == "aicpu_scheduler_phases") {
       data.has_sched_phases = true;
+      r.Peek();
+      data.sched_phases_offset = r.bytes_read();
+      data.sched_phases_streamed = options.stream_sched_phases;
+      data.sched_phases.clear();
+      data.num_sched_threads = 0;
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
-        auto& lane = data.sched_phases.emplace_back();
+        ++data.num_sched_threads;
+        std::deque<SchedPhase>* lane =
+            options.stream_sched_phases ? nullptr : &data.sched_phases.emplace_back();
         if (!r.BeginArray()) return r.status();
         while (r.NextElement()) {
           SchedPhase p;
           if (!ReadSchedPhase(r, &p)) return r.status();
           base.See(p.start);
           base.See(p.end);
-          lane.push_back(p);
+          if (lane != nullptr) lane->push_back(p);
         }
       }
       if (!r.ok()) return r.status();
@@ -319,6 +369,9 @@ Result<PerfData> ReadPerfData(const std::filesystem::path& path) {
   if (!have_level) {
     return InvalidArgument(path.string() + ": missing chip_swimlane_level");
   }
+  data.base_cycles = base.base;
+  data.epoch = base.base == 0 ? 0 : base.base - 1;
+
   // Metadata.
   const Json& md = data.metadata;
   int64_t freq = 0;
@@ -341,31 +394,78 @@ Result<PerfData> ReadPerfData(const std::filesystem::path& path) {
     for (const auto& t : md["core_to_thread"])
       data.core_to_thread.push_back(t.is_number() ? t.get<int>() : -1);
   }
-  if (!aicore_done) sort_aicore();
-  // Unmatched rows that were buffered never found an AICore row (no aicore_tasks key).
-  for (const auto& c : pending_aicpu) ++unmatched[c.core];
-
+  // Pass 2: AICore rows, sorted by (core, reg), then the AICPU join.
+  std::vector<TaskRow> aicore;
+  if (aicore_offset >= 0) {
+    aicore.reserve(aicore_rows);
+    DFX_RETURN_IF_ERROR(r.OpenAt(path, static_cast<uint64_t>(aicore_offset)));
+    if (!r.BeginArray()) return r.status();
+    while (r.NextElement()) {
+      if (!ReadRow(r, &row, true)) return r.status();
+      uint32_t r2s = row.size() > 5 ? static_cast<uint32_t>(row[5]) : 0;
+      if (r2s > row[3]) r2s = 0;
+      aicore.push_back(data.MakeRow(row[1], static_cast<int>(row[0]), row[3], row[4], 0, 0, r2s,
+                                    static_cast<uint32_t>(row[2])));
+    }
+    if (!r.ok()) return r.status();
+  }
+  // File order is core order and reg order within a core: usually sorted already.
+  if (!std::is_sorted(aicore.begin(), aicore.end(), RowKeyLess)) {
+    std::stable_sort(aicore.begin(), aicore.end(), RowKeyLess);
+  }
+  constexpr uint8_t kMatched = 0x10;  // scratch bit while joining
+  std::vector<TaskRow> extra;         // duplicate (core, reg) matches
+  if (aicpu_offset >= 0) {
+    DFX_RETURN_IF_ERROR(r.OpenAt(path, static_cast<uint64_t>(aicpu_offset)));
+    if (!r.BeginArray()) return r.status();
+    while (r.NextElement()) {
+      if (!ReadRow(r, &row, false)) return r.status();
+      TaskRow key_row;
+      key_row.core_id = static_cast<uint16_t>(row[0]);
+      key_row.slot = static_cast<uint32_t>(row[1]);
+      auto it = std::lower_bound(aicore.begin(), aicore.end(), key_row, RowKeyLess);
+      if (it == aicore.end() || it->core_id != key_row.core_id || it->slot != key_row.slot) {
+        ++unmatched[key_row.core_id];
+        continue;
+      }
+      if (it->flags & kMatched) {
+        TaskRow dup = data.MakeRow(data.TaskId(*it), it->core_id, data.Start(*it), data.End(*it),
+                                   row[2], row[3], data.ReceiveToStart(*it), it->slot);
+        extra.push_back(dup);
+        continue;
+      }
+      it->flags |= kMatched;
+      data.SetAicpuTimes(*it, row[2], row[3]);
+    }
+    if (!r.ok()) return r.status();
+  }
   // Join result.
   if (data.level == 1) {
-    data.tasks = std::move(aicore);
-    for (auto& t : data.tasks) t.dispatch = t.finish = 0;
+    for (auto& t : aicore) {
+      data.SetAicpuTimes(t, 0, 0);
+      t.flags &= static_cast<uint8_t>(~kMatched);
+    }
   } else {
     size_t w = 0;
     for (size_t i = 0; i < aicore.size(); ++i) {
-      if (matched[i]) aicore[w++] = aicore[i];
+      if (aicore[i].flags & kMatched) {
+        aicore[w] = aicore[i];
+        aicore[w++].flags &= static_cast<uint8_t>(~kMatched);
+      }
     }
     aicore.resize(w);
     aicore.insert(aicore.end(), extra.begin(), extra.end());
-    data.tasks = std::move(aicore);
-    (void)saw_aicpu_key;
   }
-  // Rows of one task keep core order (the file's row order); std::sort with a
-  // full key avoids stable_sort's N/2-element temporary buffer.
-  std::sort(data.tasks.begin(), data.tasks.end(), [](const TaskRow& a, const TaskRow& b) {
-    if (a.task_id != b.task_id) return a.task_id < b.task_id;
-    if (a.core_id != b.core_id) return a.core_id < b.core_id;
-    return a.start < b.start;
-  });
+  extra = {};
+  data.tasks = std::move(aicore);
+  // Rows of one task keep core order (the file's row order); a full key keeps
+  // the order deterministic without stable_sort's N/2-element buffer.
+  auto key_of = [&data](const TaskRow& t) {
+    return std::make_tuple(data.TaskId(t), t.core_id, data.Start(t), data.End(t),
+                           data.ReceiveToStart(t), data.Dispatch(t), data.Finish(t), t.slot);
+  };
+  std::sort(data.tasks.begin(), data.tasks.end(),
+            [&](const TaskRow& a, const TaskRow& b) { return key_of(a) < key_of(b); });
   for (const auto& [core, count] : unmatched) {
     data.unmatched_aicpu_rows += count;
     data.unmatched_by_core.emplace_back(core, count);
@@ -384,7 +484,6 @@ Result<PerfData> ReadPerfData(const std::filesystem::path& path) {
     return InvalidArgument(
         "both AICPU and host orchestrator phases are present; clock-domain source is ambiguous");
   }
-  data.base_cycles = base.base;
   if (host_records || !data.host_uploads.empty()) {
     data.host_mode = host_records;
     uint64_t origin = md.value("host_orchestration_origin_ns", uint64_t{0});

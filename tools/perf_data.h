@@ -1,15 +1,19 @@
 // The chip swimlane records reader (artifacts.md §2.6): the one way every
 // viewer reads `chip_swimlane_records.json`. It streams the file (no DOM),
 // joins `aicore_tasks` with `aicpu_tasks` on (core_id, reg_task_id), sorts the
-// joined tasks by task_id and keeps timestamps as raw cycles; `Us()` turns a
-// cycle count into µs relative to `base_cycles` the way the reference does.
+// joined tasks by task_id and keeps timestamps as cycles (compactly, see
+// TaskRow); `Us()` turns a cycle count into µs relative to `base_cycles` the
+// way the reference does. Memory is bounded by the rows (28 B each): the file
+// is read in two passes and scheduler phases can be streamed instead of kept.
 //
-// A PerfData is a plain value owned by the caller; immutable after ReadPerfData.
+// A PerfData is a plain value owned by the caller; immutable after ReadPerfData
+// except for the TaskRow scratch bits/slot, which the one consumer may reuse.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,14 +23,37 @@
 namespace dfx::view {
 
 // One joined task row (one logical task may have several rows: SPMD, MIX).
+// 28 bytes: a million rows cost 28 MB. Start/end/dispatch are stored relative
+// to PerfData::epoch in 32 bits, finish as a 16-bit delta from end, the
+// receive→start delta in 16 bits; a row that does not fit (cycle span >= 2^32
+// ticks from the earliest record, tail or receive delta >= 65535 cycles, a
+// task id above 40 bits) is "wide": its full values live in
+// PerfData::wide_rows. Read the values through the PerfData accessors
+// (TaskId(), Start(), End(), Dispatch(), Finish(), ReceiveToStart()), never
+// through the raw fields.
 struct TaskRow {
-  uint64_t task_id = 0;               // task_token_raw = (ring << 32) | local
-  uint64_t start = 0, end = 0;        // AICore cycles
-  uint64_t dispatch = 0, finish = 0;  // AICPU cycles (0 at level 1)
-  uint32_t reg_task_id = 0;
+  uint32_t id_lo = 0;  // task_id bits 0..31 (compact rows)
+  uint8_t id_hi = 0;   // task_id bits 32..39 (compact rows)
+  uint8_t flags = 0;   // kWide; bits 1..7 are scratch for the caller
+  uint16_t core_id = 0;
+  // Compact: cycles - PerfData::epoch, 0 = a zero timestamp. Wide: `start` is
+  // the index into PerfData::wide_rows and the other fields are unused.
+  uint32_t start = 0, end = 0, dispatch = 0;
+  uint16_t tail = 0;  // compact finish: 0 = zero, else finish - end + 1
+  uint16_t r2s = 0;   // compact AICore receive→start delta (cycles)
+  // reg_task_id after ReadPerfData; callers may reuse it as scratch afterwards.
+  uint32_t slot = 0;
+  static constexpr uint8_t kWide = 1;
+  static constexpr uint8_t kScratchMask = 0xFE;
+  bool wide() const { return (flags & kWide) != 0; }
+};
+static_assert(sizeof(TaskRow) == 28, "TaskRow must stay compact");
+
+// Full values of a row that does not fit the compact encoding.
+struct WideRow {
+  uint64_t task_id = 0;
+  uint64_t start = 0, end = 0, dispatch = 0, finish = 0;
   uint32_t receive_to_start = 0;
-  int32_t core_id = 0;
-  int32_t func_id = -1;  // resolved from deps.json by the caller; -1 = unknown
 };
 
 // Scheduler phase kinds, §2.4 (legacy names mapped: fanout→resolve, prestage→early_dispatch).
@@ -78,6 +105,9 @@ struct HostUpload {
 
 struct PerfData {
   std::filesystem::path path;
+  // Compact TaskRow timestamps are cycles - epoch (epoch = base_cycles - 1).
+  uint64_t epoch = 0;
+  std::vector<WideRow> wide_rows;
   int level = 0;
   uint64_t clock_freq_hz = 0;
   std::vector<std::string> core_types;  // index = core_id
@@ -86,9 +116,13 @@ struct PerfData {
   uint64_t base_cycles = 0;
   std::vector<TaskRow> tasks;  // sorted by task_id (stable: file order within a task)
   bool has_sched_phases = false;
-  // Deques: no reallocation spikes while streaming large files.
+  size_t num_sched_threads = 0;  // inner arrays of aicpu_scheduler_phases
+  // Deques: no reallocation spikes while streaming large files. Empty when the
+  // file was read with ReadOptions::stream_sched_phases: use ForEachSchedPhase.
   std::vector<std::deque<SchedPhase>> sched_phases;  // outer = sched thread
-  std::vector<std::vector<OrchPhase>> orch_phases;   // outer = orch pool
+  bool sched_phases_streamed = false;
+  uint64_t sched_phases_offset = 0;  // byte offset of the aicpu_scheduler_phases value
+  std::vector<std::vector<OrchPhase>> orch_phases;  // outer = orch pool
   // Host-orchestrated (HBG) runs: orch_phases hold host ns; see HostUs().
   bool host_mode = false;
   std::vector<HostUpload> host_uploads;
@@ -97,6 +131,32 @@ struct PerfData {
   Json timeline_metadata;         // set in host mode
   uint64_t unmatched_aicpu_rows = 0;
   std::vector<std::pair<int, uint64_t>> unmatched_by_core;  // (core, count), most first
+
+  // Row accessors (absolute cycles / full task id).
+  uint64_t TaskId(const TaskRow& r) const {
+    return r.wide() ? wide_rows[r.start].task_id : (uint64_t{r.id_hi} << 32) | r.id_lo;
+  }
+  uint64_t Start(const TaskRow& r) const {
+    return r.wide() ? wide_rows[r.start].start : Abs(r.start);
+  }
+  uint64_t End(const TaskRow& r) const { return r.wide() ? wide_rows[r.start].end : Abs(r.end); }
+  uint64_t Dispatch(const TaskRow& r) const {
+    return r.wide() ? wide_rows[r.start].dispatch : Abs(r.dispatch);
+  }
+  uint64_t Finish(const TaskRow& r) const {
+    return r.wide() ? wide_rows[r.start].finish : (r.tail == 0 ? 0 : End(r) + r.tail - 1);
+  }
+  uint32_t ReceiveToStart(const TaskRow& r) const {
+    return r.wide() ? wide_rows[r.start].receive_to_start : r.r2s;
+  }
+  // Builds a row (compact when it fits, else wide). `epoch` must be final.
+  TaskRow MakeRow(uint64_t task_id, int core, uint64_t start, uint64_t end, uint64_t dispatch,
+                  uint64_t finish, uint32_t receive_to_start, uint32_t reg_task_id = 0);
+  // Sets the AICPU timestamps of a row (turns it wide if they do not fit).
+  void SetAicpuTimes(TaskRow& r, uint64_t dispatch, uint64_t finish);
+  // Visits every scheduler phase in file order (thread, phase); works whether
+  // the phases were kept in memory or are streamed again from `path`.
+  Status ForEachSchedPhase(const std::function<void(size_t, const SchedPhase&)>& fn) const;
 
   // Cycles → µs relative to base (cycles ≤ 0 map to 0.0, §2.6 step 2).
   double Us(uint64_t cycles) const {
@@ -108,26 +168,40 @@ struct PerfData {
     return ns <= host_origin_ns ? 0.0 : static_cast<double>(ns - host_origin_ns) / 1000.0;
   }
   bool IsAic(const TaskRow& t) const {
-    return t.core_id >= 0 && static_cast<size_t>(t.core_id) < core_types.size() &&
+    return static_cast<size_t>(t.core_id) < core_types.size() &&
            core_types[static_cast<size_t>(t.core_id)] == "aic";
   }
   // Derived per-row times in µs.
-  double StartUs(const TaskRow& t) const { return Us(t.start); }
-  double EndUs(const TaskRow& t) const { return Us(t.end); }
+  double StartUs(const TaskRow& t) const { return Us(Start(t)); }
+  double EndUs(const TaskRow& t) const { return Us(End(t)); }
   double ReceiveUs(const TaskRow& t) const {
-    return t.receive_to_start == 0 ? Us(t.start) : Us(t.start - t.receive_to_start);
+    uint32_t r2s = ReceiveToStart(t);
+    return r2s == 0 ? Us(Start(t)) : Us(Start(t) - r2s);
   }
-  double DispatchUs(const TaskRow& t) const { return Us(t.dispatch); }
-  double FinishUs(const TaskRow& t) const { return Us(t.finish); }
+  double DispatchUs(const TaskRow& t) const { return Us(Dispatch(t)); }
+  double FinishUs(const TaskRow& t) const { return Us(Finish(t)); }
   int SchedThreadOfCore(int core) const {
     if (core < 0 || static_cast<size_t>(core) >= core_to_thread.size()) return -1;
     return core_to_thread[static_cast<size_t>(core)];
   }
+
+ private:
+  uint64_t Abs(uint32_t rel) const { return rel == 0 ? 0 : epoch + rel; }
+  // Compact encoding of `cycles`, or false when it does not fit.
+  bool Rel(uint64_t cycles, uint32_t* rel) const;
+};
+
+struct ReadOptions {
+  // Do not keep aicpu_scheduler_phases in memory; ForEachSchedPhase re-reads
+  // them from the file (the swimlane converter: bounded memory).
+  bool stream_sched_phases = false;
 };
 
 // Reads and joins a records file. Errors name the file and what was wrong,
 // e.g. "Unsupported chip_swimlane_level: 7 (expected 1, 2, 3, or 4)".
-Result<PerfData> ReadPerfData(const std::filesystem::path& path);
+// The file is read twice: a first pass finds the base time and the row counts,
+// the second stores rows compactly relative to it.
+Result<PerfData> ReadPerfData(const std::filesystem::path& path, const ReadOptions& options = {});
 
 // "Warning: N aicpu_task(s) had no matching AICore record (...)" or "" when all joined.
 std::string UnmatchedWarning(const PerfData& data);

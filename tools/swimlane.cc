@@ -134,15 +134,28 @@ struct Group {
   uint32_t begin, end;  // rows [begin, end)
   bool spmd;
   int block_num;
-  size_t index;  // ordinal among groups
 };
 
+// A scheduler phase bar (complete / dispatch records) of one sched thread.
 struct Bar {
   double start, end;
-  int tid;
-  uint64_t event_id;
   uint32_t attributed = 0;
+  uint32_t thread = 0;
 };
+
+// Scratch bits of TaskRow::flags used by the converter.
+constexpr uint8_t kSpmdFlag = 0x02;
+constexpr uint8_t kPlacedFlag = 0x04;
+constexpr int kLaneShift = 4;  // Scheduler View lane in bits 4..7
+
+// func_id of a row (§4.6): from deps.json kernel_ids by core type, else -1.
+int RowFuncId(const PerfData& d, const DepsData* deps, const TaskRow& r) {
+  if (deps == nullptr) return -1;
+  const DepTask* t = deps->FindTask(d.TaskId(r));
+  if (t == nullptr) return -1;
+  int f = FuncIdForCore(*t, d.IsAic(r) ? "aic" : "aiv");
+  return f < 0 ? -1 : f;
+}
 
 // Slice anchor for flows.
 struct Anchor {
@@ -166,18 +179,19 @@ class DispatchConverter {
         out_(out),
         err_(err) {}
 
-  void Run() {
-    ResolveFuncIds();
-    BuildGroups();
+  // Returns an error only when the scheduler phases cannot be re-read.
+  Status Run() {
+    DFX_RETURN_IF_ERROR(ScanSchedPhases());
     EmitProcessMetadata();
     EmitWorkerView();
     EmitSchedulerView();
-    EmitSchedPhases();
+    DFX_RETURN_IF_ERROR(EmitSchedPhases());
     EmitMarkersAndOrch();
     EmitGraphExecution();
     if (deps_ != nullptr) EmitDependencyFlows();
     EmitCompleteAndDispatchFlows();
     if (overhead_ && deps_ != nullptr) EmitOverhead();
+    return sched_status_;
   }
 
  private:
@@ -225,29 +239,17 @@ class DispatchConverter {
   static int CoreTid(int core) { return 10000 + 10 * core; }
   static int SchedTid(int thread) { return 30000 + 10 * thread; }
 
-  void ResolveFuncIds() {
-    if (deps_ == nullptr) return;
-    for (auto& r : d_.tasks) {
-      const DepTask* t = deps_->FindTask(r.task_id);
-      if (t == nullptr) continue;
-      int f = FuncIdForCore(*t, d_.IsAic(r) ? "aic" : "aiv");
-      r.func_id = f < 0 ? -1 : f;
-    }
-  }
+  int FuncOf(const TaskRow& r) const { return RowFuncId(d_, deps_, r); }
+  uint64_t IdOf(uint32_t row) const { return d_.TaskId(d_.tasks[row]); }
+  uint32_t NumRows() const { return static_cast<uint32_t>(d_.tasks.size()); }
 
-  // Groups (logical tasks) are contiguous row ranges of the task_id-sorted rows;
-  // only their first row index is stored, the rest is derived on demand.
-  void BuildGroups() {
-    const auto& rows = d_.tasks;
-    for (uint32_t i = 0; i < rows.size(); ++i) {
-      if (i == 0 || rows[i].task_id != rows[i - 1].task_id) group_begin_.push_back(i);
-    }
-    group_begin_.push_back(static_cast<uint32_t>(rows.size()));
-  }
-  size_t NumGroups() const { return group_begin_.size() - 1; }
-  Group GroupAt(size_t k) const {
-    uint32_t i = group_begin_[k], j = group_begin_[k + 1];
-    Group g{d_.tasks[i].task_id, i, j, false, 1, k};
+  // Groups (logical tasks) are contiguous row ranges of the task_id-sorted
+  // rows; nothing per group is stored, a group is derived from its first row.
+  Group GroupFrom(uint32_t i) const {
+    uint64_t id = IdOf(i);
+    uint32_t j = i + 1;
+    while (j < NumRows() && IdOf(j) == id) ++j;
+    Group g{id, i, j, false, 1};
     if (const DepTask* dt = DepTaskOf(g.task_id)) {
       g.block_num = std::max(1, dt->block_num);
       g.spmd = dt->block_num > 1;
@@ -267,10 +269,50 @@ class DispatchConverter {
     return deps_->FindTask(id);
   }
   std::optional<Group> FindGroup(uint64_t id) const {
-    auto it = std::lower_bound(group_begin_.begin(), group_begin_.end() - 1, id,
-                               [&](uint32_t b, uint64_t v) { return d_.tasks[b].task_id < v; });
-    if (it == group_begin_.end() - 1 || d_.tasks[*it].task_id != id) return std::nullopt;
-    return GroupAt(static_cast<size_t>(it - group_begin_.begin()));
+    uint32_t lo = 0, hi = NumRows();
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (IdOf(mid) < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == NumRows() || IdOf(lo) != id) return std::nullopt;
+    return GroupFrom(lo);
+  }
+
+  // One streamed pass over the scheduler phases collecting what the other
+  // emitters need: resolve sub-lanes, complete bars, dependency-only markers
+  // and graph_prepare envelopes. The phases themselves are emitted by a
+  // second pass (EmitSchedPhases).
+  Status ScanSchedPhases() {
+    size_t nt = d_.num_sched_threads;
+    has_resolve_.assign(nt, false);
+    complete_begin_.assign(nt + 1, 0);
+    if (!d_.has_sched_phases) return Status::Ok();
+    DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+      if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
+      if (p.kind == PhaseKind::kComplete) {
+        complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(t)});
+      } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
+                 p.task_id >= 0) {
+        marker_phases_.emplace_back(t, p);
+      } else if (p.kind == PhaseKind::kGraphPrepare && p.task_id >= 0) {
+        Outer& o = outers_[static_cast<uint64_t>(p.task_id)];
+        o.first_prepare = std::min(o.first_prepare, d_.Us(p.start));
+        o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
+        ++o.slices;
+      }
+    }));
+    // Bars arrive thread by thread: split into per-thread ranges sorted by start.
+    for (const Bar& b : complete_bars_) ++complete_begin_[b.thread + 1];
+    for (size_t t = 0; t < nt; ++t) complete_begin_[t + 1] += complete_begin_[t];
+    for (size_t t = 0; t < nt; ++t) {
+      std::sort(complete_bars_.begin() + static_cast<long>(complete_begin_[t]),
+                complete_bars_.begin() + static_cast<long>(complete_begin_[t + 1]),
+                [](const Bar& a, const Bar& b) { return a.start < b.start; });
+    }
+    return Status::Ok();
   }
 
   std::string BaseName(int func_id) const {
@@ -320,19 +362,17 @@ class DispatchConverter {
                    fmt::format("{}_{}", d_.host_mode ? "Host" : "Orch", i));
       }
     }
-    if (d_.has_sched_phases && !d_.sched_phases.empty()) {
+    if (d_.has_sched_phases && d_.num_sched_threads > 0) {
       ProcessName(2, "AICPU Scheduler", 2);
-      for (size_t t = 0; t < d_.sched_phases.size(); ++t) {
+      for (size_t t = 0; t < d_.num_sched_threads; ++t) {
         int tt = static_cast<int>(t);
         ThreadName(2, SchedTid(tt), fmt::format("Sched_{}", t));
-        bool has_resolve = false;
-        for (const auto& p : d_.sched_phases[t]) has_resolve |= p.kind == PhaseKind::kResolve;
-        if (has_resolve) ThreadName(2, SchedTid(tt) + 1, fmt::format("Sched_{}", t));
+        if (has_resolve_[t]) ThreadName(2, SchedTid(tt) + 1, fmt::format("Sched_{}", t));
       }
       ThreadName(2, 3999, "shared_ready_queue (global)", 100);
     }
     for (const auto& r : d_.tasks) {
-      if (r.finish > 0) {
+      if (d_.Finish(r) > 0) {
         has_sched_view_ = d_.level >= 2;
         break;
       }
@@ -342,14 +382,15 @@ class DispatchConverter {
     std::set<int> cores;
     for (const auto& r : d_.tasks) cores.insert(r.core_id);
     for (int c : cores) ThreadName(4, CoreTid(c), CoreName(c));
-    int aicpu_lanes = static_cast<int>(d_.sched_phases.size() + d_.orch_phases.size());
+    int aicpu_lanes = static_cast<int>(d_.num_sched_threads + d_.orch_phases.size());
     for (int k = 0; k < aicpu_lanes; ++k) ThreadName(4, 19000 + k, fmt::format("AICPU_{}", k));
   }
 
   void EmitWorkerView() {
     first_worker_ev_ = ctx_.next_event_id;
-    for (size_t k = 0; k < NumGroups(); ++k) {
-      Group g = GroupAt(k);
+    for (uint32_t k = 0; k < NumRows();) {
+      Group g = GroupFrom(k);
+      k = g.end;
       std::string fanout = PeerHint(g.task_id, true);
       std::string fanin = PeerHint(g.task_id, false);
       std::string disp = FormatTaskDisplay(g.task_id);
@@ -361,13 +402,14 @@ class DispatchConverter {
         b.append(R"({"ph":"X","cat":"event","id":)");
         b.append(std::to_string(id));
         b.append(R"(,"name":)");
-        AppendJsonString(&b, Label(g.task_id, r.func_id, g.spmd));
+        int func_id = FuncOf(r);
+        AppendJsonString(&b, Label(g.task_id, func_id, g.spmd));
         AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(4), CoreTid(r.core_id));
         Num(b, T(ts));
         b.append(R"(,"dur":)");
         Num(b, end - ts);
         AppendF(b, R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","fanout-hint":)", disp,
-                r.func_id, r.core_id);
+                func_id, r.core_id);
         AppendJsonString(&b, fanout);
         b.append(R"(,"fanin-hint":)");
         AppendJsonString(&b, fanin);
@@ -377,7 +419,7 @@ class DispatchConverter {
         Num(b, end - start);
         b.append(R"(,"local_setup_us":)");
         Num(b, start - ts);
-        AppendF(b, R"(,"taskId":{}}}}})", r.task_id);
+        AppendF(b, R"(,"taskId":{}}}}})", g.task_id);
         ctx_.End();
         ++ctx_.slice_events;
         SeeEnd(end);
@@ -385,25 +427,39 @@ class DispatchConverter {
     }
   }
 
+  // Scheduler View bars in (core, dispatch) order. The rows are sorted into
+  // that order in place and permuted back afterwards, so no per-row index is
+  // allocated: TaskRow::slot carries the original row index while sorted and
+  // the bar's event offset (1-based, 0 = no bar) afterwards; the lane lives in
+  // the row's scratch flag bits.
   void EmitSchedulerView() {
+    auto& rows = d_.tasks;
+    for (auto& r : rows) r.slot = 0;
     if (!has_sched_view_) return;
-    sched_ev_.assign(d_.tasks.size(), 0);
-    sched_lane_.assign(d_.tasks.size(), 0);
-    // Greedy lanes per core in dispatch order.
-    std::vector<uint32_t> order;
-    for (uint32_t i = 0; i < d_.tasks.size(); ++i) {
-      const auto& r = d_.tasks[i];
-      if (r.finish > 0) order.push_back(i);
+    // SPMD-ness is a property of the task_id group: record it before reordering.
+    for (uint32_t k = 0; k < NumRows();) {
+      Group g = GroupFrom(k);
+      for (uint32_t i = g.begin; i < g.end; ++i) {
+        rows[i].flags = static_cast<uint8_t>(rows[i].flags & ~(kSpmdFlag | kPlacedFlag | 0xF0));
+        if (g.spmd) rows[i].flags |= kSpmdFlag;
+      }
+      k = g.end;
     }
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      const auto& ra = d_.tasks[a];
-      const auto& rb = d_.tasks[b];
-      return ra.core_id != rb.core_id ? ra.core_id < rb.core_id : ra.dispatch < rb.dispatch;
+    for (uint32_t i = 0; i < NumRows(); ++i) rows[i].slot = i;
+    std::sort(rows.begin(), rows.end(), [&](const TaskRow& a, const TaskRow& b) {
+      bool fa = d_.Finish(a) > 0, fb = d_.Finish(b) > 0;
+      if (fa != fb) return fa;
+      if (a.core_id != b.core_id) return a.core_id < b.core_id;
+      uint64_t da = d_.Dispatch(a), db = d_.Dispatch(b);
+      if (da != db) return da < db;
+      return a.slot < b.slot;
     });
+    first_sched_ev_ = ctx_.next_event_id;
     std::vector<double> lane_end;
     int cur_core = std::numeric_limits<int>::min();
-    for (uint32_t i : order) {
-      const TaskRow& r = d_.tasks[i];
+    uint32_t bars = 0;
+    for (const TaskRow& r : rows) {
+      if (d_.Finish(r) == 0) break;
       if (r.core_id != cur_core) {
         cur_core = r.core_id;
         lane_end.clear();
@@ -416,15 +472,15 @@ class DispatchConverter {
       lane_end[lane] = std::max(lane_end[lane], fin);
       int tid = CoreTid(r.core_id) + static_cast<int>(lane);
       ThreadName(3, tid, CoreName(r.core_id));
-      sched_lane_[i] = static_cast<uint8_t>(lane);
       uint64_t id = ctx_.next_event_id++;
-      sched_ev_[i] = static_cast<uint32_t>(id - first_worker_ev_);
-      auto g = FindGroup(r.task_id);
+      ++bars;
+      uint64_t task_id = d_.TaskId(r);
+      int func_id = FuncOf(r);
       std::string& b = ctx_.Begin();
       b.append(R"({"ph":"X","cat":"event","id":)");
       b.append(std::to_string(id));
       b.append(R"(,"name":)");
-      AppendJsonString(&b, Label(r.task_id, r.func_id, g && g->spmd));
+      AppendJsonString(&b, Label(task_id, func_id, (r.flags & kSpmdFlag) != 0));
       AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(3), tid);
       Num(b, T(ts));
       b.append(R"(,"dur":)");
@@ -432,17 +488,34 @@ class DispatchConverter {
       fmt::format_to(
           std::back_inserter(b),
           R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","dispatch-time-us":)",
-          FormatTaskDisplay(r.task_id), r.func_id, r.core_id);
+          FormatTaskDisplay(task_id), func_id, r.core_id);
       Num(b, ts);
       b.append(R"(,"finish-time-us":)");
       Num(b, fin);
       b.append(R"(,"aicpu-duration-us":)");
       Num(b, fin - ts);
-      AppendF(b, R"(,"taskId":{}}}}})", r.task_id);
+      AppendF(b, R"(,"taskId":{}}}}})", task_id);
       ctx_.End();
       ++ctx_.slice_events;
       SeeEnd(fin);
+      const_cast<TaskRow&>(r).flags |= static_cast<uint8_t>(lane << kLaneShift);
     }
+    // Permute back (cycle walk): the row at sorted position p belongs at index
+    // `slot`; once placed its slot becomes p + 1 (bars) or 0.
+    for (uint32_t i = 0; i < NumRows(); ++i) {
+      if (rows[i].flags & kPlacedFlag) continue;
+      TaskRow carry = rows[i];
+      uint32_t pos = i;
+      for (;;) {
+        uint32_t dest = carry.slot;
+        carry.slot = pos < bars ? pos + 1 : 0;
+        carry.flags |= kPlacedFlag;
+        std::swap(carry, rows[dest]);
+        pos = dest;
+        if (dest == i) break;
+      }
+    }
+    for (auto& r : rows) r.flags = static_cast<uint8_t>(r.flags & ~kPlacedFlag);
   }
 
   // Thread dispatching a core: core_to_thread, else vote by containment in dispatch bars.
@@ -451,6 +524,19 @@ class DispatchConverter {
     if (t >= 0) return t;
     if (!voted_) {
       voted_ = true;
+      // Dispatch bars are only needed here: read them on first use.
+      dispatch_bars_.assign(d_.num_sched_threads, {});
+      Status st = d_.ForEachSchedPhase([&](size_t th, const SchedPhase& p) {
+        if (p.kind == PhaseKind::kDispatch) {
+          dispatch_bars_[th].push_back(
+              {d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(th)});
+        }
+      });
+      if (!st.ok() && sched_status_.ok()) sched_status_ = st;
+      for (auto& bars : dispatch_bars_) {
+        std::sort(bars.begin(), bars.end(),
+                  [](const Bar& a, const Bar& b) { return a.start < b.start; });
+      }
       std::map<int, std::map<int, int>> votes;
       for (const auto& r : d_.tasks) {
         double ts = d_.DispatchUs(r);
@@ -476,107 +562,99 @@ class DispatchConverter {
     return it == voted_core_thread_.end() ? -1 : it->second;
   }
 
-  void EmitSchedPhases() {
-    if (!d_.has_sched_phases) return;
-    size_t nt = d_.sched_phases.size();
-    complete_bars_.resize(nt);
-    dispatch_bars_.resize(nt);
-    // Pass 1: bar geometry (ids assigned now so flows can bind to them).
-    for (size_t t = 0; t < nt; ++t) {
-      for (const auto& p : d_.sched_phases[t]) {
-        if (p.kind == PhaseKind::kComplete) {
-          complete_bars_[t].push_back(
-              {d_.Us(p.start), d_.Us(p.end), SchedTid(static_cast<int>(t)), 0});
-        } else if (p.kind == PhaseKind::kDispatch) {
-          dispatch_bars_[t].push_back(
-              {d_.Us(p.start), d_.Us(p.end), SchedTid(static_cast<int>(t)), 0});
-        }
-      }
-      auto by_start = [](const Bar& a, const Bar& b) { return a.start < b.start; };
-      std::sort(complete_bars_[t].begin(), complete_bars_[t].end(), by_start);
-      std::sort(dispatch_bars_[t].begin(), dispatch_bars_[t].end(), by_start);
-      for (auto& bar : complete_bars_[t]) bar.event_id = ctx_.next_event_id++;
-    }
+  Status EmitSchedPhases() {
+    if (!d_.has_sched_phases) return Status::Ok();
+    size_t nt = d_.num_sched_threads;
+    // Complete bar ids, thread by thread in start order (flows bind to them).
+    first_complete_ev_ = ctx_.next_event_id;
+    ctx_.next_event_id += complete_bars_.size();
     // Attribution of finishes to complete bars.
     for (const auto& r : d_.tasks) {
-      if (r.finish == 0) continue;
+      if (d_.Finish(r) == 0) continue;
       int th = d_.SchedThreadOfCore(r.core_id);
       if (th < 0 || static_cast<size_t>(th) >= nt) continue;
       Bar* bar = FindCompleteBar(th, d_.FinishUs(r));
       if (bar != nullptr && bar->start <= d_.FinishUs(r)) ++bar->attributed;
     }
-    // Pass 2: emit.
-    for (size_t t = 0; t < nt; ++t) {
-      size_t ci = 0;
-      std::vector<size_t> complete_order;  // file-order complete records → sorted bar index
-      for (const auto& p : d_.sched_phases[t]) {
-        if (!IsDrawnPhase(p.kind)) continue;
-        double ts = d_.Us(p.start), end = d_.Us(p.end);
-        int tid = SchedTid(static_cast<int>(t)) + (p.kind == PhaseKind::kResolve ? 1 : 0);
-        uint64_t id;
-        uint32_t attributed = 0;
-        if (p.kind == PhaseKind::kComplete) {
-          // Find this record's bar (same start) among the sorted bars.
-          auto& bars = complete_bars_[t];
-          auto it = std::lower_bound(bars.begin(), bars.end(), ts,
-                                     [](const Bar& b, double v) { return b.start < v; });
-          while (it != bars.end() && it->start == ts && it->end != end) ++it;
-          if (it == bars.end())
-            it = bars.begin() + static_cast<long>(std::min(ci, bars.size() - 1));
-          id = it->event_id;
-          attributed = it->attributed;
-          ++ci;
-        } else {
-          id = ctx_.next_event_id++;
-        }
-        std::string& b = ctx_.Begin();
-        b.append(R"({"ph":"X","cat":"scheduler","id":)");
-        b.append(std::to_string(id));
-        AppendF(b, R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J", PhaseColor(p.kind),
-                PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
-        Num(b, T(ts));
-        b.append(R"(,"dur":)");
-        Num(b, end - ts);
-        fmt::format_to(
-            std::back_inserter(b),
-            R"(,"args":{{"phase":"{}","loop_iter":{},"tasks_processed":{},)"
-            R"J("shared_at_start (aic,aiv,mix)":[{},{},{}],"shared_at_end (aic,aiv,mix)":[{},{},{}])J",
-            PhaseName(p.kind), p.loop_iter, p.tasks_processed, p.shared_at_start[0],
-            p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0], p.shared_at_end[1],
-            p.shared_at_end[2]);
-        if (p.kind == PhaseKind::kComplete) {
-          AppendF(b, R"(,"finishes_processed":{},"finish_rows_attributed":{})", p.tasks_processed,
-                  attributed);
-        }
-        if (p.kind == PhaseKind::kDispatch) {
-          AppendF(b, R"(,"pop_hit":{},"pop_miss":{})", p.pop_hit, p.pop_miss);
-        }
-        b.append("}}");
-        ctx_.End();
-        ++ctx_.slice_events;
-        SeeEnd(end);
-        if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
-          std::string& c = ctx_.Begin();
-          fmt::format_to(
-              std::back_inserter(c),
-              R"({{"ph":"C","cat":"queue","name":"shared_ready_queue","pid":{},"tid":3999,"ts":)",
-              Pid(2));
-          Num(c, T(end));
-          AppendF(c, R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})", p.shared_at_end[0],
-                  p.shared_at_end[1], p.shared_at_end[2]);
-          ctx_.End();
-        }
+    // Emit, streaming the phases again in file order.
+    size_t cur_thread = std::numeric_limits<size_t>::max();
+    size_t ci = 0;
+    return d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+      if (t != cur_thread) {
+        cur_thread = t;
+        ci = 0;
       }
-    }
+      if (!IsDrawnPhase(p.kind)) return;
+      double ts = d_.Us(p.start), end = d_.Us(p.end);
+      int tid = SchedTid(static_cast<int>(t)) + (p.kind == PhaseKind::kResolve ? 1 : 0);
+      uint64_t id;
+      uint32_t attributed = 0;
+      if (p.kind == PhaseKind::kComplete) {
+        // Find this record's bar (same start) among the sorted bars.
+        Bar* first = complete_bars_.data() + complete_begin_[t];
+        Bar* last = complete_bars_.data() + complete_begin_[t + 1];
+        Bar* it =
+            std::lower_bound(first, last, ts, [](const Bar& b, double v) { return b.start < v; });
+        while (it != last && it->start == ts && it->end != end) ++it;
+        if (it == last) it = first + std::min(ci, static_cast<size_t>(last - first) - 1);
+        id = CompleteEv(it);
+        attributed = it->attributed;
+        ++ci;
+      } else {
+        id = ctx_.next_event_id++;
+      }
+      std::string& b = ctx_.Begin();
+      b.append(R"({"ph":"X","cat":"scheduler","id":)");
+      b.append(std::to_string(id));
+      AppendF(b, R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J", PhaseColor(p.kind),
+              PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
+      Num(b, T(ts));
+      b.append(R"(,"dur":)");
+      Num(b, end - ts);
+      fmt::format_to(
+          std::back_inserter(b),
+          R"(,"args":{{"phase":"{}","loop_iter":{},"tasks_processed":{},)"
+          R"J("shared_at_start (aic,aiv,mix)":[{},{},{}],"shared_at_end (aic,aiv,mix)":[{},{},{}])J",
+          PhaseName(p.kind), p.loop_iter, p.tasks_processed, p.shared_at_start[0],
+          p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0], p.shared_at_end[1],
+          p.shared_at_end[2]);
+      if (p.kind == PhaseKind::kComplete) {
+        AppendF(b, R"(,"finishes_processed":{},"finish_rows_attributed":{})", p.tasks_processed,
+                attributed);
+      }
+      if (p.kind == PhaseKind::kDispatch) {
+        AppendF(b, R"(,"pop_hit":{},"pop_miss":{})", p.pop_hit, p.pop_miss);
+      }
+      b.append("}}");
+      ctx_.End();
+      ++ctx_.slice_events;
+      SeeEnd(end);
+      if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
+        std::string& c = ctx_.Begin();
+        fmt::format_to(
+            std::back_inserter(c),
+            R"({{"ph":"C","cat":"queue","name":"shared_ready_queue","pid":{},"tid":3999,"ts":)",
+            Pid(2));
+        Num(c, T(end));
+        AppendF(c, R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})", p.shared_at_end[0],
+                p.shared_at_end[1], p.shared_at_end[2]);
+        ctx_.End();
+      }
+    });
   }
 
   Bar* FindCompleteBar(int thread, double finish) {
-    if (thread < 0 || static_cast<size_t>(thread) >= complete_bars_.size()) return nullptr;
-    auto& bars = complete_bars_[static_cast<size_t>(thread)];
-    auto it = std::lower_bound(bars.begin(), bars.end(), finish,
-                               [](const Bar& b, double v) { return b.end < v; });
-    return it == bars.end() ? nullptr : &*it;
+    if (thread < 0 || static_cast<size_t>(thread) >= d_.num_sched_threads) return nullptr;
+    Bar* first = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread)];
+    Bar* last = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread) + 1];
+    Bar* it =
+        std::lower_bound(first, last, finish, [](const Bar& b, double v) { return b.end < v; });
+    return it == last ? nullptr : it;
   }
+  uint64_t CompleteEv(const Bar* b) const {
+    return first_complete_ev_ + static_cast<uint64_t>(b - complete_bars_.data());
+  }
+  static int BarTid(const Bar* b) { return SchedTid(static_cast<int>(b->thread)); }
 
   void Marker(uint64_t task_id, int tid, double ts, double dur, const std::string& name,
               const char* cname, const std::string& args_json) {
@@ -617,10 +695,8 @@ class DispatchConverter {
 
   void EmitMarkersAndOrch() {
     std::set<uint64_t> dummy_records, skip_records;
-    for (size_t t = 0; t < d_.sched_phases.size(); ++t) {
-      for (const auto& p : d_.sched_phases[t]) {
-        if (p.kind != PhaseKind::kDummyTask && p.kind != PhaseKind::kPredicatedSkip) continue;
-        if (p.task_id < 0) continue;
+    for (const auto& [t, p] : marker_phases_) {
+      {
         uint64_t id = static_cast<uint64_t>(p.task_id);
         double ts = d_.Us(p.start), dur = d_.Us(p.end) - ts;
         std::string disp = FormatTaskDisplay(id);
@@ -641,7 +717,7 @@ class DispatchConverter {
         }
       }
     }
-    size_t nsched = d_.sched_phases.size();
+    size_t nsched = d_.num_sched_threads;
     for (size_t o = 0; o < d_.orch_phases.size(); ++o) {
       for (const auto& p : d_.orch_phases[o]) {
         double ts = d_.host_mode ? d_.HostUs(p.start) : d_.Us(p.start);
@@ -703,33 +779,18 @@ class DispatchConverter {
   // graph_prepare slices join ring-1 node rows with local id
   // (outer_local << 10) | node_index.
   void EmitGraphExecution() {
-    struct Outer {
-      double first_prepare = std::numeric_limits<double>::infinity();
-      double prepare_us = 0;
-      int slices = 0;
-    };
-    std::map<uint64_t, Outer> outers;
-    for (const auto& lane : d_.sched_phases) {
-      for (const auto& p : lane) {
-        if (p.kind != PhaseKind::kGraphPrepare || p.task_id < 0) continue;
-        Outer& o = outers[static_cast<uint64_t>(p.task_id)];
-        o.first_prepare = std::min(o.first_prepare, d_.Us(p.start));
-        o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
-        ++o.slices;
-      }
-    }
     int lane = 0;
-    for (const auto& [outer, o] : outers) {
+    for (const auto& [outer, o] : outers_) {
       uint64_t lo = (uint64_t{1} << 32) | (static_cast<uint64_t>(LocalOf(outer)) << 10);
       uint64_t hi = lo + 1024;
       auto first = std::lower_bound(d_.tasks.begin(), d_.tasks.end(), lo,
-                                    [](const TaskRow& r, uint64_t v) { return r.task_id < v; });
+                                    [&](const TaskRow& r, uint64_t v) { return d_.TaskId(r) < v; });
       std::set<uint64_t> nodes;
       double exec_start = std::numeric_limits<double>::infinity(), last_finish = 0;
-      for (auto it = first; it != d_.tasks.end() && it->task_id < hi; ++it) {
-        nodes.insert(it->task_id);
+      for (auto it = first; it != d_.tasks.end() && d_.TaskId(*it) < hi; ++it) {
+        nodes.insert(d_.TaskId(*it));
         exec_start = std::min(exec_start, d_.StartUs(*it));
-        last_finish = std::max(last_finish, it->finish ? d_.FinishUs(*it) : d_.EndUs(*it));
+        last_finish = std::max(last_finish, d_.Finish(*it) ? d_.FinishUs(*it) : d_.EndUs(*it));
       }
       if (nodes.empty()) continue;
       ProcessName(5, "Graph Execution", 1);
@@ -793,9 +854,10 @@ class DispatchConverter {
     std::map<int, uint32_t> best;
     for (uint32_t i = g.begin; i < g.end; ++i) {
       const TaskRow& r = d_.tasks[i];
-      auto it = best.find(r.func_id);
+      int func_id = FuncOf(r);
+      auto it = best.find(func_id);
       if (it == best.end()) {
-        best[r.func_id] = i;
+        best[func_id] = i;
         continue;
       }
       const TaskRow& b = d_.tasks[it->second];
@@ -854,10 +916,10 @@ class DispatchConverter {
       auto gs = FindGroup(succ);
       if (!gp || !gs) continue;
       for (uint32_t i : AnchorRows(*gp, false)) {
-        if (sched_ev_[i] == 0) continue;
+        if (d_.tasks[i].slot == 0) continue;
         const TaskRow& rp = d_.tasks[i];
         for (uint32_t j : AnchorRows(*gs, false)) {
-          if (sched_ev_[j] == 0) continue;
+          if (d_.tasks[j].slot == 0) continue;
           const TaskRow& rs = d_.tasks[j];
           Anchor a{3, SchedTidOf(i), d_.DispatchUs(rp), d_.FinishUs(rp), SchedEv(i)};
           Anchor b{3, SchedTidOf(j), d_.DispatchUs(rs), d_.FinishUs(rs), SchedEv(j)};
@@ -871,42 +933,47 @@ class DispatchConverter {
   }
 
   void EmitCompleteAndDispatchFlows() {
-    if (!d_.has_sched_phases || d_.sched_phases.empty()) return;
+    if (!d_.has_sched_phases || d_.num_sched_threads == 0) return;
     std::stable_sort(orch_end_.begin(), orch_end_.end(),
                      [](const OrchEnd& a, const OrchEnd& b) { return a.task_id < b.task_id; });
     // complete: last-finishing row of each task → its complete bar.
-    std::vector<const Bar*> task_complete(NumGroups(), nullptr);
-    for (size_t k = 0; k < NumGroups(); ++k) {
-      Group g = GroupAt(k);
+    // Complete bar of each task (by its first row; + 1, 0 = none): only the
+    // complete→ready flows need it, and only with deps.
+    std::vector<uint32_t> task_complete(deps_ != nullptr ? NumRows() : 0, 0);
+    for (uint32_t k = 0; k < NumRows();) {
+      Group g = GroupFrom(k);
+      k = g.end;
       uint32_t last = g.begin;
       for (uint32_t i = g.begin; i < g.end; ++i) {
-        if (d_.tasks[i].finish > d_.tasks[last].finish) last = i;
+        if (d_.Finish(d_.tasks[i]) > d_.Finish(d_.tasks[last])) last = i;
       }
       const TaskRow& r = d_.tasks[last];
-      if (r.finish == 0) continue;
+      if (d_.Finish(r) == 0) continue;
       int th = d_.SchedThreadOfCore(r.core_id);
       double fin = d_.FinishUs(r);
       Bar* bar = FindCompleteBar(th, fin);
       if (bar == nullptr) continue;
-      task_complete[g.index] = bar;
-      Anchor to{2, bar->tid, bar->start, bar->end, bar->event_id};
+      if (!task_complete.empty())
+        task_complete[g.begin] = static_cast<uint32_t>(bar - complete_bars_.data()) + 1;
+      Anchor to{2, BarTid(bar), bar->start, bar->end, CompleteEv(bar)};
       double to_ts = bar->start <= fin ? fin : bar->start;
       Anchor w{4, CoreTid(r.core_id), 0, 0, WorkerEv(last)};
       Flow("complete", w, d_.EndUs(r) - kFlowEps, to, to_ts);
-      if (has_sched_view_ && sched_ev_[last] != 0) {
+      if (has_sched_view_ && d_.tasks[last].slot != 0) {
         Anchor s{3, SchedTidOf(last), 0, 0, SchedEv(last)};
         Flow("complete", s, fin - kFlowEps, to, to_ts);
       }
     }
     // complete→ready and submit→dispatch, dispatch flows.
-    for (size_t k = 0; k < NumGroups(); ++k) {
-      Group g = GroupAt(k);
+    for (uint32_t k = 0; k < NumRows();) {
+      Group g = GroupFrom(k);
+      k = g.end;
       uint32_t first = g.begin;
       for (uint32_t i = g.begin; i < g.end; ++i) {
-        if (d_.tasks[i].dispatch < d_.tasks[first].dispatch) first = i;
+        if (d_.Dispatch(d_.tasks[i]) < d_.Dispatch(d_.tasks[first])) first = i;
       }
       const TaskRow& fr = d_.tasks[first];
-      if (fr.dispatch == 0) continue;
+      if (d_.Dispatch(fr) == 0) continue;
       double disp = d_.DispatchUs(fr);
       int th = ThreadOfCore(fr.core_id);
       if (th < 0) continue;
@@ -916,12 +983,13 @@ class DispatchConverter {
         {
           for (const auto& [self, p] : deps_->Preds(g.task_id)) {
             auto pg = FindGroup(p);
-            const Bar* c = pg ? task_complete[pg->index] : nullptr;
+            uint32_t ci = pg ? task_complete[pg->begin] : 0;
+            const Bar* c = ci == 0 ? nullptr : &complete_bars_[ci - 1];
             if (c != nullptr && (sat == nullptr || c->end > sat->end)) sat = c;
           }
         }
         if (sat != nullptr && disp >= sat->end) {
-          Anchor from{2, sat->tid, sat->start, sat->end, sat->event_id};
+          Anchor from{2, BarTid(sat), sat->start, sat->end, CompleteEv(sat)};
           Flow("complete\u2192ready", from, sat->end - kFlowEps, lane, disp);
         }
       }
@@ -934,14 +1002,14 @@ class DispatchConverter {
     }
     for (uint32_t i = 0; i < d_.tasks.size(); ++i) {
       const TaskRow& r = d_.tasks[i];
-      if (r.dispatch == 0) continue;
+      if (d_.Dispatch(r) == 0) continue;
       int th = ThreadOfCore(r.core_id);
       if (th < 0) continue;
       double disp = d_.DispatchUs(r);
       Anchor from{2, SchedTid(th), disp, disp, 0};
       Anchor w{4, CoreTid(r.core_id), 0, 0, WorkerEv(i)};
       Flow("dispatch", from, disp, w, d_.StartUs(r));
-      if (has_sched_view_ && sched_ev_[i] != 0) {
+      if (has_sched_view_ && r.slot != 0) {
         Anchor s{3, SchedTidOf(i), 0, 0, SchedEv(i)};
         Flow("dispatch", from, disp, s, disp);
       }
@@ -986,17 +1054,33 @@ class DispatchConverter {
   std::ostream& out_;
   std::ostream& err_;
   uint64_t WorkerEv(uint32_t row) const { return first_worker_ev_ + row; }
+  // Scheduler View bar of a row (TaskRow::slot = 1-based offset, 0 = none).
   uint64_t SchedEv(uint32_t row) const {
-    return sched_ev_[row] == 0 ? 0 : first_worker_ev_ + sched_ev_[row];
+    uint32_t s = d_.tasks[row].slot;
+    return s == 0 ? 0 : first_sched_ev_ + s - 1;
   }
-  int SchedTidOf(uint32_t row) const { return CoreTid(d_.tasks[row].core_id) + sched_lane_[row]; }
+  int SchedTidOf(uint32_t row) const {
+    const TaskRow& r = d_.tasks[row];
+    return CoreTid(r.core_id) + (r.flags >> kLaneShift);
+  }
 
-  std::vector<uint32_t> group_begin_;  // first row of each group + sentinel
+  struct Outer {
+    double first_prepare = std::numeric_limits<double>::infinity();
+    double prepare_us = 0;
+    int slices = 0;
+  };
+
   bool has_sched_view_ = false;
-  uint64_t first_worker_ev_ = 0;    // Worker View bar of row i has id first_worker_ev_ + i
-  std::vector<uint32_t> sched_ev_;  // Scheduler View bar id - first_worker_ev_ (0 = none)
-  std::vector<uint8_t> sched_lane_;
-  std::vector<std::vector<Bar>> complete_bars_, dispatch_bars_;
+  uint64_t first_worker_ev_ = 0;  // Worker View bar of row i has id first_worker_ev_ + i
+  uint64_t first_sched_ev_ = 0;   // first Scheduler View bar id
+  uint64_t first_complete_ev_ = 0;
+  std::vector<bool> has_resolve_;                // per sched thread
+  std::vector<Bar> complete_bars_;               // per thread ranges, each sorted by start
+  std::vector<size_t> complete_begin_;           // thread t: [begin[t], begin[t + 1])
+  std::vector<std::vector<Bar>> dispatch_bars_;  // read on demand for core voting
+  std::vector<std::pair<size_t, SchedPhase>> marker_phases_;  // dummy_task / predicated_skip
+  std::map<uint64_t, Outer> outers_;                          // graph_prepare by outer task
+  Status sched_status_;
   std::multimap<uint64_t, Anchor> markers_;
   struct OrchEnd {
     uint64_t task_id;
@@ -1021,7 +1105,8 @@ const char* LevelDescription(int level) {
   }
 }
 
-void PrintStatistics(const PerfData& d, const NameMap& names, std::ostream& out) {
+void PrintStatistics(const PerfData& d, const DepsData* deps, const NameMap& names,
+                     std::ostream& out) {
   struct Acc {
     uint64_t count = 0;
     double exec = 0, latency = 0, head = 0, tail = 0, prop = 0, local = 0;
@@ -1034,7 +1119,7 @@ void PrintStatistics(const PerfData& d, const NameMap& names, std::ostream& out)
   for (const auto& r : d.tasks) {
     double s = d.StartUs(r), e = d.EndUs(r), recv = d.ReceiveUs(r);
     double disp = d.DispatchUs(r), fin = d.FinishUs(r);
-    for (Acc* a : {&per[r.func_id], &total}) {
+    for (Acc* a : {&per[RowFuncId(d, deps, r)], &total}) {
       ++a->count;
       a->exec += e - s;
       a->local += s - recv;
@@ -1126,12 +1211,14 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   }
   std::filesystem::path dir = options.input.parent_path();
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
-  DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(options.input));
+  ReadOptions read_options;
+  read_options.stream_sched_phases = true;  // bounded memory: phases are re-read, not kept
+  DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(options.input, read_options));
   std::string warn = UnmatchedWarning(data);
   if (!warn.empty()) err << warn << "\n";
   if (options.verbose) {
     out << "Level " << data.level << ": " << data.tasks.size() << " task row(s), "
-        << data.sched_phases.size() << " scheduler thread(s), " << data.orch_phases.size()
+        << data.num_sched_threads << " scheduler thread(s), " << data.orch_phases.size()
         << " orchestrator pool(s)\n";
   }
   // Name map.
@@ -1167,7 +1254,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   ctx.writer = &w;
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
                          ctx, out, err);
-  conv.Run();
+  DFX_RETURN_IF_ERROR(conv.Run());
   w.Append("\n]");
   if (!data.timeline_metadata.is_null()) {
     w.Append(",\n\"metadata\": ");
@@ -1182,7 +1269,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
       out << "Flow events: 0 (no deps.json — re-run dep_gen and pass --deps-json to add arrows)\n";
     }
   }
-  if (options.print_statistics) PrintStatistics(data, names, out);
+  if (options.print_statistics) PrintStatistics(data, deps ? &*deps : nullptr, names, out);
   out << "\nWrote " << output.string() << " (" << data.tasks.size() << " task row(s), "
       << ctx.slice_events << " slices, " << ctx.flow_events << " flow events)\n";
   out << "Open it in https://ui.perfetto.dev. For the scheduler overhead analysis run:\n"
@@ -1277,7 +1364,9 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
     ctx.process_prefix = fmt::format("Rank {} · ", rank);
     double rank_cursor = 0.0;
     for (const auto& [k, path] : disps) {
-      DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(path));
+      ReadOptions read_options;
+      read_options.stream_sched_phases = true;
+      DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(path, read_options));
       std::string warn = UnmatchedWarning(data);
       if (!warn.empty()) err << path.string() << ": " << warn << "\n";
       auto it = starts.find({rank, k});
@@ -1304,7 +1393,7 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
       }
       ctx.max_ts = ctx.ts_offset;
       DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, verbose, ctx, out, err);
-      conv.Run();
+      DFX_RETURN_IF_ERROR(conv.Run());
       rank_cursor = std::max(rank_cursor, ctx.max_ts + 1.0);  // 1 µs gap between dispatches
       ++dispatches;
       if (verbose) out << "Merged " << path.string() << " at +" << ctx.ts_offset << " us\n";

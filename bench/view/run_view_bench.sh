@@ -30,6 +30,12 @@ echo "dfx-view swimlane (with deps.json, flows):"
 OUT2=$("$BENCH" measure -- "$VIEW" swimlane "$WORK/chip_swimlane_records.json" -o "$WORK/trace.json" 2>/dev/null | tail -1)
 echo "$OUT2"
 TRACE_MB=$(du -m "$WORK/trace.json" | cut -f1)
+# Peak RSS against the input read (records alone / records + deps.json).
+for pair in "$OUT:$SIZE_MB:records" "$OUT2:$((SIZE_MB + DEPS_MB)):records+deps"; do
+  R=$(echo "$pair" | sed -E 's/.*peak_rss_mb=([0-9.]+).*/\1/')
+  IN=$(echo "$pair" | cut -d: -f2)
+  awk -v r="$R" -v in_mb="$IN" -v what="$(echo "$pair" | cut -d: -f3)" 'BEGIN { printf "  peak RSS %.1f MB = %.1f%% of the %s input (%d MB)\n", r, 100 * r / in_mb, what, in_mb }'
+done
 for line in "$OUT" "$OUT2"; do
   S=$(echo "$line" | sed -E 's/.*wall_s=([0-9.]+).*/\1/')
   C=$(echo "$line" | sed -E 's/.*cpu_s=([0-9.]+).*/\1/')

@@ -544,13 +544,115 @@ TEST_F(ViewTest, SchedOverheadPrintsAllSixPartsAndVerdict) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("Error: scheduler-overhead analysis needs the task DAG (deps.json)"),
             std::string::npos);
-  r =
+  r = Run("sched-overhead --chip-swimlane-records-json nope.json");
+  EXPECT_EQ(r.err, "Error: Perf JSON not found: nope.json\n");
+}
+
+TEST_F(ViewTest, SchedOverheadOnLevel2PrintsPartsOneToFourThenThePhaseError) {
+  // Parts 1-4 need only the joined rows; part 5 needs level >= 3 phase records.
+  RunResult r =
       Run("sched-overhead --chip-swimlane-records-json l2/chip_swimlane_records.json --deps-json "
           "l4/deps.json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("Error: perf JSON has no aicpu_scheduler_phases"), std::string::npos);
-  r = Run("sched-overhead --chip-swimlane-records-json nope.json");
-  EXPECT_EQ(r.err, "Error: Perf JSON not found: nope.json\n");
+  for (const char* part : {"Part 1", "Part 2", "Part 3", "Part 4"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("Verdict: "), std::string::npos);
+  EXPECT_NE(r.out.find("== Part 5: scheduler loop budget ==\n  not available: "
+                       "chip_swimlane_level 2 records have no aicpu_scheduler_phases"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("Part 6"), std::string::npos);
+  EXPECT_EQ(r.err,
+            "Error: perf JSON has no aicpu_scheduler_phases \u2014 rerun the case with "
+            "--enable-chip-swimlane so phase data is captured.\n");
+}
+
+TEST_F(ViewTest, DepsDataflowModesDropOnlyCreatorEdgesTheTensorRegionsProve) {
+  // dataflow/deps.json: allocs 100..103 create T0..T3. Structurally every
+  // alloc -> consumer edge below is redundant; `reduced` keeps them all
+  // (creator edges). Dataflow proves 100 -> 2 (task 1 wrote all of T0 that 2
+  // updates in place) and 102 -> 7 (tasks 5 and 6 each wrote half of T2), and
+  // must keep 100 -> 8 (OUTPUT_EXISTING), 101 -> 4 (task 3 wrote only half of
+  // T1) and 103 -> 10 (20 000 strided elements: over the 10 000-interval cap).
+  RunResult r = Run("deps dataflow/deps.json --edge-mode reduced");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Transitive reduction: removed 0 redundant edge(s) of 16 (16 kept)"),
+            std::string::npos)
+      << r.out;
+  r = Run("deps dataflow/deps.json --edge-mode reduced_dataflow");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Dataflow-verified transitive reduction: removed 2 redundant edge(s) of 16 (14 kept)\n"
+            "  - 100 -> 2\n  - 102 -> 7\n"
+            "Wrote dataflow/deps_viewer_reduced_dataflow.txt (14 tasks, 14 unique edges, 14 "
+            "annotated edges, format=text)\n");
+  std::string report = Slurp(dir_ / "dataflow/deps_viewer_reduced_dataflow.txt");
+  for (const char* kept : {"TASK 100 kind=alloc func_id=none fanin=0 fanout=2\n",
+                           "TASK 101 kind=alloc func_id=none fanin=0 fanout=2\n",
+                           "TASK 103 kind=alloc func_id=none fanin=0 fanout=2\n",
+                           "TASK 102 kind=alloc func_id=none fanin=0 fanout=2\n"}) {
+    EXPECT_NE(report.find(kept), std::string::npos) << kept;
+  }
+  EXPECT_NE(report.find("=== TASK 100 kind=alloc func_id=none ===\nFANIN 0\nFANOUT 2\n  -> 1\n"
+                        "  -> 8\n"),
+            std::string::npos)
+      << report;
+  r = Run("deps dataflow/deps.json --edge-mode omitted_dataflow");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Dataflow-verified redundant edges only: showing 2 redundant edge(s) of 16"),
+            std::string::npos);
+  EXPECT_NE(
+      Slurp(dir_ / "dataflow/deps_viewer_omitted_dataflow.txt").find("  unique_task_edges: 2\n"),
+      std::string::npos);
+}
+
+TEST_F(ViewTest, DepsTensorInfoMarksOutputTensorsInferredFromEdges) {
+  // Tasks 1 and 3 record their OUTPUT arg without tensor info; the tensormap
+  // edges they feed name T0 and T1, shown with the "?" marker and routed from
+  // the producer's out_0 port.
+  RunResult r = Run("deps dataflow/deps.json --format html --show-tensor-info -o t.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string html = Slurp(dir_ / "t.html");
+  EXPECT_NE(html.find("arg0 OUTPUT T0?:FLOAT32 elems=64"), std::string::npos);
+  EXPECT_NE(html.find("arg0 OUTPUT T1?:FLOAT32 elems=64"), std::string::npos);
+  EXPECT_NE(html.find("arg0 OUTPUT T2:FLOAT32"), std::string::npos);  // recorded: no marker
+  EXPECT_EQ(html.find("T2?"), std::string::npos);
+  EXPECT_NE(html.find("T0_1:out_0&#45;&gt;T0_2:in_0"), std::string::npos);
+}
+
+TEST_F(ViewTest, SwimlaneKeepsExactTimesBeyondAThirtyTwoBitCycleSpan) {
+  // Task 2 starts 2^33 cycles (8.6 s at 1 GHz) after the base: beyond the
+  // compact 32-bit row encoding, so the row is stored wide and stays exact.
+  std::ofstream(dir_ / "wide.json") << R"({"chip_swimlane_level": 2,
+    "metadata": {"clock_freq_hz": 1000000000, "num_cores": 2, "core_types": ["aiv", "aiv"]},
+    "aicore_tasks": [[0, 1, 1, 1000, 1100, 0], [1, 2, 1, 8589935592, 8589935692, 0]],
+    "aicpu_tasks": [[0, 1, 990, 1110], [1, 1, 8589935582, 8589935702]]})";
+  RunResult r = Run("swimlane wide.json -o wide_trace.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("wide_trace.json");
+  bool found = false;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") != "task(t2)" || e.value("pid", 0) != 4) continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 8589934.602);
+    EXPECT_NEAR(e["dur"].get<double>(), 0.1, 1e-6);  // µs doubles near 8.6e6
+  }
+  EXPECT_TRUE(found);
+  EXPECT_NE(r.out.find("Total Test Time: 8589934.712 us"), std::string::npos) << r.out;
+}
+
+TEST_F(ViewTest, SwimlaneWithoutCoreToThreadVotesDispatchThreadsFromPhases) {
+  // Without metadata.core_to_thread the dispatching thread of a core is voted
+  // from the dispatch bars that contain its dispatches (re-read on demand).
+  Json rec = ReadJson("l3/chip_swimlane_records.json");
+  rec["metadata"].erase("core_to_thread");
+  std::ofstream(dir_ / "l3/novote.json") << rec.dump();
+  RunResult r = Run("swimlane l3/novote.json -o l3/novote_trace.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = Summarize(ReadJson("l3/novote_trace.json"));
+  EXPECT_GT(s.flow_names.count("dispatch"), 0u);
+  EXPECT_EQ(s.flow_names.count("complete"), 0u);  // complete flows need core_to_thread
 }
 
 TEST_F(ViewTest, PmuSummaryGroupsByFunctionAndDerivesPipeUtilisation) {
