@@ -35,7 +35,15 @@ std::vector<std::string> ListFilesUnder(const fs::path& dir) {
 Result<L2Outcome> RunL2(const L2Options& options) {
   const fs::path work_dir = options.config.work_dir;
   const fs::path dfx_dir = work_dir / "dfx_outputs";
+  const fs::path state_dir = work_dir / "device_state";
   const std::vector<PassPlan> passes = PlanPasses(options.config, /*l3=*/false);
+  L2Outcome out;
+  out.two_pass = passes.size() > 1;
+  {
+    // A new run is a new session: the chip's device memory starts empty.
+    std::error_code ec;
+    fs::remove_all(state_dir, ec);
+  }
   for (const PassPlan& pass : passes) {
     std::vector<std::string> argv = {options.agent_binary.string(),
                                      "exec",
@@ -46,6 +54,8 @@ Result<L2Outcome> RunL2(const L2Options& options) {
                                      "--work-dir",
                                      work_dir.string()};
     for (const auto& f : RunConfigToFlags(pass.config)) argv.push_back(f);
+    argv.insert(argv.end(), {"--pass", protocol::PassKindName(pass.kind), "--device-state-dir",
+                             state_dir.string()});
     argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
     if (pass.kind == protocol::PassKind::kGraph) {
       std::printf("chip swimlane enabled, running the kernel twice\n");
@@ -65,6 +75,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
             "warning: %s; the swimlane will have no arrows or kernel names (deps.json "
             "expected at %s)\n",
             text.c_str(), ShellQuote((dfx_dir / "deps.json").string()).c_str());
+        out.graph_pass_failed = true;
         continue;
       }
       return DeadlineExceeded(text);
@@ -77,15 +88,42 @@ Result<L2Outcome> RunL2(const L2Options& options) {
         // Best effort, like the reference: the timing pass still runs.
         std::printf(
             "warning: dep_gen capture failed: %s; the swimlane will have no arrows or "
-            "kernel names (deps.json expected at %s)\n",
+            "kernel names, its lanes fall back to anonymous task(rXtY) (deps.json expected at "
+            "%s); diagnose the graph pass from its error above -- --enable-dep-gen reruns "
+            "nothing, that pass already runs on its own\n",
             text.c_str(), ShellQuote((dfx_dir / "deps.json").string()).c_str());
+        std::fflush(stdout);
+        out.graph_pass_failed = true;
         continue;
       }
       return Internal(text);
     }
   }
-  L2Outcome out;
   out.artifacts = ListFilesUnder(dfx_dir);
+  if (options.config.enable_chip_swimlane > 0) {
+    for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts))
+      out.artifacts.push_back(merged);
+  }
+  if (options.bench) {
+    // A separate plain run: no DFX flag, fresh device state, its own process.
+    collectors::RunConfig plain;
+    plain.backend_type = options.config.backend_type;
+    plain.execution_mode = options.config.execution_mode;
+    plain.aicpu_thread_num = options.config.aicpu_thread_num;
+    plain.rings = options.config.rings;
+    std::vector<std::string> argv = {
+        options.agent_binary.string(), "exec",         "--program",
+        options.program.string(),      "--output-dir", (work_dir / ".bench_unused").string()};
+    for (const auto& f : RunConfigToFlags(plain)) argv.push_back(f);
+    argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
+    DFX_ASSIGN_OR_RETURN(CapturedRun run, RunCaptured(argv, options.timeout_s));
+    if (run.exit_code != 0) {
+      return Internal(fmt::format(
+          "{}: the --bench plain run failed ({}): {}", options.program.string(),
+          run.timed_out ? "timed out" : "exit code " + std::to_string(run.exit_code), run.output));
+    }
+    out.bench_wall_s = run.wall_s;
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,23 @@ struct L2Options {
   std::filesystem::path agent_binary;
   std::vector<std::string> agent_args;  // extra exec flags (e.g. --virtual-clock)
   double timeout_s = 3600;              // per pass
+  // After the run, a separate plain run (no DFX flags, fresh device state)
+  // whose wall time is reported (`run --bench`).
+  bool bench = false;
 };
 
 struct L2Outcome {
   std::vector<std::string> artifacts;  // relative to W/dfx_outputs
+  bool two_pass = false;               // the workload ran twice (onboard swimlane)
+  bool graph_pass_failed = false;
+  std::optional<double> bench_wall_s;  // the plain run's wall time
 };
 
-// Runs the passes; prints nothing but the pass banners. Error: the program or
+// Runs the passes (each its own `exec` process; device-resident tensors
+// persist between them in W/device_state/, reset at the start of the run),
+// then converts the swimlane records into merged_swimlane_<ts>.json (onboard
+// and sim; a converter failure is printed, not returned). Prints the pass
+// banners and warnings. Error: the program or
 // the timing/single pass failed (message names the program and the reason).
 Result<L2Outcome> RunL2(const L2Options& options);
 

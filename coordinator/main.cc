@@ -3,11 +3,12 @@
 //   dfx-coordinator run PROGRAM.json --work-dir W [DFX flags]              (L2, one chip)
 //   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
-//   dfx-coordinator gather --work-dir W [--spool DIR]
+//   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
 #include <fmt/format.h>
 #include <malloc.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -37,12 +38,16 @@ constexpr const char* kUsage = R"(usage:
   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
                   [--bind tcp://127.0.0.1:PORT] [--chips-per-agent N] [--spool DIR] [DFX flags]
   dfx-coordinator gather --work-dir W [--spool DIR] [--timeout S]
+                  [--attach --bind tcp://HOST:PORT]  (serve agents stream their spools)
 DFX flags: --enable-chip-swimlane | --chip-swimlane-level N, --enable-dep-gen, --dump-args [L],
   --enable-pmu [N], --enable-scope-stats, --backend-type a2a3|a5, --execution-mode sim|onboard,
   --platform P (deprecated), --aicpu-thread-num N, --ring-task-window/--ring-heap/--ring-dep-pool
 deadline flags (seconds): --startup-timeout (60), --heartbeat-interval (0.2),
   --heartbeat-timeout (10), --dispatch-timeout (3600), --shutdown-timeout (10)
-other: --agent-log-level LEVEL (warn), --log-level LEVEL (info), --virtual-clock
+other: --agent-log-level LEVEL (warn), --log-level LEVEL (info), --virtual-clock,
+  --bench (after the run, a separate plain run without DFX flags; prints its wall time)
+L2 only: --dump-drain-bytes-per-sec B, --dump-timeout-ms MS, --dump-arena-bytes B
+  (the emulated host args-dump drain; defaults: disk speed, 30000, 128 MiB)
 )";
 
 int Fail(const std::string& message, int code = 2) {
@@ -106,6 +111,8 @@ int Run(std::vector<std::string> args) {
   std::optional<int> ranks;
   std::optional<std::string> launcher;
   bool attach = false;
+  bool bench = false;
+  std::vector<std::string> chip_knobs;  // args-dump drain model, L2 exec only
   std::string log_level = "info";
   std::vector<std::string> positional;
   Flags flags{args};
@@ -146,6 +153,14 @@ int Run(std::vector<std::string> args) {
       OR_FAIL(log_level, flags.Value());
     } else if (f == "--virtual-clock") {
       so.agent_args.push_back("--virtual-clock");
+    } else if (f == "--bench") {
+      bench = true;
+    } else if (f == "--dump-drain-bytes-per-sec" || f == "--dump-timeout-ms" ||
+               f == "--dump-arena-bytes") {
+      std::string v;
+      OR_FAIL(v, flags.Value());
+      chip_knobs.push_back(f);
+      chip_knobs.push_back(v);
     } else if (f == "--help" || f == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -168,6 +183,20 @@ int Run(std::vector<std::string> args) {
   const fs::path dfx_dir = so.work_dir / "dfx_outputs";
 
   const bool is_plan = dc::IsPlan(*json);
+  const bool two_pass = so.config.execution_mode == dfx::collectors::ExecutionMode::kOnboard &&
+                        so.config.enable_chip_swimlane > 0;
+  auto print_common = [&] {
+    if (so.config.AnyDfx()) {
+      std::printf("save_kernels: forced on (a DFX flag is on); %s is kept after the run\n",
+                  dc::ShellQuote(dfx_dir.string()).c_str());
+    }
+    if (two_pass) {
+      std::printf(
+          "warning: do not read wall-clock from this run: chip swimlane onboard ran the "
+          "workload twice (graph pass + timing pass) and the collectors perturb timing; measure "
+          "in a separate plain run (no DFX flags) or use `dfx-coordinator run --bench`\n");
+    }
+  };
   if (!is_plan && !ranks && !launcher && !attach) {
     // L2: one program on one local chip, artifacts flat in dfx_outputs/.
     if (!json->is_object())
@@ -177,7 +206,9 @@ int Run(std::vector<std::string> args) {
     l2.config = so.config;
     l2.agent_binary = so.agent_binary;
     l2.agent_args = so.agent_args;
+    l2.agent_args.insert(l2.agent_args.end(), chip_knobs.begin(), chip_knobs.end());
     l2.timeout_s = so.dispatch_timeout_s;
+    l2.bench = bench;
     auto out = dc::RunL2(l2);
     if (!out.ok()) return Fail(out.status().message(), 1);
     if (out->artifacts.empty()) {
@@ -185,7 +216,19 @@ int Run(std::vector<std::string> args) {
     } else {
       dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config);
     }
+    print_common();
+    if (out->bench_wall_s) {
+      std::printf(
+          "bench: a separate plain run (no DFX flags, its own process) took %.3f s "
+          "wall-clock\n",
+          *out->bench_wall_s);
+    }
     return 0;
+  }
+  if (!chip_knobs.empty()) {
+    return Fail(chip_knobs.front() +
+                ": the args-dump drain model is an L2 knob (one program, `dfx-rank-agent exec`); "
+                "drop it for a plan / --ranks run");
   }
 
   Result<dc::Plan> plan = is_plan ? dc::ParsePlan(*json, file) : dc::PlanForProgram(file);
@@ -204,9 +247,48 @@ int Run(std::vector<std::string> args) {
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message(), 1);
+  if (so.config.enable_chip_swimlane > 0) {
+    // Post-run: one merged trace per rank<N>/d<K>/ (onboard and sim).
+    std::vector<std::string> merged = dc::ConvertSwimlanes(stdout, dfx_dir, outcome->artifacts);
+    outcome->artifacts.insert(outcome->artifacts.end(), merged.begin(), merged.end());
+    if (auto m = dfx::ReadJsonFile(outcome->manifest_path); m.ok() && m->is_object()) {
+      (*m)["merged_swimlane"] = merged;
+      (void)dfx::WriteJsonFileAtomic(outcome->manifest_path, *m, 2);
+    }
+  }
   if (!outcome->artifacts.empty())
     dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
   std::printf("run manifest: %s\n", dc::ShellQuote(outcome->manifest_path.string()).c_str());
+  print_common();
+  if (bench) {
+    // A separate plain session (no DFX flags) in a scratch work dir.
+    dc::SessionOptions plain = so;
+    dfx::collectors::RunConfig c;
+    c.backend_type = so.config.backend_type;
+    c.execution_mode = so.config.execution_mode;
+    c.aicpu_thread_num = so.config.aicpu_thread_num;
+    c.rings = so.config.rings;
+    plain.config = c;
+    plain.work_dir = so.work_dir / ".bench";
+    plain.config.work_dir = plain.work_dir.string();
+    plain.spool_root.clear();
+    plain.live_progress = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto bench_out = dc::RunSession(*plan, plain);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::error_code ec;
+    fs::remove_all(plain.work_dir, ec);
+    if (!bench_out.ok() || !bench_out->success) {
+      return Fail("--bench: the plain run failed: " +
+                      (bench_out.ok() ? bench_out->summary : bench_out.status().message()),
+                  1);
+    }
+    std::printf(
+        "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
+        "wall-clock\n",
+        wall);
+  }
   if (!outcome->success) {
     std::fprintf(stderr, "dfx-coordinator: the run did not fully succeed:\n%s",
                  outcome->summary.c_str());
@@ -231,6 +313,10 @@ int Gather(std::vector<std::string> args) {
       options.spool_root = v;
     } else if (f == "--timeout") {
       OR_FAIL(options.timeout_s, flags.Seconds());
+    } else if (f == "--attach") {
+      options.attach = true;
+    } else if (f == "--bind") {
+      OR_FAIL(options.bind, flags.Value());
     } else if (f == "--log-level") {
       OR_FAIL(log_level, flags.Value());
     } else {
@@ -239,6 +325,11 @@ int Gather(std::vector<std::string> args) {
   }
   dfx::log::Init("dfx-coordinator gather", log_level);
   if (options.work_dir.empty()) return Fail("gather: --work-dir DIR is required");
+  if (options.attach && options.bind.empty()) {
+    return Fail(
+        "gather: --attach needs --bind ENDPOINT (where the serve agents connect, e.g. the run's "
+        "--bind)");
+  }
   auto agent = dc::FindAgentBinary();
   if (!agent.ok()) return Fail(agent.status().message(), 1);
   options.agent_binary = *agent;

@@ -2,8 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <map>
+#include <set>
+#include <system_error>
+#include <thread>
+
+#include "common/file_util.h"
 
 #include "coordinator/process.h"
 
@@ -51,6 +66,8 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
         hints.push_back(fmt::format("scope stats:  dfx-view scope-stats {}", q));
       } else if (name == "pmu.csv") {
         hints.push_back(fmt::format("pmu counters: {}", q));
+      } else if (name.rfind("merged_swimlane_", 0) == 0) {
+        hints.push_back(fmt::format("merged trace: {}   (open in https://ui.perfetto.dev)", q));
       }
     }
     for (const auto& h : hints) std::fprintf(out, "  -> %s\n", h.c_str());
@@ -101,6 +118,154 @@ std::vector<std::string> RunConfigToFlags(const collectors::RunConfig& c) {
   rings("--ring-heap", c.rings.heap);
   rings("--ring-dep-pool", c.rings.dep_pool);
   return f;
+}
+
+Result<fs::path> FindViewBinary() {
+  std::vector<fs::path> tried;
+  std::error_code ec;
+  auto usable = [&](const fs::path& p) {
+    tried.push_back(p);
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (const char* env = std::getenv("DFX_VIEW"); env != nullptr && *env != '\0') {
+    if (usable(env)) return fs::path(env);
+  }
+  const fs::path self = SelfDir();
+  for (const fs::path& p : {self / "dfx-view", self.parent_path() / "tools" / "dfx-view"}) {
+    if (usable(p)) return p.lexically_normal();
+  }
+  if (OnPath("dfx-view")) return fs::path("dfx-view");
+  std::string where;
+  for (const auto& p : tried) where += (where.empty() ? "" : ", ") + p.string();
+  return NotFound("dfx-view not found (looked at $DFX_VIEW, " + where +
+                  " and PATH); build the dfx-view target or set DFX_VIEW=/path/to/dfx-view");
+}
+
+Result<CapturedRun> RunCaptured(const std::vector<std::string>& argv, double timeout_s) {
+  char log_template[] = "/tmp/dfx-coordinator-child-XXXXXX";
+  const int log_fd = ::mkstemp(log_template);
+  if (log_fd < 0) return Internal("cannot create a temporary file for a child's output");
+  ::unlink(log_template);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    ::close(log_fd);
+    return Unavailable(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  }
+  CapturedRun run;
+  int status = 0;
+  const auto deadline = t0 + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      run.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!run.timed_out && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  ::lseek(log_fd, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(log_fd, buf, sizeof buf)) > 0 && run.output.size() < 65536) {
+    run.output.append(buf, static_cast<size_t>(n));
+  }
+  ::close(log_fd);
+  return run;
+}
+
+namespace {
+
+std::string TraceTimestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_dir,
+                                          const std::vector<std::string>& files, double timeout_s) {
+  std::vector<std::string> written;
+  std::set<std::string> dirs;  // relative, "" at L2
+  for (const auto& f : files) {
+    fs::path p(f);
+    if (p.filename() == "chip_swimlane_records.json") dirs.insert(p.parent_path().generic_string());
+  }
+  if (dirs.empty()) return written;
+  auto view = FindViewBinary();
+  if (!view.ok()) {
+    std::fprintf(out, "warning: no merged swimlane trace: %s; the raw records are kept\n",
+                 view.status().message().c_str());
+    return written;
+  }
+  const std::string stamp = TraceTimestamp();
+  for (const std::string& rel_dir : dirs) {
+    const fs::path dir = rel_dir.empty() ? dfx_dir : dfx_dir / rel_dir;
+    const fs::path records = dir / "chip_swimlane_records.json";
+    const std::string name = "merged_swimlane_" + stamp + ".json";
+    std::vector<std::string> argv = {view->string(), "swimlane", records.string(), "-o",
+                                     (dir / name).string()};
+    // The name map: per dispatch at L3 (name_map.json), name_map_<case>.json at L2.
+    std::error_code ec;
+    fs::path name_map;
+    if (fs::exists(dir / "name_map.json", ec)) {
+      name_map = dir / "name_map.json";
+    } else {
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind("name_map_", 0) == 0 && e.path().extension() == ".json") name_map = e.path();
+      }
+    }
+    if (!name_map.empty()) {
+      argv.push_back("--func-names");
+      argv.push_back(name_map.string());
+    }
+    std::string command;
+    for (const auto& a : argv) command += (command.empty() ? "" : " ") + ShellQuote(a);
+    auto run = RunCaptured(argv, timeout_s);
+    std::string why;
+    if (!run.ok()) {
+      why = run.status().message();
+    } else if (run->timed_out) {
+      why = fmt::format("it did not finish within {:g} s", timeout_s);
+    } else if (run->exit_code != 0) {
+      why = fmt::format("exit code {}", run->exit_code);
+    }
+    if (why.empty() && fs::exists(dir / name, ec)) {
+      written.push_back(rel_dir.empty() ? name : rel_dir + "/" + name);
+      continue;
+    }
+    if (why.empty()) why = "it wrote no trace";
+    std::fprintf(out,
+                 "warning: the swimlane converter failed for %s (%s); the raw records are kept. "
+                 "Re-run: %s\n",
+                 ShellQuote(records.string()).c_str(), why.c_str(), command.c_str());
+    if (run.ok() && !run->output.empty()) std::fprintf(out, "%s", run->output.c_str());
+  }
+  return written;
 }
 
 }  // namespace dfx::coordinator

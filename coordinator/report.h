@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectors/run_config.h"
+#include "common/status.h"
 #include "protocol/messages.h"
 
 namespace dfx::coordinator {
@@ -31,5 +32,33 @@ std::vector<PassPlan> PlanPasses(const collectors::RunConfig& config, bool l3);
 // The DFX / run-config flags that reproduce `config` on a command line
 // (the inverse of collectors::ParseRunConfigFlags, work_dir excluded).
 std::vector<std::string> RunConfigToFlags(const collectors::RunConfig& config);
+
+// Finds dfx-view (the coordinator never links tools/): $DFX_VIEW, else beside
+// this binary (bin/), else ../tools/ (the build tree), else PATH. The error
+// names every place looked at.
+Result<std::filesystem::path> FindViewBinary();
+
+// The automatic post-run conversion (spec §2.5, §2.7): for every directory of
+// `files` (relative to `dfx_dir`) that holds chip_swimlane_records.json, runs
+// `dfx-view swimlane <records> -o <dir>/merged_swimlane_<YYYYmmdd_HHMMSS>.json
+// [--func-names <name map>]` as a child process (bounded by `timeout_s`; its
+// console output is discarded unless it fails). deps.json is picked up beside
+// the records when it exists; without it the lanes are anonymous task(rXtY).
+// A failure is printed to `out` (what failed, the raw records kept, the
+// command to re-run), never returned. Returns the traces written, relative to
+// `dfx_dir`.
+std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem::path& dfx_dir,
+                                          const std::vector<std::string>& files,
+                                          double timeout_s = 600);
+
+// Runs argv as a child with stdout and stderr captured (bounded by
+// `timeout_s`; killed after it). `exit_code` is -1 for a timeout or a signal.
+struct CapturedRun {
+  int exit_code = -1;
+  bool timed_out = false;
+  std::string output;  // stdout + stderr, truncated to 64 KiB
+  double wall_s = 0;
+};
+Result<CapturedRun> RunCaptured(const std::vector<std::string>& argv, double timeout_s);
 
 }  // namespace dfx::coordinator

@@ -67,6 +67,12 @@ struct GatherOptions {
   std::filesystem::path work_dir;
   std::filesystem::path spool_root;  // empty = the one recorded in .session.json
   std::filesystem::path agent_binary;
+  // Attach mode: no recovery agent is started; running `dfx-rank-agent
+  // serve` agents (on hosts whose spool this coordinator cannot read) connect
+  // to `bind`, get a GatherRequest and stream what their spool still holds.
+  // Done once every rank of the run (.session.json "ranks") was gathered.
+  bool attach = false;
+  std::string bind;
   double timeout_s = 120;
   double heartbeat_timeout_s = 10;
   const Clock* clock = &MonotonicClock::Instance();
@@ -81,7 +87,8 @@ struct GatherOutcome {
 
 // Collects what agents still hold in their spool after a coordinator crash:
 // reads <work_dir>/dfx_outputs/.session.json, starts a recovery agent on the
-// recorded spool, receives every spooled file exactly like a live run
+// recorded spool (or, with `attach`, waits for serve agents to connect and
+// sends them a GatherRequest), receives every spooled file exactly like a live run
 // (checksummed, renamed into place), acknowledges it (the agent then deletes
 // its copy) and records the recovery in run_manifest.json.
 Result<GatherOutcome> RunGather(const GatherOptions& options);

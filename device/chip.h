@@ -6,8 +6,10 @@
 // thread-safe: one RunProgram at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,13 @@
 #include "device/program.h"
 
 namespace dfx::device {
+
+// Live progress of the dispatch a chip is running, for the host (the rank
+// agent's Progress messages). Written by the chip, read from any thread.
+struct ChipProgress {
+  std::atomic<uint64_t> tasks_total{0};  // tasks of the running program
+  std::atomic<uint64_t> tasks_done{0};   // finished so far
+};
 
 struct ChipOptions {
   collectors::BackendType backend = collectors::BackendType::kA2A3;
@@ -34,10 +43,31 @@ struct ChipOptions {
   // Args-dump arena (the bounded device-side dump buffer); 0 = the
   // collector's default (128 MiB).
   uint64_t dump_arena_bytes = 0;
+  // When set, the chip keeps it up to date while a program runs.
+  std::shared_ptr<ChipProgress> progress;
 };
 
+// One device-resident tensor (TensorDecl::resident): its bytes as the chip's
+// device memory holds them between dispatches.
+struct ResidentTensor {
+  DType dtype = DType::kFloat32;
+  std::vector<uint32_t> shape;
+  std::vector<uint8_t> bytes;
+};
+// Device memory of one chip for one session, by tensor name.
+using ResidentState = std::map<std::string, ResidentTensor>;
+
+// The L2 form of that memory: an L2 run's passes are separate processes, so
+// the state is a file (<work_dir>/device_state/chip0.json) loaded before and
+// saved after each run. A missing file is an empty state. Errors name the file.
+Result<ResidentState> LoadResidentState(const std::filesystem::path& path);
+Status SaveResidentState(const std::filesystem::path& path, const ResidentState& state);
+
 struct DispatchResult {
-  Status status;                       // OK, or why the dispatch failed
+  Status status;  // OK, or why the dispatch failed
+  // Advice for the user that does not fail the dispatch (e.g. a dump_tag
+  // that no later dispatch consumes at enable_dump_args=1).
+  std::vector<std::string> warnings;
   std::vector<std::string> artifacts;  // files written, relative to output_dir
   uint64_t tasks_executed = 0;
   uint64_t wall_ns = 0;  // host wall time of the execution
@@ -52,6 +82,14 @@ class Chip {
   // no DFX flag is on). A kernel error fails this dispatch only.
   virtual DispatchResult RunProgram(const Program& program, const collectors::RunConfig& config,
                                     const std::filesystem::path& output_dir) = 0;
+
+  // The chip's device-resident tensors: read before a run for every
+  // `resident` tensor (its init is used when the name is absent), written
+  // back after a successful run. Lives as long as the Chip (the session).
+  ResidentState& resident_state() { return resident_; }
+
+ protected:
+  ResidentState resident_;
 };
 
 std::unique_ptr<Chip> MakeEmulatedChip(const ChipOptions& options);

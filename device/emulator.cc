@@ -1,5 +1,7 @@
 #include "device/emulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include "collectors/recorders.h"
 #include "common/clock.h"
 #include "common/file_util.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "device/kernels.h"
 #include "device/lowering.h"
@@ -107,7 +110,24 @@ class Engine {
       const Buffer& buf = lp_.buffers[b];
       if (!buf.external) continue;
       auto mem = std::make_unique<uint8_t[]>(buf.bytes);
-      FillInit(prog_.tensors[buf.decl], mem.get());
+      const TensorDecl& decl = prog_.tensors[buf.decl];
+      auto held =
+          decl.resident && resident_ ? resident_->find(decl.name) : ResidentState::iterator();
+      if (decl.resident && resident_ && held != resident_->end()) {
+        const ResidentTensor& r = held->second;
+        const uint64_t bytes = decl.Numel() * DTypeSize(decl.dtype);
+        if (r.dtype != decl.dtype || r.bytes.size() != bytes) {
+          return FailedPrecondition(fmt::format(
+              "{}: resident tensor \"{}\" is {} {} bytes in this program, but the chip's device "
+              "memory holds a {} value of {} bytes from an earlier dispatch; give it another "
+              "name or keep its dtype and shape",
+              prog_.origin, decl.name, DTypeName(decl.dtype), bytes, DTypeName(r.dtype),
+              r.bytes.size()));
+        }
+        std::memcpy(mem.get(), r.bytes.data(), bytes);
+      } else {
+        FillInit(decl, mem.get());
+      }
       external_[b] = std::move(mem);
     }
     for (const LoweredTask& t : lp_.tasks) {
@@ -122,6 +142,26 @@ class Engine {
     return Status::Ok();
   }
 
+  // Device memory that outlives this run (may be null: nothing is resident).
+  void set_resident(ResidentState* resident) { resident_ = resident; }
+
+  // Writes every resident tensor's buffer back to the chip's device memory
+  // (in-place updates persist; a rebinding OUTPUT is a new value and does not).
+  void SaveResident() {
+    if (!resident_) return;
+    for (size_t b = 0; b < lp_.buffers.size(); ++b) {
+      const Buffer& buf = lp_.buffers[b];
+      auto mem = external_.find(static_cast<int>(b));
+      if (!buf.external || !prog_.tensors[buf.decl].resident || mem == external_.end()) continue;
+      const TensorDecl& decl = prog_.tensors[buf.decl];
+      ResidentTensor& r = (*resident_)[decl.name];
+      r.dtype = decl.dtype;
+      r.shape = decl.shape;
+      r.bytes.assign(mem->second.get(),
+                     mem->second.get() + decl.Numel() * DTypeSize(decl.dtype));
+    }
+  }
+
   uint8_t* BufferData(int b) {
     const Buffer& buf = lp_.buffers[b];
     if (buf.external) return external_[b].get();
@@ -129,6 +169,10 @@ class Engine {
   }
 
   Status Run() {
+    if (opt_.progress) {
+      opt_.progress->tasks_done.store(0, std::memory_order_relaxed);
+      opt_.progress->tasks_total.store(lp_.tasks.size(), std::memory_order_relaxed);
+    }
     DFX_RETURN_IF_ERROR(AllocateMemory());
     if (opt_.virtual_clock) {
       RunVirtual();
@@ -406,6 +450,7 @@ class Engine {
     TaskState& ts = tasks_[index];
     ts.done = true;
     ++completed_;
+    if (opt_.progress) opt_.progress->tasks_done.store(completed_, std::memory_order_relaxed);
     for (int s : ts.successors) {
       if (--tasks_[s].remaining_preds == 0 && !failed_) ready_[QueueOf(s)].push_back(s);
     }
@@ -824,6 +869,7 @@ class Engine {
   const LoweredProgram& lp_;
   const Program& prog_;
   RunReport* report_;
+  ResidentState* resident_ = nullptr;
   collectors::SwimlaneRecorder* swimlane_ = nullptr;
   collectors::DepGenRecorder* dep_gen_ = nullptr;
   collectors::ArgsDumpRecorder* dump_ = nullptr;
@@ -946,8 +992,11 @@ DispatchResult EmulatedChip::Run(const Program& program, const collectors::RunCo
   }
 
   Engine engine(options_, model_, aic_, aiv_, lp, config, dfx.get(), report);
+  engine.set_resident(&resident_);
   Status run = engine.Run();
+  if (run.ok()) engine.SaveResident();
   if (collect_tensors) engine.CollectTensors();
+  if (config.enable_dump_args == 1) result.warnings = lp.warnings;
   result.tasks_executed = engine.completed();
   if (report) {
     report->orchestrator_stalls = engine.stalls();
@@ -961,6 +1010,65 @@ DispatchResult EmulatedChip::Run(const Program& program, const collectors::RunCo
   result.status = run;
   result.wall_ns = MonotonicClock::Instance().NowNs() - t0;
   return result;
+}
+
+Result<ResidentState> LoadResidentState(const fs::path& path) {
+  ResidentState state;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return state;
+  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));
+  if (!j.is_object() || !j.contains("tensors") || !j["tensors"].is_object())
+    return JsonError(path.string(), "$.tensors", "an object of resident tensors by name", j);
+  for (auto& [name, t] : j["tensors"].items()) {
+    const std::string at = "$.tensors." + name;
+    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("shape") ||
+        !t["shape"].is_array() || !t.contains("hex") || !t["hex"].is_string())
+      return JsonError(path.string(), at, "{dtype, shape, hex}", t);
+    auto dtype = ParseDType(t["dtype"].get<std::string>());
+    if (!dtype) return JsonError(path.string(), at + ".dtype", "a dtype name", t["dtype"]);
+    ResidentTensor r;
+    r.dtype = *dtype;
+    for (const auto& d : t["shape"]) {
+      if (!d.is_number_unsigned()) return JsonError(path.string(), at + ".shape", "sizes", d);
+      r.shape.push_back(d.get<uint32_t>());
+    }
+    const std::string hex = t["hex"].get<std::string>();
+    if (hex.size() % 2 != 0) return JsonError(path.string(), at + ".hex", "hex bytes", t["hex"]);
+    r.bytes.resize(hex.size() / 2);
+    for (size_t i = 0; i < r.bytes.size(); ++i) {
+      char* end = nullptr;
+      const std::string byte = hex.substr(2 * i, 2);
+      r.bytes[i] = static_cast<uint8_t>(std::strtoul(byte.c_str(), &end, 16));
+      if (end != byte.c_str() + 2)
+        return JsonError(path.string(), at + ".hex", "hex bytes", t["hex"]);
+    }
+    state[name] = std::move(r);
+  }
+  return state;
+}
+
+Status SaveResidentState(const fs::path& path, const ResidentState& state) {
+  Json tensors = Json::object();
+  for (const auto& [name, r] : state) {
+    std::string hex;
+    hex.reserve(2 * r.bytes.size());
+    for (uint8_t b : r.bytes) hex += fmt::format("{:02x}", b);
+    Json t;
+    t["dtype"] = DTypeName(r.dtype);
+    t["shape"] = r.shape;
+    // Readable form for people and tests; the bytes are the truth.
+    Json values = Json::array();
+    const uint64_t numel = r.bytes.size() / DTypeSize(r.dtype);
+    for (uint64_t i = 0; i < numel && i < 64; ++i)
+      values.push_back(LoadElement(r.bytes.data(), r.dtype, i));
+    t["values"] = values;
+    t["hex"] = hex;
+    tensors[name] = t;
+  }
+  Json j;
+  j["tensors"] = tensors;
+  DFX_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
+  return WriteJsonFileAtomic(path, j, 2);
 }
 
 std::unique_ptr<Chip> MakeEmulatedChip(const ChipOptions& options) {

@@ -81,6 +81,66 @@ TEST_F(EmulatorTest, VectorPipelineComputesTheRightValuesInBothClockModes) {
   }
 }
 
+TEST_F(EmulatorTest, ResidentTensorsLiveInTheChipsMemoryAcrossDispatches) {
+  auto parsed = ParseProgram(Json::parse(R"({"name": "counter",
+    "kernels": [{"func_id": 0, "name": "inc", "core_type": "aiv", "op": "add"}],
+    "tensors": [{"name": "counter", "shape": [2], "dtype": "FLOAT32", "resident": true},
+                {"name": "plain", "shape": [2], "dtype": "FLOAT32"},
+                {"name": "ones", "shape": [2], "dtype": "FLOAT32", "init": {"range": [1, 0]}}],
+    "orchestration": [
+      {"submit": "inc", "args": [{"tensor": "counter", "type": "INOUT"},
+                                 {"tensor": "ones", "type": "INPUT"}]},
+      {"submit": "inc", "args": [{"tensor": "plain", "type": "INOUT"},
+                                 {"tensor": "ones", "type": "INPUT"}]}]})"),
+                             "counter.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(parsed->tensors[0].resident);
+  EXPECT_EQ(ProgramToJson(*parsed)["tensors"][0]["resident"], true);
+  EmulatedChip chip(Virtual());
+  for (float expected : {1.0f, 2.0f, 3.0f}) {
+    RunReport report;
+    DispatchResult r = chip.Run(*parsed, {}, dir_, &report, /*collect_tensors=*/true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(report.tensors["counter"], std::vector<float>({expected, expected}));
+    EXPECT_EQ(report.tensors["plain"], std::vector<float>({1, 1}))
+        << "not resident: re-initialised";
+  }
+  // Another chip has its own memory; the L2 state file round-trips it.
+  const fs::path state = dir_ / "device_state/chip0.json";
+  ASSERT_TRUE(SaveResidentState(state, chip.resident_state()).ok());
+  EmulatedChip other(Virtual());
+  auto loaded = LoadResidentState(state);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  other.resident_state() = *loaded;
+  RunReport report;
+  ASSERT_TRUE(other.Run(*parsed, {}, dir_, &report, true).status.ok());
+  EXPECT_EQ(report.tensors["counter"], std::vector<float>({4, 4}));
+  EXPECT_TRUE(LoadResidentState(dir_ / "missing.json")->empty());
+  // A different shape under the same name is an error that names the fix.
+  auto bigger = ParseProgram(Json::parse(R"({"name": "counter8",
+    "kernels": [{"func_id": 0, "name": "inc", "core_type": "aiv", "op": "add"}],
+    "tensors": [{"name": "counter", "shape": [8], "dtype": "FLOAT32", "resident": true},
+                {"name": "ones", "shape": [8], "dtype": "FLOAT32"}],
+    "orchestration": [{"submit": "inc", "args": [{"tensor": "counter", "type": "INOUT"},
+                                                 {"tensor": "ones", "type": "INPUT"}]}]})"),
+                             "counter8.json");
+  ASSERT_TRUE(bigger.ok());
+  DispatchResult bad = chip.Run(*bigger, {}, dir_, nullptr);
+  EXPECT_FALSE(bad.status.ok());
+  EXPECT_NE(bad.status.message().find("resident tensor \"counter\""), std::string::npos)
+      << bad.status.message();
+  EXPECT_NE(bad.status.message().find("give it another name"), std::string::npos);
+  // "resident" must be a boolean.
+  auto wrong = ParseProgram(Json::parse(R"({"name": "x",
+    "kernels": [{"func_id": 0, "name": "inc", "core_type": "aiv", "op": "add"}],
+    "tensors": [{"name": "c", "shape": [2], "dtype": "FLOAT32", "resident": "yes"}],
+    "orchestration": []})"),
+                            "x.json");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("$.tensors[0].resident"), std::string::npos)
+      << wrong.status().message();
+}
+
 TEST_F(EmulatorTest, AttentionDecodeMatchesAHostReference) {
   AttentionDecodeOptions o;
   o.layers = 1;

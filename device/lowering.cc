@@ -66,6 +66,14 @@ class Lowerer {
     DFX_RETURN_IF_ERROR(Body(p_.orchestration, 0, 0, false));
     out_.core_executions = 0;
     for (const auto& t : out_.tasks) out_.core_executions += static_cast<uint64_t>(t.block_num);
+    for (const auto& [value, site] : tag_sites_) {
+      if (matched_tags_.count(value)) continue;
+      out_.warnings.push_back(
+          p_.origin + ": at " + site.first + ": dump_tag(\"" + site.second +
+          "\") is never dumped: no later dispatch consumes that exact value (tags follow value "
+          "identity; a rebinding OUTPUT, an in-place write or a view makes a new value); tag the "
+          "value the kernel actually receives");
+    }
     return std::move(out_);
   }
 
@@ -95,6 +103,7 @@ class Lowerer {
         case Statement::Kind::kDumpTag: {
           auto v = ValueOf(st.tag_tensor);
           tagged_.insert(v);
+          tag_sites_.emplace(v, std::make_pair(st.json_path, p_.tensors[st.tag_tensor].name));
           break;
         }
         case Statement::Kind::kScope: {
@@ -198,7 +207,9 @@ class Lowerer {
                        "OUTPUT_EXISTING)");
       a.buffer = b;
       a.version = ver;
-      a.dump = (!tagged_.empty() && tagged_.count({b, ver, d}) > 0) || in_dumps(i);
+      const bool tagged = !tagged_.empty() && tagged_.count({b, ver, d}) > 0;
+      if (tagged) matched_tags_.insert({b, ver, d});
+      a.dump = tagged || in_dumps(i);
       task.args.push_back(std::move(a));
     }
 
@@ -363,6 +374,10 @@ class Lowerer {
   std::vector<std::vector<MapEntry>> tensormap_;
   std::vector<bool> released_;
   std::set<std::tuple<int, int32_t, int>> tagged_;
+  // Where each tagged value was tagged (json path, tensor name), and which
+  // tagged values a later dispatch consumed.
+  std::map<std::tuple<int, int32_t, int>, std::pair<std::string, std::string>> tag_sites_;
+  std::set<std::tuple<int, int32_t, int>> matched_tags_;
   std::vector<int32_t> last_recorded_;  // per buffer, -1 = none
   std::vector<int> task_of_ordinal_;
   uint64_t local_ids_[4] = {0, 0, 0, 0};

@@ -126,6 +126,9 @@ struct LoweredProgram {
   uint64_t edge_count = 0;
   uint64_t core_executions = 0;  // sum of block_num
   uint64_t tensor_args = 0;      // tensor + scalar args
+  // Advice that does not stop the run: each dump_tag whose value no later
+  // dispatch consumes (file, JSON path, the tensor, the fix).
+  std::vector<std::string> warnings;
 };
 
 uint64_t TensorId(uint64_t buffer_addr, int32_t version);

@@ -186,6 +186,14 @@ TEST(LoweringTest, DumpTagFollowsValueIdentity) {
   ASSERT_TRUE(l5.ok());
   EXPECT_TRUE(l5->tasks[0].args[0].dump);
   EXPECT_TRUE(l5->tasks[1].args[0].dump);
+  EXPECT_TRUE(l5->warnings.empty());
+
+  // A tag no later dispatch consumes (the reshape case) is reported with the fix.
+  ASSERT_EQ(l3->warnings.size(), 1u);
+  EXPECT_NE(l3->warnings[0].find("$.orchestration[0]"), std::string::npos) << l3->warnings[0];
+  EXPECT_NE(l3->warnings[0].find("dump_tag(\"q\") is never dumped"), std::string::npos);
+  EXPECT_NE(l3->warnings[0].find("tag the value the kernel actually receives"), std::string::npos);
+  EXPECT_TRUE(l1->warnings.empty());
 }
 
 TEST(LoweringTest, DumpsMarkOnlyThatSubmit) {

@@ -61,6 +61,12 @@ struct TensorDecl {
   TensorInit init;
   int view_of = -1;     // index of the parent base tensor, or -1
   uint64_t offset = 0;  // view only, in elements
+  // Base tensor only: its buffer lives in the chip's device memory for the
+  // session (a DeviceTensor), so an in-place update (INOUT /
+  // OUTPUT_EXISTING) is visible to the next dispatch on that chip, and
+  // mutable arguments are not restored between the graph and timing passes.
+  // `init` applies only when the chip holds no value of that name yet.
+  bool resident = false;
   uint64_t Numel() const;
 };
 

@@ -318,10 +318,15 @@ class Parser {
                                   "\" (" + std::to_string(pd.Numel()) + " elements); expected " +
                                   "offset + numel <= " + std::to_string(pd.Numel()));
       } else {
-        DFX_RETURN_IF_ERROR(CheckKeys(t, path, {"name", "shape", "dtype", "init"}));
+        DFX_RETURN_IF_ERROR(CheckKeys(t, path, {"name", "shape", "dtype", "init", "resident"}));
         DFX_ASSIGN_OR_RETURN(decl.shape, ParseShape(t, path));
         DFX_ASSIGN_OR_RETURN(decl.dtype, ParseDTypeAt(t, path));
         DFX_RETURN_IF_ERROR(ParseInit(t, path, &decl));
+        if (t.contains("resident")) {
+          if (!t["resident"].is_boolean())
+            return Err(path + ".resident", "true or false (device-resident state)", t["resident"]);
+          decl.resident = t["resident"].get<bool>();
+        }
       }
       tensor_index_[decl.name] = static_cast<int>(p->tensors.size());
       p->tensors.push_back(std::move(decl));
@@ -697,6 +702,7 @@ Json ProgramToJson(const Program& p) {
       tj["shape"] = t.shape;
       tj["dtype"] = DTypeName(t.dtype);
       if (t.init.kind != InitKind::kZeros) tj["init"] = InitToJson(t.init);
+      if (t.resident) tj["resident"] = true;
     }
     tensors.push_back(std::move(tj));
   }

@@ -57,14 +57,14 @@ Result<SendResult> SendMessage(zmq::socket_t& socket, const std::string* identit
 }
 
 Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
-                             const std::string& bytes, bool mandatory_router) {
+                             std::string_view bytes, bool mandatory_router) {
   try {
     if (identity != nullptr) {
       auto sent =
           socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
       if (!sent) return SendResult::kWouldBlock;
     }
-    auto sent = socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+    auto sent = socket.send(zmq::buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
     if (!sent) return SendResult::kWouldBlock;
     return SendResult::kSent;
   } catch (const zmq::error_t& e) {
@@ -94,11 +94,17 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, 
         return out;
       }
     }
-    if (!socket.recv(part, zmq::recv_flags::none)) return out;
-    frame.bytes.assign(static_cast<const char*>(part.data()), part.size());
-    while (part.more()) {  // drain and flag any further parts
+    // The payload stays in its zmq message (no copy): the FrameBytes owns it.
+    auto payload = std::make_shared<zmq::message_t>();
+    if (!socket.recv(*payload, zmq::recv_flags::none)) return out;
+    const std::string_view view(static_cast<const char*>(payload->data()), payload->size());
+    const bool more = payload->more();
+    frame.bytes = FrameBytes(std::shared_ptr<const void>(payload, payload.get()), view);
+    if (more) {  // drain and flag any further parts
       frame.had_extra_parts = true;
-      if (!socket.recv(part, zmq::recv_flags::none)) break;
+      do {
+        if (!socket.recv(part, zmq::recv_flags::none)) break;
+      } while (part.more());
     }
     out.frame = std::move(frame);
     return out;
@@ -109,6 +115,12 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, 
 }
 
 }  // namespace
+
+FrameBytes::FrameBytes(std::string bytes) {
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  view_ = *owned;
+  owner_ = std::move(owned);
+}
 
 struct RouterChannel::Impl {
   zmq::socket_t socket;
@@ -143,8 +155,13 @@ Result<SendResult> RouterChannel::Send(const std::string& identity, const Messag
                      /*mandatory_router=*/true);
 }
 
-Result<SendResult> RouterChannel::SendRaw(const std::string& identity, const std::string& bytes) {
+Result<SendResult> RouterChannel::SendRaw(const std::string& identity, std::string_view bytes) {
   return SendParts(impl_->socket, &identity, bytes, /*mandatory_router=*/true);
+}
+
+Result<SendResult> RouterChannel::SendEncoded(const std::string& identity, std::string&& bytes) {
+  return SendMessage(impl_->socket, &identity, OwnedMessage(std::move(bytes)),
+                     /*mandatory_router=*/true);
 }
 
 Result<Polled> RouterChannel::Receive(int timeout_ms, int wake_fd) {
@@ -183,8 +200,13 @@ Result<SendResult> DealerChannel::Send(const Message& message) {
                      /*mandatory_router=*/false);
 }
 
-Result<SendResult> DealerChannel::SendRaw(const std::string& bytes) {
+Result<SendResult> DealerChannel::SendRaw(std::string_view bytes) {
   return SendParts(impl_->socket, nullptr, bytes, /*mandatory_router=*/false);
+}
+
+Result<SendResult> DealerChannel::SendEncoded(std::string&& bytes) {
+  return SendMessage(impl_->socket, nullptr, OwnedMessage(std::move(bytes)),
+                     /*mandatory_router=*/false);
 }
 
 Result<Polled> DealerChannel::Receive(int timeout_ms, int wake_fd) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "protocol/messages.h"
@@ -42,11 +43,34 @@ enum class SendResult {
   kUnroutable,  // ROUTER: no connected peer has that identity
 };
 
-// One received frame: the raw bytes (decode them with protocol::Decode) and,
-// on a ROUTER, the sender's identity.
+// The bytes of one received frame. They stay in the ZeroMQ message they
+// were received in (no copy); a FrameBytes shares ownership of that message,
+// so copies are cheap and any copy keeps the bytes alive. Immutable: safe to
+// read from any thread (e.g. handed to a writer thread).
+class FrameBytes {
+ public:
+  FrameBytes() = default;
+  explicit FrameBytes(std::string bytes);  // owns a copy (tests, in-memory frames)
+  FrameBytes(std::shared_ptr<const void> owner, std::string_view view)
+      : owner_(std::move(owner)), view_(view) {}
+  const char* data() const { return view_.data(); }
+  size_t size() const { return view_.size(); }
+  bool empty() const { return view_.empty(); }
+  std::string_view view() const { return view_; }
+  operator std::string_view() const { return view_; }  // NOLINT: pass to Decode as is
+  std::string str() const { return std::string(view_); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::string_view view_;
+};
+
+// One received frame: the raw bytes (decode them with protocol::Decode, or
+// protocol::DecodeChunkView for artifact data) and, on a ROUTER, the
+// sender's identity.
 struct Frame {
   std::string identity;
-  std::string bytes;
+  FrameBytes bytes;
   bool had_extra_parts = false;  // a multipart message (never sent by our peers): reject it
 };
 
@@ -77,7 +101,10 @@ class RouterChannel {
   const std::string& endpoint() const { return endpoint_; }
 
   Result<SendResult> Send(const std::string& identity, const Message& message);
-  Result<SendResult> SendRaw(const std::string& identity, const std::string& bytes);
+  Result<SendResult> SendRaw(const std::string& identity, std::string_view bytes);
+  // Sends an already encoded frame without copying it (ZeroMQ frees it once
+  // sent). On kWouldBlock the bytes are gone: encode again to retry.
+  Result<SendResult> SendEncoded(const std::string& identity, std::string&& bytes);
   // Waits up to `timeout_ms` (0 = poll) for a frame or for `wake_fd` (-1 =
   // none) to become readable. The caller drains the wake fd.
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
@@ -101,7 +128,9 @@ class DealerChannel {
   DealerChannel& operator=(DealerChannel&&) noexcept;
 
   Result<SendResult> Send(const Message& message);
-  Result<SendResult> SendRaw(const std::string& bytes);
+  Result<SendResult> SendRaw(std::string_view bytes);
+  // As RouterChannel::SendEncoded.
+  Result<SendResult> SendEncoded(std::string&& bytes);
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
 
  private:

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "protocol/codec.h"
 
 namespace dfx::protocol {
@@ -50,6 +52,37 @@ TEST(ChannelTest, DealerAndRouterExchangeMessages) {
   auto credit = Decode(back->bytes);
   ASSERT_TRUE(credit.ok());
   EXPECT_EQ(std::get<Credit>(credit->body).chunks, 4u);
+}
+
+// The gather's zero-copy path: a full-size chunk sent without a copy
+// arrives word-aligned inside its ZeroMQ message, so the receiver decodes it
+// in place (DecodeChunkView) and the data is never copied.
+TEST(ChannelTest, LargeChunksArriveDecodableInPlace) {
+  Context context;
+  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(router.ok());
+  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(1));
+  ASSERT_TRUE(dealer.ok());
+  const std::string payload(kDefaultChunkBytes, 'q');
+  auto frame = EncodeChunk(Header{kProtocolVersion, 5, 1, 1}, 3, 0, payload.size(),
+                           [&](char* dst, size_t size) -> Result<size_t> {
+                             std::memcpy(dst, payload.data(), size);
+                             return size;
+                           });
+  ASSERT_TRUE(frame.ok());
+  auto sent = dealer->SendEncoded(std::move(*frame));
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(*sent, SendResult::kSent);
+  auto got = ReceiveWithin(*router, 10000);
+  ASSERT_TRUE(got.ok() && got->frame.has_value());
+  FrameBytes bytes = got->frame->bytes;  // a copy shares the message
+  auto view = DecodeChunkView(bytes);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_TRUE(view->has_value()) << "the frame is not word-aligned: the zero-copy path is lost";
+  EXPECT_EQ((*view)->transfer_id, 3u);
+  EXPECT_EQ((*view)->data, payload);
+  EXPECT_GE((*view)->data.data(), bytes.data());
+  EXPECT_LT((*view)->data.data(), bytes.data() + bytes.size());
 }
 
 TEST(ChannelTest, SendingToAnUnknownPeerIsAValueNotAnError) {

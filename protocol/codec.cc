@@ -177,6 +177,8 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           p.setK(m.k);
           p.setStage(AsText(m.stage));
           p.setBytesSent(m.bytes_sent);
+          p.setTasksDone(m.tasks_done);
+          p.setTasksTotal(m.tasks_total);
         } else if constexpr (std::is_same_v<T, ArtifactBegin>) {
           auto a = b.initArtifactBegin();
           a.setTransferId(m.transfer_id);
@@ -309,7 +311,8 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
     }
     case w::Envelope::Body::PROGRESS: {
       auto p = b.getProgress();
-      return Body(Progress{p.getRank(), p.getK(), ToString(p.getStage()), p.getBytesSent()});
+      return Body(Progress{p.getRank(), p.getK(), ToString(p.getStage()), p.getBytesSent(),
+                           p.getTasksDone(), p.getTasksTotal()});
     }
     case w::Envelope::Body::ARTIFACT_BEGIN: {
       auto a = b.getArtifactBegin();
@@ -423,7 +426,9 @@ Result<std::string> Encode(const Message& message) {
   }
 }
 
-Result<Message> Decode(std::string_view frame) {
+namespace {
+
+Status CheckFrameShape(std::string_view frame) {
   if (frame.size() > kMaxFrameBytes) {
     return InvalidArgument(
         fmt::format("message of {} bytes exceeds the limit of {}", frame.size(), kMaxFrameBytes));
@@ -433,6 +438,104 @@ Result<Message> Decode(std::string_view frame) {
         "message of {} bytes is truncated (a message is a non-empty multiple of 8 bytes)",
         frame.size()));
   }
+  return Status::Ok();
+}
+
+capnp::ReaderOptions Limits() {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxFrameBytes / sizeof(capnp::word) * 2;
+  options.nestingLimit = 16;
+  return options;
+}
+
+}  // namespace
+
+Result<std::optional<ChunkView>> DecodeChunkView(std::string_view frame) {
+  DFX_RETURN_IF_ERROR(CheckFrameShape(frame));
+  if (reinterpret_cast<uintptr_t>(frame.data()) % alignof(capnp::word) != 0) {
+    return std::optional<ChunkView>();
+  }
+  const kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(frame.data()),
+                                              frame.size() / sizeof(capnp::word));
+  try {
+    capnp::FlatArrayMessageReader reader(words, Limits());
+    if (reader.getEnd() != words.end()) {
+      return InvalidArgument("message has trailing bytes after the envelope");
+    }
+    auto env = reader.getRoot<w::Envelope>();
+    if (!env.hasHeader()) return InvalidArgument("message has no header");
+    auto body = env.getBody();
+    if (body.which() != w::Envelope::Body::ARTIFACT_CHUNK) return std::optional<ChunkView>();
+    ChunkView v;
+    auto h = env.getHeader();
+    v.header = Header{h.getProtocolVersion(), h.getSessionId(), h.getRank(), h.getSequence()};
+    auto c = body.getArtifactChunk();
+    v.transfer_id = c.getTransferId();
+    v.offset = c.getOffset();
+    auto data = c.getData();
+    if (data.size() > kMaxChunkBytes) {
+      return InvalidArgument(fmt::format("field artifactChunk.data is {} bytes; the limit is {}",
+                                         data.size(), kMaxChunkBytes));
+    }
+    v.data = std::string_view(reinterpret_cast<const char*>(data.begin()), data.size());
+    return std::optional<ChunkView>(v);
+  } catch (const kj::Exception& e) {
+    return InvalidArgument(std::string("malformed message: ") + e.getDescription().cStr());
+  }
+}
+
+Result<std::string> EncodeChunk(const Header& header, uint64_t transfer_id, uint64_t offset,
+                                size_t size, const ChunkFill& fill, std::string_view* filled) {
+  if (size > kMaxChunkBytes) {
+    return InvalidArgument(
+        fmt::format("field artifactChunk.data is {} bytes; the limit is {}", size, kMaxChunkBytes));
+  }
+  std::string out;
+  size_t n = 0;
+  char* data = nullptr;
+  try {
+    // Built in place exactly like Encode: one segment inside the output string.
+    const size_t hint_words = 64 + size / sizeof(capnp::word) + 16;
+    out.assign((hint_words + 1) * sizeof(capnp::word), '\0');
+    auto* first = reinterpret_cast<capnp::word*>(out.data()) + 1;
+    InPlaceBuilder builder(kj::arrayPtr(first, hint_words));
+    auto env = builder.initRoot<w::Envelope>();
+    auto h = env.initHeader();
+    h.setProtocolVersion(header.protocol_version);
+    h.setSessionId(header.session_id);
+    h.setRank(header.rank);
+    h.setSequence(header.sequence);
+    auto c = env.initBody().initArtifactChunk();
+    c.setTransferId(transfer_id);
+    c.setOffset(offset);
+    auto bytes = c.initData(static_cast<unsigned>(size));
+    data = reinterpret_cast<char*>(bytes.begin());
+    auto segments = builder.getSegmentsForOutput();
+    DFX_CHECK(segments.size() == 1 && segments[0].begin() == first);
+    DFX_ASSIGN_OR_RETURN(n, fill(data, size));
+    if (n > size) return Internal("EncodeChunk: the fill wrote more than it was given");
+    if (n == size) {
+      const uint32_t table[2] = {0, static_cast<uint32_t>(segments[0].size())};
+      std::memcpy(out.data(), table, sizeof(table));
+      out.resize((segments[0].size() + 1) * sizeof(capnp::word));
+      if (filled != nullptr) *filled = std::string_view(data, n);
+      return out;
+    }
+  } catch (const kj::Exception& e) {
+    return Internal(std::string("encoding a chunk failed: ") + e.getDescription().cStr());
+  }
+  // A short fill (the file shrank): re-encode the smaller payload the usual way.
+  Message m{header, ArtifactChunk{transfer_id, offset, std::string(data, n)}};
+  DFX_ASSIGN_OR_RETURN(std::string shorter, Encode(m));
+  if (filled != nullptr) {
+    auto view = DecodeChunkView(shorter);
+    *filled = view.ok() && view->has_value() ? (*view)->data : std::string_view();
+  }
+  return shorter;
+}
+
+Result<Message> Decode(std::string_view frame) {
+  DFX_RETURN_IF_ERROR(CheckFrameShape(frame));
   // Received frames are not guaranteed word-aligned: parse in place when they
   // are (a heap-allocated std::string usually is), else copy into aligned
   // storage first.
@@ -447,10 +550,7 @@ Result<Message> Decode(std::string_view frame) {
     words = copy.asPtr();
   }
   try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = kMaxFrameBytes / sizeof(capnp::word) * 2;
-    options.nestingLimit = 16;
-    capnp::FlatArrayMessageReader reader(words, options);
+    capnp::FlatArrayMessageReader reader(words, Limits());
     if (reader.getEnd() != words.end()) {
       return InvalidArgument("message has trailing bytes after the envelope");
     }

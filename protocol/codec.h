@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -27,6 +29,32 @@ Result<std::string> Encode(const Message& message);
 // not the session/version/rank: that is Validate's job, because only the
 // receiver knows what it expects.
 Result<Message> Decode(std::string_view frame);
+
+// An ArtifactChunk decoded in place: `data` points into the frame it was
+// decoded from and is valid only while that frame's bytes live.
+struct ChunkView {
+  Header header;
+  uint64_t transfer_id = 0;
+  uint64_t offset = 0;
+  std::string_view data;
+};
+
+// The zero-copy path for artifact data. If `frame` is an ArtifactChunk,
+// decodes it without copying its payload (same checks as Decode); returns
+// std::nullopt for any other message (decode those with Decode). A frame
+// that is not word-aligned is not parsed in place: nullopt, use Decode.
+Result<std::optional<ChunkView>> DecodeChunkView(std::string_view frame);
+
+// Encodes an ArtifactChunk of at most `size` bytes whose payload `fill`
+// writes straight into the encoded frame (e.g. pread(2) from the file), so
+// the data is copied once. `fill(dst, size)` returns how many bytes it wrote
+// (<= size; fewer shrinks the chunk) or an error, which EncodeChunk returns.
+// On success *filled (if set) is the payload inside the returned bytes, so
+// the caller can checksum it while it is hot.
+using ChunkFill = std::function<Result<size_t>(char* dst, size_t size)>;
+Result<std::string> EncodeChunk(const Header& header, uint64_t transfer_id, uint64_t offset,
+                                size_t size, const ChunkFill& fill,
+                                std::string_view* filled = nullptr);
 
 // What a receiver expects of a peer's messages.
 struct Expectations {

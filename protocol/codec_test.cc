@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -97,7 +98,7 @@ TEST(CodecTest, EveryMessageRoundTrips) {
   std::vector<Body> bodies = {
       Ready{{"a2a3 emulator", "a5 emulator"}},
       DispatchAccepted{1, 2},
-      Progress{1, 2, "streaming", 77},
+      Progress{1, 2, "running", 77, 5, 9},
       ArtifactBegin{5, 1, 2, "args_dump/args_dump.json", 1000},
       ArtifactEnd{5, 0xdeadbeefcafef00dull},
       Credit{8},
@@ -119,6 +120,72 @@ TEST(CodecTest, EveryMessageRoundTrips) {
     ASSERT_TRUE(back.ok()) << BodyName(body) << ": " << back.status().ToString();
     EXPECT_TRUE(back->body == body) << BodyName(body);
   }
+}
+
+TEST(CodecTest, EncodeChunkFillsInPlaceAndMatchesEncode) {
+  const Message reference = MakeChunk();
+  const auto& chunk = std::get<ArtifactChunk>(reference.body);
+  std::string_view filled;
+  auto bytes = EncodeChunk(
+      reference.header, chunk.transfer_id, chunk.offset, chunk.data.size(),
+      [&](char* dst, size_t size) -> Result<size_t> {
+        std::memcpy(dst, chunk.data.data(), size);
+        return size;
+      },
+      &filled);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(filled, chunk.data) << "the caller sees the payload inside the frame";
+  EXPECT_GE(filled.data(), bytes->data());
+  EXPECT_LE(filled.data() + filled.size(), bytes->data() + bytes->size());
+  auto decoded = Decode(*bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->header, reference.header);
+  EXPECT_TRUE(decoded->body == reference.body);
+
+  // A short fill (the file shrank) yields a smaller, still valid chunk.
+  auto shorter = EncodeChunk(
+      reference.header, 1, 0, 100,
+      [](char* dst, size_t) -> Result<size_t> {
+        std::memcpy(dst, "abc", 3);
+        return 3;
+      },
+      &filled);
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ(filled, "abc");
+  auto short_decoded = Decode(*shorter);
+  ASSERT_TRUE(short_decoded.ok());
+  EXPECT_EQ(std::get<ArtifactChunk>(short_decoded->body).data, "abc");
+
+  // A failing fill is the caller's error, not a half-built frame.
+  auto failed = EncodeChunk(reference.header, 1, 0, 8,
+                            [](char*, size_t) -> Result<size_t> { return NotFound("gone"); });
+  EXPECT_EQ(failed.status().code(), Code::kNotFound);
+  EXPECT_FALSE(EncodeChunk(reference.header, 1, 0, kMaxChunkBytes + 1,
+                           [](char*, size_t size) -> Result<size_t> { return size; })
+                   .ok());
+}
+
+TEST(CodecTest, ChunkViewPointsIntoTheFrameAndIgnoresOtherMessages) {
+  auto bytes = Encode(MakeChunk());
+  ASSERT_TRUE(bytes.ok());
+  auto view = DecodeChunkView(*bytes);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_TRUE(view->has_value());
+  const ChunkView& v = **view;
+  EXPECT_EQ(v.header, MakeChunk().header);
+  EXPECT_EQ(v.transfer_id, 9u);
+  EXPECT_EQ(v.offset, 1u << 20);
+  EXPECT_EQ(v.data, std::get<ArtifactChunk>(MakeChunk().body).data);
+  EXPECT_GE(v.data.data(), bytes->data()) << "no copy: the view points into the frame";
+  EXPECT_LT(v.data.data(), bytes->data() + bytes->size());
+
+  auto other = Encode(MakeDone());
+  ASSERT_TRUE(other.ok());
+  auto none = DecodeChunkView(*other);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(DecodeChunkView(std::string(64, '\xff')).ok());
+  EXPECT_FALSE(DecodeChunkView(std::string_view(*bytes).substr(0, 13)).ok());
 }
 
 TEST(CodecTest, DecodesMisalignedFrames) {

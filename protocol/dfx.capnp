@@ -89,11 +89,14 @@ struct DispatchAccepted {
 }
 
 # A->C. Something moved on a dispatch (informational; drives the live display).
+# Sent on a schedule (a few per second at most), never per task.
 struct Progress {
   rank @0 :Int32;
   k @1 :UInt32;
   stage @2 :Text;            # "running" | "streaming"
   bytesSent @3 :UInt64;      # artifact bytes streamed so far for this dispatch
+  tasksDone @4 :UInt64;      # "running": tasks of the program finished so far
+  tasksTotal @5 :UInt64;     # "running": tasks of the program (0 = unknown)
 }
 
 # A->C. A file of rank<rank>/d<k>/ starts streaming.

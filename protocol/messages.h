@@ -97,8 +97,10 @@ struct DispatchAccepted {
 struct Progress {
   int32_t rank = 0;
   uint32_t k = 0;
-  std::string stage;
+  std::string stage;  // "running" | "streaming"
   uint64_t bytes_sent = 0;
+  uint64_t tasks_done = 0;
+  uint64_t tasks_total = 0;  // 0 = unknown
   bool operator==(const Progress&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "rank_agent/agent.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -59,6 +60,19 @@ protocol::SocketOptions AgentSocketOptions() {
   return options;
 }
 
+// Reads up to `size` bytes at `offset` (a short count only at end of file).
+Result<size_t> ReadAt(int fd, char* dst, size_t size, uint64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Internal(fmt::format("read failed: {}", std::strerror(errno)));
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 std::string Truncate(std::string s, size_t limit) {
   if (s.size() > limit) {
     s.resize(limit - 16);
@@ -84,6 +98,9 @@ struct RankAgent::Impl {
   struct ChipWorker {
     int32_t rank = 0;
     std::unique_ptr<device::Chip> chip;
+    std::shared_ptr<device::ChipProgress> progress;  // kept up to date by the chip
+    std::optional<uint32_t> running_k;               // the dispatch on the chip (under mu)
+    std::pair<uint32_t, uint64_t> last_reported{0, UINT64_MAX};  // (k, done); event loop only
     std::thread thread;
     std::mutex mu;
     std::condition_variable cv;
@@ -102,10 +119,10 @@ struct RankAgent::Impl {
     uint64_t size = 0;
     uint64_t offset = 0;
     bool begun = false;
-    std::FILE* f = nullptr;
+    int fd = -1;
     std::unique_ptr<Checksum64> sum;
     ~OutTransfer() {
-      if (f != nullptr) std::fclose(f);
+      if (fd >= 0) ::close(fd);
     }
   };
   struct DoneMarker {
@@ -145,6 +162,8 @@ struct RankAgent::Impl {
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;
   uint64_t last_hello_ns_ = 0;
+  uint64_t last_progress_ns_ = 0;
+  uint64_t last_reported_bytes_ = 0;
   uint32_t credits_ = 0;
   uint64_t next_transfer_id_ = 1;
   std::deque<SendItem> send_queue_;
@@ -193,7 +212,10 @@ struct RankAgent::Impl {
     for (int i = 0; i < options_.chips; ++i) {
       auto worker = std::make_unique<ChipWorker>();
       worker->rank = options_.first_rank + i;
-      worker->chip = device::MakeEmulatedChip(options_.chip);
+      worker->progress = std::make_shared<device::ChipProgress>();
+      device::ChipOptions chip_options = options_.chip;
+      chip_options.progress = worker->progress;
+      worker->chip = device::MakeEmulatedChip(chip_options);
       if (worker->chip == nullptr) {
         return Internal(
             fmt::format("rank {}: the emulated chip could not be created", worker->rank));
@@ -235,8 +257,15 @@ struct RankAgent::Impl {
         if (w->stop) return;
         d = std::move(w->queue.front());
         w->queue.pop_front();
+        w->running_k = d.k;
+        w->progress->tasks_done.store(0, std::memory_order_relaxed);
+        w->progress->tasks_total.store(0, std::memory_order_relaxed);
       }
       Completion c = RunOne(*w, std::move(d));
+      {
+        std::lock_guard<std::mutex> lock(w->mu);
+        w->running_k.reset();
+      }
       {
         std::lock_guard<std::mutex> lock(done_mu_);
         done_.push_back(std::move(c));
@@ -277,9 +306,11 @@ struct RankAgent::Impl {
         // a parent cannot vanish between its creation and the first file.
         std::lock_guard<std::mutex> lock(spool_mu_);
         prep = MakeDirs(c.dir);
-        if (prep.ok())
+        // The name map only where the spec says so (§2.8): swimlane or dep_gen on.
+        if (prep.ok() && (cfg.enable_chip_swimlane > 0 || cfg.enable_dep_gen))
           prep = collectors::WriteNameMap(c.dir / "name_map.json", NameMapFor(*program));
       }
+      if (prep.ok()) prep = GraphPassFault(d.pass == protocol::PassKind::kGraph);
       if (!prep.ok()) {
         fail(protocol::DispatchStatus::kFailed, prep.message());
       } else {
@@ -330,6 +361,39 @@ struct RankAgent::Impl {
     }
   }
 
+  // Progress on a schedule (every kProgressIntervalNs at most, and only what
+  // changed), never per task: tasks done / total of each running dispatch,
+  // bytes streamed of the one being streamed.
+  static constexpr uint64_t kProgressIntervalNs = 250000000;
+  void SendProgress() {
+    const uint64_t now = Now();
+    if (now - last_progress_ns_ < kProgressIntervalNs) return;
+    last_progress_ns_ = now;
+    for (auto& w : workers_) {
+      std::optional<uint32_t> k;
+      {
+        std::lock_guard<std::mutex> lock(w->mu);
+        k = w->running_k;
+      }
+      if (!k) continue;
+      const uint64_t total = w->progress->tasks_total.load(std::memory_order_relaxed);
+      const uint64_t done = w->progress->tasks_done.load(std::memory_order_relaxed);
+      if (total == 0 || std::make_pair(*k, done) == w->last_reported) continue;
+      w->last_reported = {*k, done};
+      Send(w->rank, protocol::Progress{w->rank, *k, "running", 0, done, total});
+    }
+    if (!send_queue_.empty()) {
+      if (auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&send_queue_.front())) {
+        const OutTransfer& out = **t;
+        const uint64_t sent = bytes_sent_[{out.rank, out.k}];
+        if (out.begun && sent != last_reported_bytes_) {
+          last_reported_bytes_ = sent;
+          Send(out.rank, protocol::Progress{out.rank, out.k, "streaming", sent, 0, 0});
+        }
+      }
+    }
+  }
+
   void QueueFile(int32_t rank, uint32_t k, const fs::path& dispatch_dir, const std::string& rel) {
     auto t = std::make_unique<OutTransfer>();
     t->id = next_transfer_id_++;
@@ -362,36 +426,47 @@ struct RankAgent::Impl {
       if (!t.begun) {
         std::error_code ec;
         t.size = fs::file_size(t.file, ec);
-        if (ec || (t.f = std::fopen(t.file.c_str(), "rb")) == nullptr) {
+        if (ec || (t.fd = ::open(t.file.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
           DFX_LOG_WARN("cannot read spooled artifact {}: {}", t.file.string(),
                        ec ? ec.message() : std::strerror(errno));
           send_queue_.pop_front();
           continue;
         }
+        (void)::posix_fadvise(t.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         t.sum = std::make_unique<Checksum64>();
         if (!Send(t.rank, protocol::ArtifactBegin{t.id, t.rank, t.k, t.rel, t.size})) return false;
         t.begun = true;
       }
       if (t.offset < t.size) {
         if (credits_ == 0) return false;
-        protocol::ArtifactChunk chunk;
-        chunk.transfer_id = t.id;
-        chunk.offset = t.offset;
-        chunk.data.resize(std::min<uint64_t>(options_.chunk_bytes, t.size - t.offset));
-        size_t n = std::fread(chunk.data.data(), 1, chunk.data.size(), t.f);
-        if (n != chunk.data.size()) {
-          // The file shrank under us: send what exists; the coordinator's size
-          // check fails the stream and the file stays in the spool.
-          chunk.data.resize(n);
-        }
-        if (n == 0) {
+        // The file is read straight into the encoded frame, checksummed while
+        // hot, and handed to ZeroMQ without a copy. A short read (the file
+        // shrank under us) sends what exists; the coordinator's size check
+        // fails the stream and the file stays in the spool.
+        const size_t want = std::min<uint64_t>(options_.chunk_bytes, t.size - t.offset);
+        const uint64_t at = t.offset;
+        std::string_view filled;
+        auto frame = protocol::EncodeChunk(
+            MakeHeader(t.rank), t.id, at, want,
+            [&t, at](char* dst, size_t size) { return ReadAt(t.fd, dst, size, at); }, &filled);
+        if (!frame.ok() || filled.empty()) {
+          --sequence_;
+          if (!frame.ok()) {
+            DFX_LOG_WARN("{}: {}", t.file.string(), frame.status().message());
+          }
           t.offset = t.size;  // give up on the rest; End reports the checksum of what was read
         } else {
-          if (!Send(t.rank, chunk)) {
-            std::fseek(t.f, static_cast<long>(t.offset), SEEK_SET);
+          const size_t n = filled.size();
+          t.sum->Update(filled.data(), n);  // before sending: ZeroMQ owns the frame after
+          auto sent = channel_.SendEncoded(std::move(*frame));
+          if (!sent.ok() || *sent != protocol::SendResult::kSent) {
+            // Rare (the queue holds far more than the credit window): the
+            // frame is gone, so rebuild the checksum of what the peer has.
+            --sequence_;
+            if (!sent.ok()) DFX_LOG_WARN("sending a chunk failed: {}", sent.status().ToString());
+            t.sum = ChecksumPrefix(t.fd, t.offset);
             return false;
           }
-          t.sum->Update(chunk.data.data(), n);
           t.offset += n;
           --credits_;
           bytes_sent_[{t.rank, t.k}] += n;
@@ -408,6 +483,18 @@ struct RankAgent::Impl {
       return !(*t)->begun || (*t)->offset >= (*t)->size || credits_ > 0;
     }
     return true;
+  }
+
+  static std::unique_ptr<Checksum64> ChecksumPrefix(int fd, uint64_t bytes) {
+    auto sum = std::make_unique<Checksum64>();
+    std::string buf(1 << 20, '\0');
+    for (uint64_t at = 0; at < bytes;) {
+      auto n = ReadAt(fd, buf.data(), std::min<uint64_t>(buf.size(), bytes - at), at);
+      if (!n.ok() || *n == 0) break;
+      sum->Update(buf.data(), *n);
+      at += *n;
+    }
+    return sum;
   }
 
   void OnAck(const protocol::ArtifactAck& ack) {
@@ -518,6 +605,7 @@ struct RankAgent::Impl {
     credits_ = 0;
     attached_ = false;
     ready_sent_ = false;
+    gather_requested_ = false;
     if (options_.session_id == 0) session_ = 0;
     last_hello_ns_ = 0;
   }
@@ -588,7 +676,9 @@ struct RankAgent::Impl {
           } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
             OnCancel(body);
           } else if constexpr (std::is_same_v<T, protocol::GatherRequest>) {
-            if (options_.mode == AgentMode::kRecover && !gather_requested_) {
+            // A recovery agent, or a serve agent whose spool the gathering
+            // coordinator cannot read (`dfx-coordinator gather --attach`).
+            if (options_.mode != AgentMode::kOneShot && !gather_requested_) {
               gather_requested_ = true;
               QueueRecovery();
             }
@@ -674,6 +764,7 @@ struct RankAgent::Impl {
         }
       }
       HandleCompletions();
+      if (attached_ && options_.mode != AgentMode::kRecover) SendProgress();
       bool more = attached_ && PumpSends();
       const int timeout_ms = more ? 0 : std::max(1, std::min(options_.heartbeat_interval_ms, 50));
       auto polled = channel_.Receive(timeout_ms, wake_.read_fd());

@@ -115,6 +115,70 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
   fs::remove_all(dir);
 }
 
+// A long dispatch reports tasks done / total while it runs, on a schedule
+// (not once per task), so the coordinator can show live progress.
+TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
+  fs::path dir = TempDir("progress");
+  Context context;
+  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(router.ok());
+  AgentOptions options;
+  options.coordinator = router->endpoint();
+  options.session_id = 0x78;
+  options.first_rank = 0;
+  options.spool_root = dir / "spool";
+  RankAgent agent(context, options);
+  Status result = Status::Ok();
+  std::thread t([&] { result = agent.Run(); });
+  auto next = [&]() -> std::optional<Message> {
+    for (int i = 0; i < 600; ++i) {
+      auto r = router->Receive(50);
+      if (r.ok() && r->frame) {
+        auto m = Decode(r->frame->bytes);
+        if (m.ok()) return *m;
+      }
+    }
+    return std::nullopt;
+  };
+  uint64_t seq = 0;
+  auto send = [&](Body body) {
+    ASSERT_TRUE(
+        router->Send("rank-0", Message{Header{kProtocolVersion, 0x78, 0, ++seq}, body}).ok());
+  };
+  ASSERT_TRUE(next().has_value());  // HELLO
+  send(Heartbeat{1, 0, true});
+  // busy.json: 4 dependent tasks of 0.5 s each.
+  auto busy = ReadFile(fs::path(DFX_SOURCE_DIR) / "tests/l3/testdata/busy.json");
+  ASSERT_TRUE(busy.ok());
+  send(Dispatch{0x78, 0, 5, "busy", *busy, {}, PassKind::kSingle});
+  std::vector<Progress> progress;
+  std::optional<DispatchDone> done;
+  while (!done) {
+    auto m = next();
+    ASSERT_TRUE(m.has_value());
+    if (auto* p = std::get_if<Progress>(&m->body)) progress.push_back(*p);
+    if (auto* d = std::get_if<DispatchDone>(&m->body)) done = *d;
+  }
+  EXPECT_EQ(done->status, DispatchStatus::kOk) << done->error;
+  EXPECT_EQ(done->tasks_executed, 4u);
+  ASSERT_FALSE(progress.empty()) << "no Progress during a 2 s dispatch";
+  EXPECT_LE(progress.size(), 5u) << "at most one Progress per value of tasks done (0..4)";
+  uint64_t last = 0;
+  for (const Progress& p : progress) {
+    EXPECT_EQ(p.rank, 0);
+    EXPECT_EQ(p.k, 5u);
+    EXPECT_EQ(p.stage, "running");
+    EXPECT_EQ(p.tasks_total, 4u);
+    EXPECT_LE(p.tasks_done, 4u);
+    EXPECT_GE(p.tasks_done, last) << "tasks done never goes back";
+    last = p.tasks_done;
+  }
+  send(Shutdown{"done"});
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
 TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
   fs::path dir = TempDir("deadline");
   Context context;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <system_error>
 
 #include "device/program_loader.h"
@@ -36,10 +37,33 @@ std::vector<std::string> ListFiles(const fs::path& dir) {
   return files;
 }
 
+Status GraphPassFault(bool graph_pass) {
+  const char* fault = std::getenv("DFX_FAULT_GRAPH_PASS");
+  if (!graph_pass || fault == nullptr || std::string(fault) != "1") return Status::Ok();
+  return Internal(
+      "fault injection: DFX_FAULT_GRAPH_PASS=1 makes the graph pass (dep_gen capture) fail "
+      "before it runs; unset it to capture deps.json");
+}
+
+fs::path ResidentStateFile(const fs::path& device_state_dir) {
+  return device_state_dir / "chip0.json";
+}
+
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DFX_ASSIGN_OR_RETURN(device::Program program, device::LoadProgram(options.program_path));
+  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == "graph"));
   auto chip = device::MakeEmulatedChip(options.chip);
+  const bool resident = std::any_of(program.tensors.begin(), program.tensors.end(),
+                                    [](const device::TensorDecl& t) { return t.resident; });
+  const fs::path state_file =
+      options.device_state_dir.empty() ? fs::path() : ResidentStateFile(options.device_state_dir);
+  if (resident && !state_file.empty()) {
+    DFX_ASSIGN_OR_RETURN(chip->resident_state(), device::LoadResidentState(state_file));
+  }
   device::DispatchResult run = chip->RunProgram(program, options.config, options.output_dir);
+  if (run.status.ok() && resident && !state_file.empty()) {
+    DFX_RETURN_IF_ERROR(device::SaveResidentState(state_file, chip->resident_state()));
+  }
   if (!run.status.ok()) {
     return Status(
         run.status.code(),
@@ -57,6 +81,7 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
   }
   ExecResult result;
   result.tasks_executed = run.tasks_executed;
+  result.warnings = run.warnings;
   result.artifacts = ListFiles(options.output_dir);
   return result;
 }

@@ -34,6 +34,8 @@ constexpr const char* kUsage = R"(usage:
   dfx-rank-agent serve --coordinator tcp://HOST:PORT [--rank R] [--chips N] [--spool DIR]
   dfx-rank-agent --recover --coordinator tcp://HOST:PORT --session HEX --spool DIR
   dfx-rank-agent exec --program P.json --output-dir DIR [DFX / run-config flags]
+                      [--pass single|graph|timing] [--device-state-dir DIR]
+                      [--dump-drain-bytes-per-sec B] [--dump-timeout-ms MS] [--dump-arena-bytes B]
 options:
   --connect-timeout S     seconds to wait for the coordinator's first answer (default 30)
   --heartbeat-interval S  seconds between heartbeats (default 0.2)
@@ -125,6 +127,31 @@ int RunExecMode(std::vector<std::string> args) {
       auto v = flags.Value();
       if (!v.ok()) return Fail(v.status().message());
       log_level = *v;
+    } else if (flags.name == "--pass") {
+      auto v = flags.Value();
+      if (!v.ok()) return Fail(v.status().message());
+      if (*v != "single" && *v != "graph" && *v != "timing")
+        return Fail("exec: --pass " + *v + ": expected single, graph or timing");
+      options.pass = *v;
+    } else if (flags.name == "--device-state-dir") {
+      auto v = flags.Value();
+      if (!v.ok()) return Fail(v.status().message());
+      options.device_state_dir = *v;
+    } else if (flags.name == "--dump-drain-bytes-per-sec" || flags.name == "--dump-timeout-ms" ||
+               flags.name == "--dump-arena-bytes") {
+      auto v = flags.Value();
+      if (!v.ok()) return Fail(v.status().message());
+      char* end = nullptr;
+      const double d = std::strtod(v->c_str(), &end);
+      if (end == v->c_str() || *end != '\0' || d < 0 || d > 1e15)
+        return Fail(fmt::format("exec: {} {}: expected a non-negative number", flags.name, *v));
+      if (flags.name == "--dump-drain-bytes-per-sec") {
+        options.chip.dump_drain_bytes_per_sec = d;
+      } else if (flags.name == "--dump-timeout-ms") {
+        options.chip.dump_timeout_ms = static_cast<uint64_t>(d);
+      } else {
+        options.chip.dump_arena_bytes = static_cast<uint64_t>(d);
+      }
     } else {
       return Fail(fmt::format("exec: unknown argument '{}'\n{}", flags.name, kUsage));
     }
@@ -137,6 +164,7 @@ int RunExecMode(std::vector<std::string> args) {
   options.chip.backend = options.config.backend_type;
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
+  for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::printf("ran %s: %llu tasks, %zu artifacts in %s\n", options.program_path.c_str(),
               static_cast<unsigned long long>(result->tasks_executed), result->artifacts.size(),
               options.output_dir.c_str());

@@ -9,7 +9,7 @@
 set -euo pipefail
 BUILD=${1:-build-tools}
 N=${2:-1000000}
-VIEW="$BUILD/tools/dfx-view"
+VIEW="$BUILD/bin/dfx-view"
 BENCH="$BUILD/bench/view/view_bench"
 WORK=$(mktemp -d /tmp/dfx_view_bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -104,6 +104,80 @@ TEST(L3FailureTest, KilledAgentFailsItsRankWhileOthersAreGathered) {
   fs::remove_all(dir);
 }
 
+// The rank whose process environment says OMPI_COMM_WORLD_RANK=<rank>.
+std::vector<pid_t> MpiRankProcesses(const std::vector<pid_t>& pids, int rank) {
+  std::vector<pid_t> out;
+  const std::string needle = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (pid_t pid : pids) {
+    std::string env = Slurp(fs::path("/proc") / std::to_string(pid) / "environ");
+    size_t start = 0;
+    while (start < env.size()) {
+      size_t end = env.find('\0', start);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(start, end - start, needle) == 0) out.push_back(pid);
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+// Under mpirun (Open MPI 4.1 aborts every rank when one dies unless it runs
+// with --enable-recovery): a SIGKILLed agent fails its rank only.
+TEST(L3FailureTest, KilledAgentUnderMpirunFailsOnlyItsRank) {
+  fs::path dir = TestDir("l3_sigkill_mpi");
+  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {"vec": ")" + kVector.string() +
+                                                     R"(", "busy": ")" + kBusy.string() + R"("},
+    "steps": [{"program": "vec", "rank": 0}, {"program": "busy", "rank": 1},
+              {"program": "vec", "rank": 2}, {"program": "vec", "rank": 1},
+              {"program": "busy", "rank": 0}, {"program": "vec", "rank": 2}]})")
+                  .ok());
+  const fs::path work = dir / "w";
+  Process coordinator(
+      {Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "3", "--launcher",
+       "mpirun", "--work-dir", work.string(), "--enable-dep-gen", "--heartbeat-timeout", "3"},
+      dir);
+  Json session = WaitSession(work, coordinator);
+  ASSERT_TRUE(session.is_object()) << coordinator.err();
+  ASSERT_TRUE(
+      WaitFor([&] { return fs::exists(work / "dfx_outputs/rank1/d0/dispatch_program.json"); }, 120))
+      << coordinator.err();
+  auto pids =
+      MpiRankProcesses(FindProcesses({"dfx-rank-agent", session["session"].get<std::string>()}), 1);
+  ASSERT_EQ(pids.size(), 1u);
+  ::kill(pids[0], SIGKILL);
+
+  ASSERT_TRUE(coordinator.Wait(180)) << "the coordinator must finish despite the dead agent";
+  EXPECT_EQ(coordinator.exit_code(), 1) << coordinator.err();
+  const std::string err = coordinator.err();
+  EXPECT_NE(err.find("declared dead"), std::string::npos) << err;
+
+  Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "failed");
+  EXPECT_EQ(m["ranks"][0]["status"], "ok") << m["ranks"][0].dump();
+  EXPECT_EQ(m["ranks"][2]["status"], "ok") << m["ranks"][2].dump();
+  EXPECT_EQ(m["ranks"][1]["status"], "failed");
+  const std::string why = m["ranks"][1]["error"].get<std::string>();
+  EXPECT_NE(why.find("heartbeat deadline"), std::string::npos) << why;
+  EXPECT_EQ(why.find("mpirun exited"), std::string::npos) << why;
+  std::map<std::string, Json> by_dir;
+  for (const auto& d : m["dispatches"]) by_dir[d["dir"].get<std::string>()] = d;
+  EXPECT_EQ(by_dir["rank1/d0"]["status"], "failed");
+  EXPECT_NE(by_dir["rank1/d0"]["error"].get<std::string>().find("in flight"), std::string::npos);
+  EXPECT_EQ(by_dir["rank1/d1"]["status"], "not_run");
+  for (const char* d : {"rank0/d0", "rank0/d1", "rank2/d0", "rank2/d1"}) {
+    EXPECT_EQ(by_dir[d]["status"], "ok") << d;
+    EXPECT_TRUE(fs::exists(work / "dfx_outputs" / d / "deps.json")) << d;
+  }
+  for (const auto& f : Tree(work / "dfx_outputs")) {
+    EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  }
+  EXPECT_TRUE(
+      WaitFor([&] { return FindProcesses({session["session"].get<std::string>()}).empty(); }, 60))
+      << "mpirun and the surviving agents exit";
+  fs::remove_all(dir);
+}
+
 TEST(L3FailureTest, WrongSessionAndWrongVersionAreTurnedAway) {
   fs::path dir = TestDir("l3_session");
   const fs::path work = dir / "w";
@@ -401,6 +475,69 @@ TEST(L3FailureTest, GatherRecoversTheSpoolAfterACoordinatorCrash) {
   auto again =
       RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
   EXPECT_EQ(again.exit_code, 0) << again.err;
+  fs::remove_all(dir);
+}
+
+// Serve agents on hosts whose spool the coordinator cannot read: after a
+// coordinator crash, `gather --attach --bind` sends them a GatherRequest and
+// they stream what their spool still holds; they keep serving afterwards.
+TEST(L3FailureTest, GatherAttachCollectsTheSpoolsOfServeAgents) {
+  fs::path dir = TestDir("l3_gather_attach");
+  const fs::path work = dir / "w";
+  Process coordinator({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--attach",
+                       "--work-dir", work.string(), "--enable-dep-gen", "--enable-chip-swimlane",
+                       "--enable-pmu", "--startup-timeout", "120"},
+                      dir, {"DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS=2"});
+  Json session = WaitSession(work, coordinator);
+  ASSERT_TRUE(session.is_object()) << coordinator.err();
+  const std::string endpoint = session["endpoint"];
+  // Two "hosts": each agent spools where only it can see.
+  std::vector<std::unique_ptr<Process>> agents;
+  for (int r = 0; r < 2; ++r) {
+    agents.push_back(std::make_unique<Process>(
+        std::vector<std::string>{
+            Bin("dfx-rank-agent"), "serve", "--coordinator", endpoint, "--rank", std::to_string(r),
+            "--spool", (dir / ("host" + std::to_string(r))).string(), "--heartbeat-timeout", "2"},
+        dir));
+  }
+  ASSERT_TRUE(coordinator.Wait(120));
+  ASSERT_EQ(coordinator.term_signal(), SIGKILL) << coordinator.err();
+  const std::string hex = session["session"];
+  std::set<std::string> spooled;
+  for (int r = 0; r < 2; ++r) {
+    for (const auto& f : Tree(dir / ("host" + std::to_string(r)) / hex)) spooled.insert(f);
+  }
+  ASSERT_FALSE(spooled.empty()) << "nothing left to recover";
+
+  auto g = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string(), "--attach",
+                       "--bind", endpoint, "--timeout", "60"},
+                      dir, 120);
+  ASSERT_EQ(g.exit_code, 0) << g.err << g.out;
+  for (const auto& f : spooled) {
+    // Files still spooled when the gather ran (the agents may have finished
+    // streaming some of them to the crashed coordinator's temp names only).
+    EXPECT_TRUE(fs::exists(work / "dfx_outputs" / f)) << f << " was spooled but not recovered";
+  }
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(Tree(dir / ("host" + std::to_string(r)) / hex).empty())
+        << "acknowledged files leave host " << r << "'s spool";
+  }
+  for (const auto& f : Tree(work / "dfx_outputs"))
+    EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  EXPECT_EQ(m["gather"]["status"], "ok");
+  for (const auto& a : m["gather"]["recovered"]) {
+    auto sum = ChecksumFile(work / "dfx_outputs" / a["path"].get<std::string>());
+    ASSERT_TRUE(sum.ok());
+    EXPECT_EQ(a["checksum"], "xxh64:" + Hex64(*sum));
+  }
+  // Serve agents survive the gather; they stop on SIGTERM.
+  for (auto& a : agents) {
+    EXPECT_FALSE(a->Wait(0));
+    a->Signal(SIGTERM);
+    ASSERT_TRUE(a->Wait(60));
+    EXPECT_EQ(a->exit_code(), 0) << a->err();
+  }
   fs::remove_all(dir);
 }
 
