@@ -2,7 +2,9 @@
 //
 // Run-level manifest (`W/dfx_outputs/run_manifest.json`), keys read here — all
 // optional; without a manifest every dispatch is aligned at its own base time
-// and the dispatches of a rank are laid end to end:
+// and the dispatches of a rank are laid end to end. dfx-coordinator writes a
+// top-level "dispatches": [{"rank", "k", "pass", "start_ns"}] (coordinator
+// clock; graph-pass entries are skipped); the per-rank form below is also read:
 //   {
 //     "ranks": [                          // or an object keyed by rank number
 //       { "rank": 0,                      // int
@@ -1292,7 +1294,22 @@ std::map<std::pair<int, int>, int64_t> ReadManifestStarts(const std::filesystem:
     return starts;
   }
   const Json& root = *j;
-  if (!root.is_object() || !root.contains("ranks")) return starts;
+  if (!root.is_object()) return starts;
+  // The form dfx-coordinator writes: a top-level "dispatches" array of
+  // {rank, k, pass, start_ns} on the coordinator clock. The records on disk
+  // come from the timing (or single) pass, so graph-pass entries are skipped.
+  if (root.contains("dispatches") && root["dispatches"].is_array()) {
+    for (const Json& dj : root["dispatches"]) {
+      if (!dj.is_object() || !dj.contains("rank") || !dj.contains("k") ||
+          !dj["rank"].is_number_integer() || !dj["k"].is_number_integer() ||
+          !dj.contains("start_ns") || !dj["start_ns"].is_number()) {
+        continue;
+      }
+      if (dj.value("pass", std::string()) == "graph") continue;
+      starts[{dj["rank"].get<int>(), dj["k"].get<int>()}] = dj["start_ns"].get<int64_t>();
+    }
+  }
+  if (!root.contains("ranks")) return starts;
   auto for_each = [](const Json& container, const char* id_key, auto&& fn) {
     if (container.is_array()) {
       for (size_t i = 0; i < container.size(); ++i) {
@@ -1308,7 +1325,7 @@ std::map<std::pair<int, int>, int64_t> ReadManifestStarts(const std::filesystem:
   for_each(root["ranks"], "rank", [&](int rank, const Json& r) {
     if (!r.is_object()) return;
     int64_t offset = r.value("clock_offset_ns", int64_t{0});
-    if (!r.contains("dispatches")) return;
+    if (!r.contains("dispatches") || r["dispatches"].is_number()) return;
     for_each(r["dispatches"], "dispatch", [&](int disp, const Json& dj) {
       if (!dj.is_object()) return;
       if (dj.contains("start_ns") && dj["start_ns"].is_number()) {

@@ -330,6 +330,31 @@ TEST_F(ViewTest, RunTimelineAlignsDispatchesWithManifestOffsets) {
   EXPECT_NEAR(r1d0, 100.0 + 0.03, 1e-6);  // 1.35 ms agent - 0.25 ms offset - 1.0 ms
 }
 
+TEST_F(ViewTest, RunTimelineReadsTheManifestTheCoordinatorWrites) {
+  // dfx-coordinator's run_manifest.json: per-rank "dispatches" is a count and
+  // the dispatch list is top level, with a graph-pass entry to skip.
+  Json m = {{"ranks",
+             {{{"rank", 0}, {"clock_offset_ns", 0}, {"dispatches", 2}},
+              {{"rank", 1}, {"clock_offset_ns", 250000}, {"dispatches", 1}}}},
+            {"dispatches",
+             {{{"rank", 0}, {"k", 0}, {"pass", "single"}, {"start_ns", 1000000}},
+              {{"rank", 0}, {"k", 1}, {"pass", "graph"}, {"start_ns", 9000000}},
+              {{"rank", 0}, {"k", 1}, {"pass", "timing"}, {"start_ns", 1500000}},
+              {{"rank", 1}, {"k", 0}, {"pass", "single"}, {"start_ns", 1100000}}}}};
+  ASSERT_TRUE(dfx::WriteJsonFileAtomic(dir_ / "run/dfx_outputs/run_manifest.json", m).ok());
+  RunResult r = Run("swimlane --run run/dfx_outputs -o merged.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("merged.json");
+  double r0d1 = 1e18, r1d0 = 1e18;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || !e.contains("args") || !e["args"].contains("taskId")) continue;
+    if (e["pid"] == 104 && e["args"]["taskId"] == 10) r0d1 = std::min(r0d1, e["ts"].get<double>());
+    if (e["pid"] == 204 && e["args"]["taskId"] == 10) r1d0 = std::min(r1d0, e["ts"].get<double>());
+  }
+  EXPECT_NEAR(r0d1, 500.0 + 0.03, 1e-6);  // the timing pass's start, not the graph pass's
+  EXPECT_NEAR(r1d0, 100.0 + 0.03, 1e-6);  // start_ns is already on the coordinator clock
+}
+
 TEST_F(ViewTest, DepsTextReportIsByteExact) {
   RunResult r = Run("deps l4/deps.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
