@@ -330,7 +330,10 @@ class Coordinator {
   enum class Mode { kRun, kGather };
 
   Coordinator(Mode mode, const SessionOptions& options) : mode_(mode), options_(options) {
-    dfx_dir_ = options_.work_dir / "dfx_outputs";
+    // No DFX flag, no dfx_outputs/ (the seed page's first Edge Cases row): a
+    // plain run keeps its manifest and session record in the work dir itself.
+    const bool plain_run = mode == Mode::kRun && !options_.config.AnyDfx();
+    dfx_dir_ = plain_run ? options_.work_dir : options_.work_dir / "dfx_outputs";
   }
 
   // ---------------------------------------------------------------- setup --

@@ -17,6 +17,10 @@ TEST(EdgeCasesTest, NoDfxOutputsWithoutAFlagAtL2AndL3) {
   EXPECT_FALSE(fs::exists(dir / "l2/dfx_outputs"));
   EXPECT_NE(l2.out.find("no DFX flag was on"), std::string::npos) << l2.out;
   EXPECT_EQ(l2.out.find("save_kernels"), std::string::npos) << "nothing is forced without a flag";
+  auto l3 = Coordinator(kVector, dir / "l3", {"--ranks", "2", "--launcher", "local"});
+  ASSERT_EQ(l3.exit_code, 0) << l3.err;
+  EXPECT_FALSE(fs::exists(dir / "l3/dfx_outputs"));
+  EXPECT_TRUE(fs::exists(dir / "l3/run_manifest.json")) << "the run is still accounted for";
   fs::remove_all(dir);
 }
 
