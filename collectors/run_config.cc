@@ -255,10 +255,10 @@ Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
     };
 
     if (name == "--enable-chip-swimlane" || name == "--enable-l2-swimlane") {
-      int v = 4;
-      if (inline_value) {
-        DFX_ASSIGN_OR_RETURN(v, optional_int(4, kSwimlaneRange));
-      }
+      // `--enable-chip-swimlane [LEVEL]` (bare = 4), as the reference
+      // execute_artifact CLI: only an integer token is taken as the level, so
+      // a following path or flag is never swallowed.
+      DFX_ASSIGN_OR_RETURN(int v, optional_int(4, kSwimlaneRange));
       DFX_RETURN_IF_ERROR(swimlane_level(v));
       if (name == "--enable-chip-swimlane") {
         enable_flag = v;

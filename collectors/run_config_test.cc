@@ -97,6 +97,18 @@ TEST(RunConfigFlags, BareFlagsAndOptionalValues) {
   EXPECT_EQ(rest, (std::vector<std::string>{"tests/", "prog.json"}));
 }
 
+TEST(RunConfigFlags, EnableChipSwimlaneTakesAnOptionalLevel) {
+  // The acceptance command: `--enable-chip-swimlane 4 --enable-dep-gen ...`.
+  std::vector<std::string> rest;
+  auto r = Parse({"--enable-chip-swimlane", "2", "prog.json", "--enable-dep-gen"}, &rest);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.enable_chip_swimlane, 2);
+  EXPECT_EQ(rest, (std::vector<std::string>{"prog.json"}));
+  auto bad = Parse({"--enable-chip-swimlane", "7"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "0–4")) << bad.status().message();
+}
+
 TEST(RunConfigFlags, OptionalValuesTakeNextIntegerOnly) {
   std::vector<std::string> rest;
   auto r = Parse({"--dump-args", "3", "--enable-pmu", "4", "x"}, &rest);
