@@ -1,6 +1,6 @@
 // DfxCollectors (the set armed for one dispatch) and the name map writer.
 #include "collectors/recorders.h"
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/json.h"
 #include "common/log.h"
 
@@ -19,7 +19,7 @@ Status WriteNameMap(const fs::path& path, const NameMap& map) {
   return WriteJsonFileAtomic(path, j, 2);
 }
 
-DfxCollectors::DfxCollectors(const RunConfig& config, const ChipLayout& layout,
+DfxCollectors::DfxCollectors(const config::RunConfig& config, const ChipLayout& layout,
                              const CapacityHint& hint, const fs::path& output_dir,
                              const ArgsDumpOptions& dump_options)
     : output_dir_(output_dir) {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "collectors/recorders.h"
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "collectors/testing/test_util.h"
 
 namespace dfx::collectors {
@@ -47,7 +47,7 @@ ChipLayout Layout() {
 
 TEST(DfxCollectors, BuildsOnlyEnabledRecorders) {
   TempDir dir;
-  RunConfig c;
+  config::RunConfig c;
   c.enable_chip_swimlane = 2;
   c.enable_pmu = 4;
   DfxCollectors d(c, Layout(), CapacityHint{.tasks = 4, .core_executions = 4}, dir.path(), {});
@@ -66,7 +66,7 @@ TEST(DfxCollectors, BuildsOnlyEnabledRecorders) {
 
 TEST(DfxCollectors, ExportsEveryArtifactInReferenceOrder) {
   TempDir dir;
-  RunConfig c;
+  config::RunConfig c;
   c.enable_chip_swimlane = 4;
   c.enable_dep_gen = true;
   c.enable_dump_args = 2;
@@ -98,7 +98,7 @@ TEST(DfxCollectors, ExportsEveryArtifactInReferenceOrder) {
 
 TEST(DfxCollectors, FailedRunSkipsDepGen) {
   TempDir dir;
-  RunConfig c;
+  config::RunConfig c;
   c.enable_dep_gen = true;
   c.enable_scope_stats = true;
   DfxCollectors d(c, Layout(), CapacityHint{.tasks = 4}, dir.path(), {});

@@ -330,7 +330,11 @@ Status WriteNameMap(const fs::path& path, const NameMap& map);
 // The set armed for one dispatch, from a RunConfig.
 // ---------------------------------------------------------------------------
 
+}  // namespace dfx::collectors
+namespace dfx::config {
 struct RunConfig;
+}  // namespace dfx::config
+namespace dfx::collectors {
 
 // Owns the recorders a RunConfig enables (null pointers for disabled ones) and
 // exports them all into `output_dir` (= <work_dir>/dfx_outputs or a
@@ -338,7 +342,7 @@ struct RunConfig;
 // dump, PMU, scope stats, then dep_gen (success path only).
 class DfxCollectors {
  public:
-  DfxCollectors(const RunConfig& config, const ChipLayout& layout, const CapacityHint& hint,
+  DfxCollectors(const config::RunConfig& config, const ChipLayout& layout, const CapacityHint& hint,
                 const fs::path& output_dir, const ArgsDumpOptions& dump_options);
   ~DfxCollectors();
   SwimlaneRecorder* swimlane() { return swimlane_.get(); }

@@ -56,12 +56,21 @@ AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept
   return *this;
 }
 
+fs::path TemporaryPathFor(const fs::path& final_path) {
+  fs::path temp = final_path;
+  temp += ".tmp." + std::to_string(::getpid());
+  return temp;
+}
+
+bool IsTemporaryPath(std::string_view path_or_name) {
+  return path_or_name.find(".tmp.") != std::string_view::npos;
+}
+
 Status AtomicFileWriter::Open(const fs::path& final_path) {
   Abort();
   final_path_ = final_path;
   DFX_RETURN_IF_ERROR(MakeDirs(final_path.parent_path()));
-  temp_path_ = final_path;
-  temp_path_ += ".tmp." + std::to_string(::getpid());
+  temp_path_ = TemporaryPathFor(final_path);
   file_ = std::fopen(temp_path_.c_str(), "wb");
   if (file_ == nullptr) {
     return InvalidArgument(temp_path_.string() + ": cannot open for writing: " +

@@ -19,7 +19,14 @@ Result<std::string> ReadFile(const std::filesystem::path& path);
 // Creates `dir` and its parents. Errors name the path.
 Status MakeDirs(const std::filesystem::path& dir);
 
-// Writes `data` to `path` via "<path>.tmp.<pid>" + rename. Creates parents.
+// The temporary-name rule (the one owner; design.md §9): a file is written as
+// "<final>.tmp.<pid>" and renamed to <final> once complete, so a name that
+// contains ".tmp." is never a finished artifact. Every listing of artifacts
+// skips such names; a gather after a crash deletes them.
+std::filesystem::path TemporaryPathFor(const std::filesystem::path& final_path);
+bool IsTemporaryPath(std::string_view path_or_name);
+
+// Writes `data` to `path` via TemporaryPathFor(path) + rename. Creates parents.
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data);
 
 // Streams a file under a temporary name; Commit() flushes, closes and renames

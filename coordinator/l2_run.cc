@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <system_error>
 
+#include "collectors/artifact_layout.h"
+#include "config/pass_plan.h"
+#include "config/run_config.h"
 #include "coordinator/process.h"
 #include "coordinator/report.h"
 
@@ -13,30 +16,12 @@ namespace dfx::coordinator {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::vector<std::string> ListFilesUnder(const fs::path& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return files;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (rel.find(".tmp.") != std::string::npos || rel.rfind('.', 0) == 0) continue;
-    files.push_back(rel);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
 
 Result<L2Outcome> RunL2(const L2Options& options) {
-  const fs::path work_dir = options.config.work_dir;
-  const fs::path dfx_dir = work_dir / "dfx_outputs";
-  const fs::path state_dir = work_dir / "device_state";
-  const std::vector<PassPlan> passes = PlanPasses(options.config, /*l3=*/false);
+  const fs::path& work_dir = options.work_dir;
+  const fs::path dfx_dir = collectors::DfxOutputsDir(work_dir);
+  const fs::path state_dir = work_dir / collectors::kDeviceStateDirName;
+  const std::vector<config::PassPlan> passes = config::PlanPasses(options.config, /*l3=*/false);
   L2Outcome out;
   out.two_pass = passes.size() > 1;
   {
@@ -44,7 +29,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     std::error_code ec;
     fs::remove_all(state_dir, ec);
   }
-  for (const PassPlan& pass : passes) {
+  for (const config::PassPlan& pass : passes) {
     std::vector<std::string> argv = {options.agent_binary.string(),
                                      "exec",
                                      "--program",
@@ -53,14 +38,14 @@ Result<L2Outcome> RunL2(const L2Options& options) {
                                      dfx_dir.string(),
                                      "--work-dir",
                                      work_dir.string()};
-    for (const auto& f : RunConfigToFlags(pass.config)) argv.push_back(f);
-    argv.insert(argv.end(), {"--pass", protocol::PassKindName(pass.kind), "--device-state-dir",
+    for (const auto& f : config::RunConfigToFlags(pass.config)) argv.push_back(f);
+    argv.insert(argv.end(), {"--pass", config::PassKindName(pass.kind), "--device-state-dir",
                              state_dir.string()});
     argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
-    if (pass.kind == protocol::PassKind::kGraph) {
+    if (pass.kind == config::PassKind::kGraph) {
       std::printf("chip swimlane enabled, running the kernel twice\n");
       std::printf("run 1/2: capturing deps.json in a subprocess; its timing is discarded\n");
-    } else if (pass.kind == protocol::PassKind::kTiming) {
+    } else if (pass.kind == config::PassKind::kTiming) {
       std::printf("run 2/2: measuring clean per-task timing\n");
     }
     std::fflush(stdout);
@@ -69,8 +54,8 @@ Result<L2Outcome> RunL2(const L2Options& options) {
       child.Terminate(2000);
       std::string text = fmt::format(
           "{}: the {} pass did not finish within --dispatch-timeout {:g} s",
-          options.program.string(), protocol::PassKindName(pass.kind), options.timeout_s);
-      if (pass.kind == protocol::PassKind::kGraph) {
+          options.program.string(), config::PassKindName(pass.kind), options.timeout_s);
+      if (pass.kind == config::PassKind::kGraph) {
         std::printf(
             "warning: %s; the swimlane will have no arrows or kernel names (deps.json "
             "expected at %s)\n",
@@ -82,9 +67,9 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     }
     if (!child.succeeded()) {
       std::string text = fmt::format("{}: the {} pass failed ({}); its error is printed above",
-                                     options.program.string(), protocol::PassKindName(pass.kind),
+                                     options.program.string(), config::PassKindName(pass.kind),
                                      child.Describe());
-      if (pass.kind == protocol::PassKind::kGraph) {
+      if (pass.kind == config::PassKind::kGraph) {
         // Best effort, like the reference: the timing pass still runs.
         std::printf(
             "warning: dep_gen capture failed: %s; the swimlane will have no arrows or "
@@ -99,14 +84,14 @@ Result<L2Outcome> RunL2(const L2Options& options) {
       return Internal(text);
     }
   }
-  out.artifacts = ListFilesUnder(dfx_dir);
+  out.artifacts = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
   if (options.config.enable_chip_swimlane > 0) {
     for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts))
       out.artifacts.push_back(merged);
   }
   if (options.bench) {
     // A separate plain run: no DFX flag, fresh device state, its own process.
-    collectors::RunConfig plain;
+    config::RunConfig plain;
     plain.backend_type = options.config.backend_type;
     plain.execution_mode = options.config.execution_mode;
     plain.aicpu_thread_num = options.config.aicpu_thread_num;
@@ -114,7 +99,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     std::vector<std::string> argv = {
         options.agent_binary.string(), "exec",         "--program",
         options.program.string(),      "--output-dir", (work_dir / ".bench_unused").string()};
-    for (const auto& f : RunConfigToFlags(plain)) argv.push_back(f);
+    for (const auto& f : config::RunConfigToFlags(plain)) argv.push_back(f);
     argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
     DFX_ASSIGN_OR_RETURN(CapturedRun run, RunCaptured(argv, options.timeout_s));
     if (run.exit_code != 0) {

@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/status.h"
 
 namespace dfx::coordinator {
 
 struct L2Options {
   std::filesystem::path program;
-  collectors::RunConfig config;  // work_dir set
+  std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
+  config::RunConfig config;
   std::filesystem::path agent_binary;
   std::vector<std::string> agent_args;  // extra exec flags (e.g. --virtual-clock)
   double timeout_s = 3600;              // per pass

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -103,7 +103,7 @@ struct Flags {
   lhs = std::move(DFX_CONCAT(r_, __LINE__)).value()
 
 int Run(std::vector<std::string> args) {
-  auto parsed = dfx::collectors::ParseRunConfigFlags(args);
+  auto parsed = dfx::config::ParseRunConfigFlags(args);
   if (!parsed.ok()) return Fail(parsed.status().message());
   for (const auto& w : parsed->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   dc::SessionOptions so;
@@ -129,6 +129,11 @@ int Run(std::vector<std::string> args) {
       }
     } else if (f == "--attach") {
       attach = true;
+    } else if (f == "--work-dir") {
+      std::string v;
+      OR_FAIL(v, flags.Value());
+      if (v.empty()) return Fail("--work-dir: the directory must not be empty");
+      so.work_dir = v;
     } else if (f == "--bind") {
       OR_FAIL(so.bind, flags.Value());
     } else if (f == "--chips-per-agent") {
@@ -172,18 +177,17 @@ int Run(std::vector<std::string> args) {
   if (positional.size() != 1) {
     return Fail("run: expected exactly one PROGRAM.json or PLAN.json\n" + std::string(kUsage));
   }
-  if (so.config.work_dir.empty()) return Fail("run: --work-dir DIR is required");
+  if (so.work_dir.empty()) return Fail("run: --work-dir DIR is required");
   const fs::path file = positional[0];
   auto json = dfx::ReadJsonFile(file);
   if (!json.ok()) return Fail(json.status().message());
   auto agent = dc::FindAgentBinary();
   if (!agent.ok()) return Fail(agent.status().message(), 1);
-  so.work_dir = so.config.work_dir;
   so.agent_binary = *agent;
   const fs::path dfx_dir = so.work_dir / "dfx_outputs";
 
   const bool is_plan = dc::IsPlan(*json);
-  const bool two_pass = so.config.execution_mode == dfx::collectors::ExecutionMode::kOnboard &&
+  const bool two_pass = so.config.execution_mode == dfx::config::ExecutionMode::kOnboard &&
                         so.config.enable_chip_swimlane > 0;
   auto print_common = [&] {
     if (so.config.AnyDfx()) {
@@ -203,6 +207,7 @@ int Run(std::vector<std::string> args) {
       return Fail(dfx::JsonError(file, "$", "a program object", *json).message());
     dc::L2Options l2;
     l2.program = file;
+    l2.work_dir = so.work_dir;
     l2.config = so.config;
     l2.agent_binary = so.agent_binary;
     l2.agent_args = so.agent_args;
@@ -263,14 +268,13 @@ int Run(std::vector<std::string> args) {
   if (bench) {
     // A separate plain session (no DFX flags) in a scratch work dir.
     dc::SessionOptions plain = so;
-    dfx::collectors::RunConfig c;
+    dfx::config::RunConfig c;
     c.backend_type = so.config.backend_type;
     c.execution_mode = so.config.execution_mode;
     c.aicpu_thread_num = so.config.aicpu_thread_num;
     c.rings = so.config.rings;
     plain.config = c;
     plain.work_dir = so.work_dir / ".bench";
-    plain.config.work_dir = plain.work_dir.string();
     plain.spool_root.clear();
     plain.live_progress = false;
     const auto t0 = std::chrono::steady_clock::now();

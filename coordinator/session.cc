@@ -24,7 +24,8 @@
 #include "coordinator/report.h"
 #include "protocol/channel.h"
 #include "protocol/codec.h"
-#include "protocol/run_config_wire.h"
+#include "collectors/artifact_layout.h"
+#include "config/pass_plan.h"
 
 namespace dfx::coordinator {
 
@@ -267,7 +268,7 @@ struct DispatchRecord {
   int rank = 0;
   uint32_t k = 0;
   std::string program;
-  protocol::PassKind pass = protocol::PassKind::kSingle;
+  config::PassKind pass = config::PassKind::kSingle;
   std::string status = "pending";  // pending | running | ok | failed | not_run
   std::string error;
   uint64_t start_ns = 0;
@@ -715,7 +716,7 @@ class Coordinator {
       }
       record = static_cast<size_t>(d - dispatches_.data());
     }
-    const std::string rel = protocol::DispatchDirName(b.rank, b.k) + "/" + *clean;
+    const std::string rel = collectors::DispatchDirPath(b.rank, b.k) + "/" + *clean;
     if (CrossesSymlink(dfx_dir_, rel)) {
       AckFail(agent, b.transfer_id, "the destination " + rel + " goes through a symbolic link");
       return;
@@ -864,7 +865,7 @@ class Coordinator {
     }
     if (!options_.live_progress) {
       std::fprintf(stderr, "[dfx-coordinator] rank %d d%u (%s, %s pass): %s%s%s\n", d.rank, d.k,
-                   d.program.c_str(), protocol::PassKindName(d.pass), d.status.c_str(),
+                   d.program.c_str(), config::PassKindName(d.pass), d.status.c_str(),
                    d.error.empty() ? "" : ": ", d.error.c_str());
     }
     manifest_dirty_ = true;
@@ -1065,9 +1066,9 @@ class Coordinator {
     m["work_dir"] = fs::absolute(options_.work_dir).string();
     m["launcher"] = LauncherName(options_.launcher);
     m["endpoint"] = router_.endpoint();
-    m["run_config"] = collectors::RunConfigToJson(options_.config);
+    m["run_config"] = config::RunConfigToJson(options_.config);
     Json passes = Json::array();
-    for (const auto& p : passes_) passes.push_back(protocol::PassKindName(p.kind));
+    for (const auto& p : passes_) passes.push_back(config::PassKindName(p.kind));
     m["passes"] = passes;
     Json ranks = Json::array();
     for (size_t r = 0; r < ranks_.size(); ++r) {
@@ -1092,9 +1093,9 @@ class Coordinator {
       Json j;
       j["rank"] = d.rank;
       j["k"] = d.k;
-      j["dir"] = protocol::DispatchDirName(d.rank, d.k);
+      j["dir"] = collectors::DispatchDirPath(d.rank, d.k);
       j["program"] = d.program;
-      j["pass"] = protocol::PassKindName(d.pass);
+      j["pass"] = config::PassKindName(d.pass);
       j["status"] = d.status;
       j["error"] = NullOr(d.error);
       j["start_ns"] = d.start_ns;
@@ -1137,7 +1138,7 @@ class Coordinator {
       crash_after_chunks_ = std::strtoull(f, nullptr, 10);
     }
     DFX_ASSIGN_OR_RETURN(std::vector<PlannedDispatch> planned, ExpandPlan(plan, options_.ranks));
-    passes_ = PlanPasses(options_.config, /*l3=*/true);
+    passes_ = config::PlanPasses(options_.config, /*l3=*/true);
     session_ = RandomSessionId();
     ranks_.assign(static_cast<size_t>(options_.ranks), RankState{});
 
@@ -1160,7 +1161,7 @@ class Coordinator {
                  endpoint().c_str());
 
     // Dispatch records for every pass, queued per rank in plan order.
-    for (const PassPlan& pass : passes_) {
+    for (const config::PassPlan& pass : passes_) {
       for (const PlannedDispatch& p : planned) {
         DispatchRecord d;
         d.rank = p.rank;
@@ -1212,10 +1213,10 @@ class Coordinator {
     // 2. Fan-out, pass by pass: ordered per rank, ranks in parallel.
     size_t per_pass = planned.size();
     for (size_t p = 0; p < passes_.size(); ++p) {
-      const PassPlan& pass = passes_[p];
+      const config::PassPlan& pass = passes_[p];
       if (passes_.size() > 1) {
         std::fprintf(stderr, "[dfx-coordinator] l3_swimlane_pass=%s event=begin\n",
-                     protocol::PassKindName(pass.kind));
+                     config::PassKindName(pass.kind));
       }
       for (size_t i = p * per_pass; i < (p + 1) * per_pass; ++i) {
         DispatchRecord& d = dispatches_[i];
@@ -1238,7 +1239,7 @@ class Coordinator {
       }
       if (passes_.size() > 1) {
         std::fprintf(stderr, "[dfx-coordinator] l3_swimlane_pass=%s event=end\n",
-                     protocol::PassKindName(pass.kind));
+                     config::PassKindName(pass.kind));
       }
     }
     for (RankState& rs : ranks_) {
@@ -1259,7 +1260,7 @@ class Coordinator {
       }
     }
     for (const DispatchRecord& d : dispatches_) {
-      if (d.status == "failed" && d.pass == protocol::PassKind::kGraph) {
+      if (d.status == "failed" && d.pass == config::PassKind::kGraph) {
         // Best effort (spec §2.6/§2.7): the timing pass still ran; lanes of
         // this dispatch fall back to anonymous task(rXtY).
         std::printf(
@@ -1268,7 +1269,7 @@ class Coordinator {
             "task(rXtY) (deps.json expected at %s); diagnose it from this error -- "
             "--enable-dep-gen reruns nothing, that pass already runs on its own\n",
             d.rank, d.k, d.program.c_str(), d.error.c_str(),
-            ShellQuote((dfx_dir_ / protocol::DispatchDirName(d.rank, d.k) / "deps.json").string())
+            ShellQuote((dfx_dir_ / collectors::DispatchDirPath(d.rank, d.k) / "deps.json").string())
                 .c_str());
       } else if (d.status != "ok") {
         ok = false;
@@ -1293,7 +1294,7 @@ class Coordinator {
     if (options_.config.AnyDfx()) {
       for (const DispatchRecord& d : dispatches_) {
         for (const char* extra : {"dispatch_program.json"}) {
-          std::string rel = protocol::DispatchDirName(d.rank, d.k) + "/" + extra;
+          std::string rel = collectors::DispatchDirPath(d.rank, d.k) + "/" + extra;
           if (fs::exists(dfx_dir_ / rel) &&
               std::find(out.artifacts.begin(), out.artifacts.end(), rel) == out.artifacts.end()) {
             out.artifacts.push_back(rel);
@@ -1307,7 +1308,7 @@ class Coordinator {
     return out;
   }
 
-  void SendNext(int rank, const PassPlan& pass) {
+  void SendNext(int rank, const config::PassPlan& pass) {
     RankState& rs = ranks_[rank];
     size_t index = rs.queue.front();
     rs.queue.pop_front();
@@ -1322,16 +1323,16 @@ class Coordinator {
       Json label;
       label["program"] = d.program;
       Status s = WriteJsonFileAtomic(
-          dfx_dir_ / protocol::DispatchDirName(d.rank, d.k) / "dispatch_program.json", label, -1);
+          dfx_dir_ / collectors::DispatchDirPath(d.rank, d.k) / "dispatch_program.json", label, -1);
       if (!s.ok()) DFX_LOG_WARN("dispatch_program.json: {}", s.message());
     }
     protocol::Dispatch msg;
-    msg.run_id = session_;
+    msg.session_id = session_;
     msg.rank = d.rank;
     msg.k = d.k;
     msg.program_name = d.program;
     msg.program_json = program.json_text;
-    msg.config = protocol::ToWire(pass.config);
+    msg.config = pass.config;
     msg.pass = pass.kind;
     d.start_ns = Now();
     d.status = "sent";
@@ -1612,7 +1613,7 @@ class Coordinator {
   protocol::RouterChannel router_;
   uint64_t session_ = 0;
   std::string plan_name_;
-  std::vector<PassPlan> passes_;
+  std::vector<config::PassPlan> passes_;
   std::map<std::string, AgentState> agents_;
   std::vector<RankState> ranks_;
   std::vector<DispatchRecord> dispatches_;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/status.h"
@@ -28,7 +28,7 @@ const char* LauncherName(Launcher launcher);
 
 struct SessionOptions {
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
-  collectors::RunConfig config;    // as the user asked (passes derive from it)
+  config::RunConfig config;    // as the user asked (passes derive from it)
   int ranks = 1;
   int chips_per_agent = 1;
   Launcher launcher = Launcher::kLocal;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/status.h"
 #include "device/program.h"
 
@@ -27,8 +27,10 @@ struct ChipProgress {
   std::atomic<uint64_t> tasks_done{0};   // finished so far
 };
 
+// How a chip is built. Which chip model (a2a3 or a5) a program runs on is
+// not a property of the chip but of each dispatch: RunProgram's RunConfig
+// (backend_type) selects it, so one agent serves runs of either backend.
 struct ChipOptions {
-  collectors::BackendType backend = collectors::BackendType::kA2A3;
   // Emulated cores actually run (the model's core count is larger; the host
   // has few CPUs). 0 = a small default (e.g. 2 AIC + 4 AIV).
   int aic_cores = 0;
@@ -76,11 +78,14 @@ struct DispatchResult {
 class Chip {
  public:
   virtual ~Chip() = default;
-  virtual std::string Describe() const = 0;  // e.g. "a2a3 emulator: 2 AIC + 4 AIV, 50 MHz"
-  // Runs `program` once with the collectors `config` enables, writing every
-  // artifact flat into `output_dir` (created if needed; nothing is created when
-  // no DFX flag is on). A kernel error fails this dispatch only.
-  virtual DispatchResult RunProgram(const Program& program, const collectors::RunConfig& config,
+  virtual std::string Describe() const = 0;  // e.g. "emulator: 2 AIC + 4 AIV; ..."
+  // Runs `program` once on the chip model `config.backend_type` names, with
+  // the collectors `config` enables, writing every artifact flat into
+  // `output_dir` (created if needed; nothing is created when no DFX flag is
+  // on). An invalid config (Validate) or one the model cannot honour (e.g.
+  // more AICPU threads than the model has) is refused before anything runs;
+  // a kernel error fails this dispatch only.
+  virtual DispatchResult RunProgram(const Program& program, const config::RunConfig& config,
                                     const std::filesystem::path& output_dir) = 0;
 
   // The chip's device-resident tensors: read before a run for every

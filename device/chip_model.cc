@@ -8,7 +8,7 @@ namespace {
 // first-level loops), depth 2/3 smaller, as in the reference runtime's
 // per-depth ring layout.
 const ChipModel kA2A3{
-    collectors::BackendType::kA2A3,
+    config::BackendType::kA2A3,
     "a2a3",
     72,
     50000000,
@@ -23,7 +23,7 @@ const ChipModel kA2A3{
 };
 
 const ChipModel kA5{
-    collectors::BackendType::kA5,
+    config::BackendType::kA5,
     "a5",
     108,
     1000000000,
@@ -39,11 +39,11 @@ const ChipModel kA5{
 
 }  // namespace
 
-const ChipModel& GetChipModel(collectors::BackendType backend) {
-  return backend == collectors::BackendType::kA5 ? kA5 : kA2A3;
+const ChipModel& GetChipModel(config::BackendType backend) {
+  return backend == config::BackendType::kA5 ? kA5 : kA2A3;
 }
 
-RingCapacities ResolveRings(const ChipModel& model, const collectors::RingSizing& sizing) {
+RingCapacities ResolveRings(const ChipModel& model, const config::RingSizing& sizing) {
   RingCapacities r = model.ring_defaults;
   for (int i = 0; i < 4; ++i) {
     if (sizing.task_window[i]) r.task_window[i] = sizing.task_window[i];

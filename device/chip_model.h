@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/status.h"
 
 namespace dfx::device {
@@ -20,7 +20,7 @@ struct RingCapacities {
 };
 
 struct ChipModel {
-  collectors::BackendType backend;
+  config::BackendType backend;
   const char* name;        // "a2a3" | "a5"
   int max_cores;           // PLATFORM_MAX_CORES: 72 / 108
   uint64_t clock_freq_hz;  // PLATFORM_PROF_SYS_CNT_FREQ: 50 MHz / 1 GHz
@@ -32,9 +32,9 @@ struct ChipModel {
   double gm_bytes_per_cycle;    // global memory bandwidth per core
 };
 
-const ChipModel& GetChipModel(collectors::BackendType backend);
+const ChipModel& GetChipModel(config::BackendType backend);
 
 // The model defaults overridden by the non-zero entries of `sizing`.
-RingCapacities ResolveRings(const ChipModel& model, const collectors::RingSizing& sizing);
+RingCapacities ResolveRings(const ChipModel& model, const config::RingSizing& sizing);
 
 }  // namespace dfx::device

@@ -81,7 +81,7 @@ void FillInit(const TensorDecl& t, uint8_t* data) {
 class Engine {
  public:
   Engine(const ChipOptions& opt, const ChipModel& model, int aic, int aiv, const LoweredProgram& lp,
-         const collectors::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report)
+         const config::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report)
       : opt_(opt), model_(model), lp_(lp), prog_(*lp.program), report_(report) {
     for (int i = 0; i < aic; ++i) cores_.push_back(CoreState{CoreType::kAic});
     for (int i = 0; i < aiv; ++i) cores_.push_back(CoreState{CoreType::kAiv});
@@ -900,44 +900,42 @@ class Engine {
   std::condition_variable sched_cv_, orch_cv_;
 };
 
-EmulatedChip::EmulatedChip(const ChipOptions& options)
-    : options_(options), model_(GetChipModel(options.backend)) {
+EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {
   aic_ = options.aic_cores > 0 ? options.aic_cores : 2;
   aiv_ = options.aiv_cores > 0 ? options.aiv_cores : 4;
-  int max_each = model_.max_cores;
-  aic_ = std::min(aic_, max_each);
-  aiv_ = std::min(aiv_, max_each);
 }
 
 std::string EmulatedChip::Describe() const {
-  return std::string(model_.name) + " emulator: " + std::to_string(aic_) + " AIC + " +
-         std::to_string(aiv_) + " AIV of " + std::to_string(model_.max_cores) + " cores, " +
-         std::to_string(model_.clock_freq_hz / 1000000) + " MHz" +
+  const ChipModel& a2a3 = GetChipModel(config::BackendType::kA2A3);
+  const ChipModel& a5 = GetChipModel(config::BackendType::kA5);
+  return "emulator: " + std::to_string(aic_) + " AIC + " + std::to_string(aiv_) + " AIV; " +
+         a2a3.name + " (" + std::to_string(a2a3.clock_freq_hz / 1000000) + " MHz) or " + a5.name +
+         " (" + std::to_string(a5.clock_freq_hz / 1000000) +
+         " MHz) as each dispatch's backend_type says" +
          (options_.virtual_clock ? ", virtual clock" : "");
 }
 
-DispatchResult EmulatedChip::RunProgram(const Program& program, const collectors::RunConfig& config,
+DispatchResult EmulatedChip::RunProgram(const Program& program, const config::RunConfig& config,
                                         const fs::path& output_dir) {
   return Run(program, config, output_dir, nullptr);
 }
 
-DispatchResult EmulatedChip::Run(const Program& program, const collectors::RunConfig& config_in,
+DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig& config_in,
                                  const fs::path& output_dir, RunReport* report,
                                  bool collect_tensors) {
   DispatchResult result;
   uint64_t t0 = MonotonicClock::Instance().NowNs();
-  collectors::RunConfig config = config_in;
+  config::RunConfig config = config_in;
   config.Normalize();
   if (Status s = config.Validate(); !s.ok()) {
     result.status = s;
     return result;
   }
-  if (config.backend_type != options_.backend) {
-    result.status = InvalidArgument(std::string("run config backend_type ") +
-                                    collectors::BackendTypeName(config.backend_type) +
-                                    " does not match this chip (" + model_.name + ")");
-    return result;
-  }
+  // The dispatch's RunConfig selects the chip model; the emulated core
+  // counts are the host's, capped by the model.
+  const ChipModel& model_ = GetChipModel(config.backend_type);
+  const int aic_ = std::min(this->aic_, model_.max_cores);
+  const int aiv_ = std::min(this->aiv_, model_.max_cores);
   if (config.aicpu_thread_num > model_.max_aicpu_threads) {
     result.status = InvalidArgument(
         "aicpu_thread_num " + std::to_string(config.aicpu_thread_num) + " exceeds the " +

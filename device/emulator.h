@@ -60,20 +60,19 @@ class EmulatedChip final : public Chip {
  public:
   explicit EmulatedChip(const ChipOptions& options);
   std::string Describe() const override;
-  DispatchResult RunProgram(const Program& program, const collectors::RunConfig& config,
+  DispatchResult RunProgram(const Program& program, const config::RunConfig& config,
                             const std::filesystem::path& output_dir) override;
   // RunProgram that also fills `report` (may be null). `collect_tensors`
   // copies every tensor's final value into the report.
-  DispatchResult Run(const Program& program, const collectors::RunConfig& config,
+  DispatchResult Run(const Program& program, const config::RunConfig& config,
                      const std::filesystem::path& output_dir, RunReport* report,
                      bool collect_tensors = false);
-  const ChipModel& model() const { return model_; }
+  // Emulated cores of each kind (capped per dispatch by its chip model).
   int aic_cores() const { return aic_; }
   int aiv_cores() const { return aiv_; }
 
  private:
   ChipOptions options_;
-  const ChipModel& model_;
   int aic_;
   int aiv_;
 };

@@ -31,8 +31,8 @@ class EmulatorTest : public ::testing::Test {
   fs::path dir_;
 };
 
-collectors::RunConfig AllFlags(int swimlane = 4, int dump = 2) {
-  collectors::RunConfig c;
+config::RunConfig AllFlags(int swimlane = 4, int dump = 2) {
+  config::RunConfig c;
   c.enable_chip_swimlane = swimlane;
   c.enable_dep_gen = true;
   c.enable_dump_args = dump;
@@ -153,7 +153,7 @@ TEST_F(EmulatorTest, AttentionDecodeMatchesAHostReference) {
   EmulatedChip chip(opt);
   RunReport before, after;
   // x before the run = its init; compute the reference on the host.
-  collectors::RunConfig none;
+  config::RunConfig none;
   Program zero_layers = p;
   zero_layers.orchestration.clear();
   ASSERT_TRUE(chip.Run(zero_layers, none, dir_, &before, true).status.ok());
@@ -188,13 +188,13 @@ TEST_F(EmulatorTest, EveryTaskRunsOnceAndDependenciesAreRespected) {
   o.tasks = 600;
   o.width = 8;
   Program p = GenerateLayeredDag(o);
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   for (bool virtual_clock : {false, true}) {
     ChipOptions opt;
     opt.virtual_clock = virtual_clock;
     EmulatedChip chip(opt);
-    collectors::RunConfig c;
+    config::RunConfig c;
     c.aicpu_thread_num = 3;  // two scheduler threads in real mode
     RunReport report;
     DispatchResult r = chip.Run(p, c, dir_, &report);
@@ -228,7 +228,7 @@ TEST_F(EmulatorTest, TinyRingsBlockTheOrchestratorButGiveTheSameResult) {
     EmulatedChip chip(opt);
     RunReport roomy, tiny;
     ASSERT_TRUE(chip.Run(p, {}, dir_, &roomy, true).status.ok());
-    collectors::RunConfig c;
+    config::RunConfig c;
     c.rings.task_window = {4, 4, 4, 4};
     c.rings.heap = {1024, 1024, 1024, 1024};  // exactly four 256-byte values
     c.rings.dep_pool = {4, 4, 4, 4};
@@ -249,7 +249,7 @@ TEST_F(EmulatorTest, TinyRingsBlockTheOrchestratorButGiveTheSameResult) {
 TEST_F(EmulatorTest, RingsThatCanNeverFitAreClearErrorsNotHangs) {
   Program p = GenerateVectorPipeline(32, 32);  // 4 KiB outputs
   EmulatedChip chip(ChipOptions{});
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.rings.heap = {1024, 1024, 1024, 1024};
   DispatchResult r = chip.RunProgram(p, c, dir_);
   ASSERT_FALSE(r.status.ok());
@@ -264,7 +264,7 @@ TEST_F(EmulatorTest, RingsThatCanNeverFitAreClearErrorsNotHangs) {
     ChipOptions opt;
     opt.virtual_clock = virtual_clock;
     EmulatedChip small(opt);
-    collectors::RunConfig w;
+    config::RunConfig w;
     w.rings.task_window = {4, 4, 4, 4};
     DispatchResult d = small.RunProgram(dag, w, dir_);
     ASSERT_FALSE(d.status.ok());
@@ -277,15 +277,14 @@ TEST_F(EmulatorTest, RingsThatCanNeverFitAreClearErrorsNotHangs) {
 
 TEST_F(EmulatorTest, AicpuThreadNumIsCheckedAgainstTheChipModel) {
   EmulatedChip chip(ChipOptions{});
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.aicpu_thread_num = 5;  // a2a3 has 4
   DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
   ASSERT_FALSE(r.status.ok());
   EXPECT_NE(r.status.message().find("aicpu_thread_num"), std::string::npos) << r.status.message();
-  ChipOptions a5;
-  a5.backend = collectors::BackendType::kA5;
-  EmulatedChip big(a5);
-  c.backend_type = collectors::BackendType::kA5;
+  // The same chip runs an a5 dispatch: the RunConfig selects the model.
+  EmulatedChip& big = chip;
+  c.backend_type = config::BackendType::kA5;
   c.enable_chip_swimlane = 3;
   DispatchResult ok = big.RunProgram(GenerateVectorPipeline(), c, dir_);
   ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
@@ -345,7 +344,7 @@ TEST_F(EmulatorTest, VirtualClockArtifactsAreByteIdenticalAcrossRuns) {
 
 TEST_F(EmulatorTest, DepsJsonOfTheVectorPipelineHasExactlySixEdges) {
   EmulatedChip chip(ChipOptions{});
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.enable_dep_gen = true;
   DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -360,11 +359,11 @@ TEST_F(EmulatorTest, DepsJsonOfTheVectorPipelineHasExactlySixEdges) {
 
 TEST_F(EmulatorTest, SwimlaneLevelsAreRealGuardsEndToEnd) {
   Program p = GenerateAttentionDecode({});
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   for (int level = 1; level <= 4; ++level) {
     EmulatedChip chip(Virtual());
-    collectors::RunConfig c;
+    config::RunConfig c;
     c.enable_chip_swimlane = level;
     fs::path out = dir_ / ("l" + std::to_string(level));
     DispatchResult r = chip.RunProgram(p, c, out);
@@ -391,10 +390,10 @@ TEST_F(EmulatorTest, SwimlaneLevelsAreRealGuardsEndToEnd) {
 
 TEST_F(EmulatorTest, PartialDumpCapturesOnlyMarkedValues) {
   Program p = GenerateAttentionDecode({});  // dump_tag x, attn_out; dumps=[scores]
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   EmulatedChip chip(Virtual());
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.enable_dump_args = 1;
   DispatchResult r = chip.RunProgram(p, c, dir_);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -411,10 +410,10 @@ TEST_F(EmulatorTest, PartialDumpCapturesOnlyMarkedValues) {
 
 TEST_F(EmulatorTest, HybridDumpRecordsAllMetadataButOnlyMarkedPayload) {
   Program p = GenerateAttentionDecode({});
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   EmulatedChip chip(Virtual());
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.enable_dump_args = 3;
   DispatchResult r = chip.RunProgram(p, c, dir_);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -438,7 +437,7 @@ TEST_F(EmulatorTest, AFailedDumpCaptureFailsTheDispatchWithItsError) {
   opt.dump_drain_bytes_per_sec = 100;  // a host that cannot keep up
   opt.dump_timeout_ms = 50;
   EmulatedChip chip(opt);
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.enable_dump_args = 2;
   DispatchResult r = chip.RunProgram(GenerateVectorPipeline(), c, dir_);
   ASSERT_FALSE(r.status.ok());
@@ -454,10 +453,10 @@ TEST_F(EmulatorTest, AFailedDumpCaptureFailsTheDispatchWithItsError) {
 
 TEST_F(EmulatorTest, PmuAndScopeStatsCoverEveryBlockAndScope) {
   Program p = GenerateAttentionDecode({});
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA2A3).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   EmulatedChip chip(Virtual());
-  collectors::RunConfig c;
+  config::RunConfig c;
   c.enable_pmu = 4;
   c.enable_scope_stats = true;
   DispatchResult r = chip.RunProgram(p, c, dir_);

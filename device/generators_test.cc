@@ -39,7 +39,7 @@ TEST(GeneratorsTest, HundredThousandTaskDagGeneratesAndLowers) {
   o.width = 32;
   Program p = GenerateLayeredDag(o);
   ASSERT_EQ(p.submit_count, 100000);
-  auto lp = Lower(p, GetChipModel(collectors::BackendType::kA5).ring_defaults);
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA5).ring_defaults);
   ASSERT_TRUE(lp.ok()) << lp.status().ToString();
   EXPECT_EQ(lp->tasks.back().task_id, 99999u);
 }

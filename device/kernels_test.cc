@@ -131,13 +131,13 @@ TEST(KernelsTest, WrongArgumentCountsAreErrorsNotCrashes) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("got 1 input(s) and 0 output(s)"), std::string::npos) << s.message();
   EXPECT_GT(
-      EstimateWork({&mm, {a.t}, {}, nullptr, 0, 1}, GetChipModel(collectors::BackendType::kA2A3))
+      EstimateWork({&mm, {a.t}, {}, nullptr, 0, 1}, GetChipModel(config::BackendType::kA2A3))
           .total_cycles,
       0u);
 }
 
 TEST(KernelsTest, CostModelIsDeterministicAndScalesWithWork) {
-  const ChipModel& m = GetChipModel(collectors::BackendType::kA2A3);
+  const ChipModel& m = GetChipModel(config::BackendType::kA2A3);
   Host a({64, 64}, DType::kFloat32), b({64, 64}, DType::kFloat32), c({64, 64}, DType::kFloat32);
   Host a2({128, 64}, DType::kFloat32), c2({128, 64}, DType::kFloat32);
   Kernel mm = K(KernelOp::kMatmul, CoreType::kAic);
@@ -151,7 +151,7 @@ TEST(KernelsTest, CostModelIsDeterministicAndScalesWithWork) {
   Kernel busy = K(KernelOp::kBusy);
   busy.duration_us = 10;
   EXPECT_EQ(EstimateWork({&busy, {}, {}, nullptr, 0, 1}, m).total_cycles, 500u);  // 10 us at 50 MHz
-  EXPECT_EQ(EstimateWork({&busy, {}, {}, nullptr, 0, 1}, GetChipModel(collectors::BackendType::kA5))
+  EXPECT_EQ(EstimateWork({&busy, {}, {}, nullptr, 0, 1}, GetChipModel(config::BackendType::kA5))
                 .total_cycles,
             10000u);
 }

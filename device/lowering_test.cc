@@ -14,7 +14,7 @@ namespace {
 using collectors::EdgeSource;
 using collectors::Overlap;
 
-RingCapacities Rings() { return GetChipModel(collectors::BackendType::kA2A3).ring_defaults; }
+RingCapacities Rings() { return GetChipModel(config::BackendType::kA2A3).ring_defaults; }
 
 Program ParseOrDie(const std::string& text) {
   auto j = ParseJson(text, "t.json");

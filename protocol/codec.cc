@@ -70,10 +70,6 @@ Status CheckLimits(const Body& body) {
               CheckText("dispatch.programName", m.program_name.size(), kMaxTextBytes));
           DFX_RETURN_IF_ERROR(
               CheckText("dispatch.programJson", m.program_json.size(), kMaxProgramJsonBytes));
-          DFX_RETURN_IF_ERROR(
-              CheckText("dispatch.config.backendType", m.config.backend_type.size(), 64));
-          DFX_RETURN_IF_ERROR(
-              CheckText("dispatch.config.executionMode", m.config.execution_mode.size(), 64));
         } else if constexpr (std::is_same_v<T, Progress>) {
           DFX_RETURN_IF_ERROR(CheckText("progress.stage", m.stage.size(), kMaxTextBytes));
         } else if constexpr (std::is_same_v<T, ArtifactBegin>) {
@@ -148,14 +144,17 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           }
         } else if constexpr (std::is_same_v<T, Dispatch>) {
           auto d = b.initDispatch();
-          d.setRunId(m.run_id);
+          d.setSessionId(m.session_id);
           d.setRank(m.rank);
           d.setK(m.k);
           d.setProgramName(AsText(m.program_name));
           d.setProgramJson(AsText(m.program_json));
           auto c = d.initConfig();
-          c.setBackendType(AsText(m.config.backend_type));
-          c.setExecutionMode(AsText(m.config.execution_mode));
+          c.setBackend(m.config.backend_type == config::BackendType::kA5 ? w::BackendType::A5
+                                                                          : w::BackendType::A2A3);
+          c.setMode(m.config.execution_mode == config::ExecutionMode::kOnboard
+                        ? w::ExecutionMode::ONBOARD
+                        : w::ExecutionMode::SIM);
           c.setEnableChipSwimlane(m.config.enable_chip_swimlane);
           c.setEnableDepGen(m.config.enable_dep_gen);
           c.setEnableDumpArgs(m.config.enable_dump_args);
@@ -163,9 +162,9 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           c.setEnableScopeStats(m.config.enable_scope_stats);
           c.setSaveKernels(m.config.save_kernels);
           c.setAicpuThreadNum(m.config.aicpu_thread_num);
-          SetU64List(c.initRingTaskWindow(4), m.config.ring_task_window);
-          SetU64List(c.initRingHeap(4), m.config.ring_heap);
-          SetU64List(c.initRingDepPool(4), m.config.ring_dep_pool);
+          SetU64List(c.initRingTaskWindow(4), m.config.rings.task_window);
+          SetU64List(c.initRingHeap(4), m.config.rings.heap);
+          SetU64List(c.initRingDepPool(4), m.config.rings.dep_pool);
           d.setPass(static_cast<w::PassKind>(m.pass));
         } else if constexpr (std::is_same_v<T, DispatchAccepted>) {
           auto d = b.initDispatchAccepted();
@@ -279,15 +278,19 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
     case w::Envelope::Body::DISPATCH: {
       auto d = b.getDispatch();
       Dispatch m;
-      m.run_id = d.getRunId();
+      m.session_id = d.getSessionId();
       m.rank = d.getRank();
       m.k = d.getK();
       m.program_name = ToString(d.getProgramName());
       m.program_json = ToString(d.getProgramJson());
       if (!d.hasConfig()) return InvalidArgument("field dispatch.config is missing");
       auto c = d.getConfig();
-      m.config.backend_type = ToString(c.getBackendType());
-      m.config.execution_mode = ToString(c.getExecutionMode());
+      DFX_ASSIGN_OR_RETURN(m.config.backend_type,
+                           CheckedEnum<config::BackendType>(
+                               "dispatch.config.backend", static_cast<uint16_t>(c.getBackend()), 1));
+      DFX_ASSIGN_OR_RETURN(m.config.execution_mode,
+                           CheckedEnum<config::ExecutionMode>(
+                               "dispatch.config.mode", static_cast<uint16_t>(c.getMode()), 1));
       m.config.enable_chip_swimlane = c.getEnableChipSwimlane();
       m.config.enable_dep_gen = c.getEnableDepGen();
       m.config.enable_dump_args = c.getEnableDumpArgs();
@@ -296,11 +299,11 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.config.save_kernels = c.getSaveKernels();
       m.config.aicpu_thread_num = c.getAicpuThreadNum();
       DFX_RETURN_IF_ERROR(ReadU64List("dispatch.config.ringTaskWindow", c.getRingTaskWindow(),
-                                      &m.config.ring_task_window));
+                                      &m.config.rings.task_window));
       DFX_RETURN_IF_ERROR(
-          ReadU64List("dispatch.config.ringHeap", c.getRingHeap(), &m.config.ring_heap));
-      DFX_RETURN_IF_ERROR(
-          ReadU64List("dispatch.config.ringDepPool", c.getRingDepPool(), &m.config.ring_dep_pool));
+          ReadU64List("dispatch.config.ringHeap", c.getRingHeap(), &m.config.rings.heap));
+      DFX_RETURN_IF_ERROR(ReadU64List("dispatch.config.ringDepPool", c.getRingDepPool(),
+                                      &m.config.rings.dep_pool));
       DFX_ASSIGN_OR_RETURN(
           m.pass, CheckedEnum<PassKind>("dispatch.pass", static_cast<uint16_t>(d.getPass()), 2));
       return Body(std::move(m));
@@ -650,8 +653,6 @@ Result<std::string> SanitizeArtifactPath(std::string_view path) {
   return out;
 }
 
-std::string DispatchDirName(int32_t rank, uint32_t k) { return fmt::format("rank{}/d{}", rank, k); }
-
 const char* AgentModeName(AgentMode mode) {
   switch (mode) {
     case AgentMode::kOneShot:
@@ -660,18 +661,6 @@ const char* AgentModeName(AgentMode mode) {
       return "serve";
     case AgentMode::kRecover:
       return "recover";
-  }
-  return "?";
-}
-
-const char* PassKindName(PassKind pass) {
-  switch (pass) {
-    case PassKind::kSingle:
-      return "single";
-    case PassKind::kGraph:
-      return "graph";
-    case PassKind::kTiming:
-      return "timing";
   }
   return "?";
 }

@@ -77,7 +77,4 @@ Status Validate(const Message& message, const Expectations& expect);
 // canonical form. Anything else is InvalidArgument naming the path and the rule.
 Result<std::string> SanitizeArtifactPath(std::string_view path);
 
-// "rank<N>/d<K>" for a dispatch directory.
-std::string DispatchDirName(int32_t rank, uint32_t k);
-
 }  // namespace dfx::protocol

@@ -29,13 +29,13 @@ Message MakeHello() {
 
 Message MakeDispatch() {
   Dispatch d;
-  d.run_id = 0xabcdefull;
+  d.session_id = 0xabcdefull;
   d.rank = 3;
   d.k = 2;
   d.program_name = "attn";
   d.program_json = R"({"kernels": []})";
-  d.config.backend_type = "a5";
-  d.config.execution_mode = "onboard";
+  d.config.backend_type = config::BackendType::kA5;
+  d.config.execution_mode = config::ExecutionMode::kOnboard;
   d.config.enable_chip_swimlane = 4;
   d.config.enable_dep_gen = true;
   d.config.enable_dump_args = 1;
@@ -43,9 +43,9 @@ Message MakeDispatch() {
   d.config.enable_scope_stats = true;
   d.config.save_kernels = true;
   d.config.aicpu_thread_num = 3;
-  d.config.ring_task_window = {1024, 0, 0, 2048};
-  d.config.ring_heap = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
-  d.config.ring_dep_pool = {0, 64, 0, 0};
+  d.config.rings.task_window = {1024, 0, 0, 2048};
+  d.config.rings.heap = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  d.config.rings.dep_pool = {0, 64, 0, 0};
   d.pass = PassKind::kTiming;
   return Message{Header{kProtocolVersion, 0xabcdefull, 3, 7}, d};
 }

@@ -55,10 +55,20 @@ enum PassKind {
   timing @2;   # onboard timing pass: dep_gen forced off
 }
 
-# The RunConfig as plain fields (collectors/run_config.h), mirrored 1:1.
+enum BackendType {
+  a2a3 @0;
+  a5 @1;
+}
+
+enum ExecutionMode {
+  sim @0;
+  onboard @1;
+}
+
+# The RunConfig (config/run_config.h), mirrored 1:1.
 struct RunConfigWire {
-  backendType @0 :Text;          # "a2a3" | "a5"
-  executionMode @1 :Text;        # "sim" | "onboard"
+  obsoleteBackendType @0 :Text;    # protocol v1 only (a string); v2 sends `backend`
+  obsoleteExecutionMode @1 :Text;  # protocol v1 only (a string); v2 sends `mode`
   enableChipSwimlane @2 :Int32;  # 0..4
   enableDepGen @3 :Bool;
   enableDumpArgs @4 :Int32;      # 0 off, 1 partial, 2 full, 3 hybrid
@@ -69,11 +79,13 @@ struct RunConfigWire {
   ringTaskWindow @9 :List(UInt64);  # exactly 4 entries; 0 = keep default
   ringHeap @10 :List(UInt64);       # exactly 4 entries, bytes; 0 = keep default
   ringDepPool @11 :List(UInt64);    # exactly 4 entries; 0 = keep default
+  backend @12 :BackendType;         # the chip model this dispatch runs on
+  mode @13 :ExecutionMode;          # the DFX pass protocol of the run
 }
 
 # C->A. Run one program once on one chip.
 struct Dispatch {
-  runId @0 :UInt64;          # the session id of the run (repeated for the agent's log)
+  sessionId @0 :UInt64;      # the session id of the run (repeated for the agent's log)
   rank @1 :Int32;            # the chip that runs it (one of the agent's ranks)
   k @2 :UInt32;              # dispatch number on that chip in this run: artifacts go to rank<rank>/d<k>/
   programName @3 :Text;      # the plan's name for the program (dispatch_program.json)
@@ -104,7 +116,7 @@ struct ArtifactBegin {
   transferId @0 :UInt64;     # unique per agent connection; names the stream in Chunk/End/Ack
   rank @1 :Int32;
   k @2 :UInt32;
-  path @3 :Text;             # relative to rank<rank>/d<k>/; no "..", not absolute (one sanitizer: protocol/path.h)
+  path @3 :Text;             # relative to rank<rank>/d<k>/; no "..", not absolute (one sanitizer: protocol/codec.h SanitizeArtifactPath)
   size @4 :UInt64;           # exact byte count that will follow
 }
 

@@ -11,10 +11,14 @@
 #include <variant>
 #include <vector>
 
+#include "config/pass_plan.h"
+#include "config/run_config.h"
+
 namespace dfx::protocol {
 
 // Bumped on any breaking wire change; peers must match exactly.
-constexpr uint32_t kProtocolVersion = 1;
+// v2: RunConfigWire carries the backend and mode as enums.
+constexpr uint32_t kProtocolVersion = 2;
 
 // Reader limits. A frame larger than kMaxFrameBytes is rejected before parsing.
 constexpr uint64_t kMaxChunkBytes = 4ull << 20;         // one ArtifactChunk payload
@@ -55,35 +59,16 @@ struct Ready {
   bool operator==(const Ready&) const = default;
 };
 
-// The RunConfig as plain wire fields (collectors::RunConfig minus work_dir).
-// protocol/ does not depend on collectors/; protocol/run_config_wire.h
-// converts between the two for the modules that link both.
-struct RunConfigFields {
-  std::string backend_type = "a2a3";   // "a2a3" | "a5"
-  std::string execution_mode = "sim";  // "sim" | "onboard"
-  int32_t enable_chip_swimlane = 0;
-  bool enable_dep_gen = false;
-  int32_t enable_dump_args = 0;
-  int32_t enable_pmu = 0;
-  bool enable_scope_stats = false;
-  bool save_kernels = false;
-  int32_t aicpu_thread_num = 0;
-  std::array<uint64_t, 4> ring_task_window{};
-  std::array<uint64_t, 4> ring_heap{};
-  std::array<uint64_t, 4> ring_dep_pool{};
-  bool operator==(const RunConfigFields&) const = default;
-};
-
-enum class PassKind : uint8_t { kSingle = 0, kGraph = 1, kTiming = 2 };
-const char* PassKindName(PassKind pass);
+using config::PassKind;
+using config::PassKindName;
 
 struct Dispatch {
-  uint64_t run_id = 0;
+  uint64_t session_id = 0;  // the run's session (repeats the header's, for the agent's log)
   int32_t rank = 0;
   uint32_t k = 0;
   std::string program_name;
   std::string program_json;
-  RunConfigFields config;
+  config::RunConfig config;  // the collectors to arm; backend_type selects the chip model
   PassKind pass = PassKind::kSingle;
   bool operator==(const Dispatch&) const = default;
 };

@@ -10,20 +10,19 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include "collectors/artifact_layout.h"
 #include "collectors/recorders.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "device/program_loader.h"
 #include "protocol/codec.h"
-#include "protocol/run_config_wire.h"
 #include "rank_agent/exec.h"
 
 namespace dfx::rank_agent {
@@ -276,8 +275,8 @@ struct RankAgent::Impl {
 
   Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
     Completion c;
-    const uint64_t session = d.run_id;
-    c.dir = SessionSpoolDir(options_.spool_root, session) / protocol::DispatchDirName(d.rank, d.k);
+    const uint64_t session = d.session_id;
+    c.dir = SessionSpoolDir(options_.spool_root, session) / collectors::DispatchDirPath(d.rank, d.k);
     auto fail = [&](protocol::DispatchStatus status, std::string error) {
       c.status = status;
       c.error =
@@ -285,8 +284,7 @@ struct RankAgent::Impl {
     };
     const std::string origin = d.program_name.empty() ? "<program>" : d.program_name;
     auto json = ParseJson(d.program_json, origin);
-    auto config = protocol::FromWire(d.config);
-    Status config_ok = config.ok() ? config->Validate() : config.status();
+    Status config_ok = d.config.Validate();
     if (!json.ok()) {
       fail(protocol::DispatchStatus::kRejected, json.status().message());
     } else if (!config_ok.ok()) {
@@ -298,8 +296,7 @@ struct RankAgent::Impl {
       // The k numbering restarts every run: a stale directory of an earlier
       // pass on this agent must not leak into this one.
       fs::remove_all(c.dir, ec);
-      collectors::RunConfig cfg = *config;
-      cfg.work_dir.clear();
+      const config::RunConfig& cfg = d.config;
       Status prep = Status::Ok();
       if (cfg.AnyDfx()) {
         // Serialised with the event loop's removal of emptied spool dirs, so
@@ -308,7 +305,8 @@ struct RankAgent::Impl {
         prep = MakeDirs(c.dir);
         // The name map only where the spec says so (§2.8): swimlane or dep_gen on.
         if (prep.ok() && (cfg.enable_chip_swimlane > 0 || cfg.enable_dep_gen))
-          prep = collectors::WriteNameMap(c.dir / "name_map.json", NameMapFor(*program));
+          prep = collectors::WriteNameMap(c.dir / collectors::kDispatchNameMapFile,
+                                          NameMapFor(*program));
       }
       if (prep.ok()) prep = GraphPassFault(d.pass == protocol::PassKind::kGraph);
       if (!prep.ok()) {
@@ -324,7 +322,7 @@ struct RankAgent::Impl {
     }
     // Whatever the chip managed to write is streamed back, even on failure
     // (the reference exports what it has when a run fails).
-    c.files = ListFiles(c.dir);
+    c.files = collectors::ListArtifactFiles(c.dir);
     c.dispatch = std::move(d);
     return c;
   }
@@ -337,9 +335,9 @@ struct RankAgent::Impl {
       done.swap(done_);
     }
     for (Completion& c : done) {
-      if (c.dispatch.run_id != session_) {
+      if (c.dispatch.session_id != session_) {
         DFX_LOG_WARN("rank {} d{}: finished after its session {} ended; its spool is kept at {}",
-                     c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.run_id), c.dir.string());
+                     c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.session_id), c.dir.string());
         continue;
       }
       for (const std::string& rel : c.files) QueueFile(c.dispatch.rank, c.dispatch.k, c.dir, rel);
@@ -527,7 +525,7 @@ struct RankAgent::Impl {
       return;
     }
     protocol::Dispatch copy = d;
-    copy.run_id = session_;  // the session owns the spool directory
+    copy.session_id = session_;  // the session owns the spool directory
     Send(d.rank, protocol::DispatchAccepted{d.rank, d.k});
     {
       std::lock_guard<std::mutex> lock(w->mu);
@@ -555,26 +553,14 @@ struct RankAgent::Impl {
 
   // Recover mode: offer every file of the session's spool.
   void QueueRecovery() {
-    static const std::regex kDispatchDir(R"(rank(\d+)/d(\d+))");
     uint32_t files = 0;
-    fs::path session_dir = SessionDir();
-    std::error_code ec;
-    std::vector<std::pair<std::pair<int32_t, uint32_t>, fs::path>> dirs;
-    for (auto& rank_entry : fs::directory_iterator(session_dir, ec)) {
-      for (auto& d_entry : fs::directory_iterator(rank_entry.path(), ec)) {
-        std::string rel = fs::relative(d_entry.path(), session_dir, ec).generic_string();
-        std::smatch m;
-        if (!std::regex_match(rel, m, kDispatchDir)) continue;
-        dirs.push_back(
-            {{std::stoi(m[1]), static_cast<uint32_t>(std::stoul(m[2]))}, d_entry.path()});
-      }
-    }
-    std::sort(dirs.begin(), dirs.end());
+    const fs::path session_dir = SessionDir();
     const std::set<int32_t> mine(ranks_.begin(), ranks_.end());
-    for (auto& [key, dir] : dirs) {
-      if (!mine.count(key.first)) continue;
-      for (const std::string& rel : ListFiles(dir)) {
-        QueueFile(key.first, key.second, dir, rel);
+    for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(session_dir)) {
+      if (!mine.count(d.rank)) continue;
+      const fs::path dir = session_dir / collectors::DispatchDirPath(d);
+      for (const std::string& rel : collectors::ListArtifactFiles(dir)) {
+        QueueFile(d.rank, d.k, dir, rel);
         ++files;
       }
     }
@@ -582,17 +568,7 @@ struct RankAgent::Impl {
     send_queue_.emplace_back(GatherDoneMarker{files});
   }
 
-  std::vector<int32_t> RanksInSpool() {
-    static const std::regex kRankDir(R"(rank(\d+))");
-    std::set<int32_t> found;
-    std::error_code ec;
-    for (auto& entry : fs::directory_iterator(SessionDir(), ec)) {
-      std::smatch m;
-      std::string name = entry.path().filename().string();
-      if (std::regex_match(name, m, kRankDir)) found.insert(std::stoi(m[1]));
-    }
-    return {found.begin(), found.end()};
-  }
+  std::vector<int32_t> RanksInSpool() { return collectors::ListRankDirs(SessionDir()); }
 
   // Ends the current session for a serve agent: forget queued work, keep the spool.
   void ResetSession() {
@@ -690,7 +666,7 @@ struct RankAgent::Impl {
             } else {
               std::lock_guard<std::mutex> lock(spool_mu_);
               for (int32_t r : ranks_) {
-                RemoveEmptyDirs(SessionDir() / ("rank" + std::to_string(r)), SessionDir());
+                RemoveEmptyDirs(SessionDir() / collectors::RankDirName(r), SessionDir());
               }
               std::error_code ec;
               fs::remove(SessionDir(), ec);  // only succeeds once every agent has emptied it

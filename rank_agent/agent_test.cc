@@ -76,11 +76,11 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
     if (auto* hb = std::get_if<Heartbeat>(&m->second.body)) echoed |= hb->echo_clock_ns == 1;
   }
   send(Credit{2});
-  RunConfigFields config;
-  config.enable_dep_gen = true;
-  config.enable_chip_swimlane = 2;
-  config.save_kernels = true;
-  send(Dispatch{0x77, 3, 0, "vec", ProgramText(), config, PassKind::kSingle});
+  config::RunConfig run_config;
+  run_config.enable_dep_gen = true;
+  run_config.enable_chip_swimlane = 2;
+  run_config.save_kernels = true;
+  send(Dispatch{0x77, 3, 0, "vec", ProgramText(), run_config, PassKind::kSingle});
   std::map<uint64_t, std::string> names, data;
   std::optional<DispatchDone> done;
   while (!done) {

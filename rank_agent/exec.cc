@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "collectors/artifact_layout.h"
 #include "device/program_loader.h"
 
 namespace dfx::rank_agent {
@@ -20,21 +21,6 @@ collectors::NameMap NameMapFor(const device::Program& program) {
     if (!kernel.name.empty()) map.callable_id_to_name.emplace_back(kernel.func_id, kernel.name);
   }
   return map;
-}
-
-std::vector<std::string> ListFiles(const fs::path& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return files;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (ec || rel.find(".tmp.") != std::string::npos) continue;
-    files.push_back(rel);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 Status GraphPassFault(bool graph_pass) {
@@ -69,20 +55,18 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
         run.status.code(),
         fmt::format("{}: the run failed: {}", options.program_path.string(), run.status.message()));
   }
-  const collectors::RunConfig& c = options.config;
+  const config::RunConfig& c = options.config;
   if (c.enable_chip_swimlane > 0 || c.enable_dep_gen) {
     // L2 form: name_map_<work_dir name>.json beside the artifacts (artifacts.md §3).
-    fs::path work_dir =
-        c.work_dir.empty() ? options.output_dir.parent_path() : fs::path(c.work_dir);
-    std::string label = work_dir.filename().string();
-    if (label.empty()) label = work_dir.parent_path().filename().string();
+    const fs::path work_dir =
+        options.work_dir.empty() ? options.output_dir.parent_path() : options.work_dir;
     DFX_RETURN_IF_ERROR(collectors::WriteNameMap(
-        options.output_dir / fmt::format("name_map_{}.json", label), NameMapFor(program)));
+        options.output_dir / collectors::L2NameMapFileName(work_dir), NameMapFor(program)));
   }
   ExecResult result;
   result.tasks_executed = run.tasks_executed;
   result.warnings = run.warnings;
-  result.artifacts = ListFiles(options.output_dir);
+  result.artifacts = collectors::ListArtifactFiles(options.output_dir);
   return result;
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "collectors/recorders.h"
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/status.h"
 #include "device/chip.h"
 #include "device/program.h"
@@ -20,7 +20,8 @@ namespace dfx::rank_agent {
 struct ExecOptions {
   std::filesystem::path program_path;
   std::filesystem::path output_dir;  // <work_dir>/dfx_outputs
-  collectors::RunConfig config;      // validated by the caller
+  std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
+  config::RunConfig config;      // validated by the caller
   device::ChipOptions chip;
   // "single", "graph" or "timing" (which pass of the coordinator's plan this
   // process runs; only the fault injection below reads it).
@@ -53,9 +54,5 @@ Result<ExecResult> RunExec(const ExecOptions& options);
 // The program's kernel names as a name map (artifacts.md §3): func_id ->
 // name, orchestrator_name = the program's name.
 collectors::NameMap NameMapFor(const device::Program& program);
-
-// Every regular file under `dir`, relative to it, sorted; temporaries of an
-// AtomicFileWriter (".tmp.") are skipped.
-std::vector<std::string> ListFiles(const std::filesystem::path& dir);
 
 }  // namespace dfx::rank_agent

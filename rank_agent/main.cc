@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "rank_agent/agent.h"
@@ -101,7 +101,7 @@ struct Flags {
 };
 
 int RunExecMode(std::vector<std::string> args) {
-  auto parsed = dfx::collectors::ParseRunConfigFlags(args);
+  auto parsed = dfx::config::ParseRunConfigFlags(args);
   if (!parsed.ok()) return Fail(parsed.status().message());
   for (const auto& w : parsed->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   dfx::rank_agent::ExecOptions options;
@@ -117,6 +117,10 @@ int RunExecMode(std::vector<std::string> args) {
       auto v = flags.Value();
       if (!v.ok()) return Fail(v.status().message());
       options.output_dir = *v;
+    } else if (flags.name == "--work-dir") {
+      auto v = flags.Value();
+      if (!v.ok()) return Fail(v.status().message());
+      options.work_dir = *v;
     } else if (flags.name == "--virtual-clock") {
       options.chip.virtual_clock = true;
     } else if (flags.name == "--aic-cores" || flags.name == "--aiv-cores") {
@@ -161,7 +165,6 @@ int RunExecMode(std::vector<std::string> args) {
   if (options.output_dir.empty()) return Fail("exec: --output-dir DIR is required");
   options.config.Normalize();
   if (auto s = options.config.Validate(); !s.ok()) return Fail(s.message());
-  options.chip.backend = options.config.backend_type;
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
   for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   Program p = GenerateLayeredDag(o);
-  const ChipModel& model = GetChipModel(collectors::BackendType::kA2A3);
+  const ChipModel& model = GetChipModel(config::BackendType::kA2A3);
   uint64_t t0 = MonotonicClock::Instance().NowNs();
   auto lp = Lower(p, model.ring_defaults);
   uint64_t lower_ns = MonotonicClock::Instance().NowNs() - t0;
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     ChipOptions opt;
     opt.virtual_clock = m.virtual_clock;
     EmulatedChip chip(opt);
-    collectors::RunConfig c;
+    config::RunConfig c;
     if (m.dfx) {
       c.enable_chip_swimlane = 4;
       c.enable_dep_gen = true;

@@ -64,7 +64,7 @@
 
 #include "collectors/internal/chunked_writer.h"
 #include "collectors/recorders.h"
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
@@ -358,7 +358,7 @@ struct PmuRecorder::Impl {
 PmuRecorder::PmuRecorder(int event_type, const ChipLayout& layout, const CapacityHint& hint)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  if (!IsValidPmuEventType(event_type)) {
+  if (!config::IsValidPmuEventType(event_type)) {
     DFX_LOG_WARN("Invalid PMU event type {}, using default (PIPE_UTILIZATION=2)", event_type);
     event_type = 2;
   }

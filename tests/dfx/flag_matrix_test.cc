@@ -1,6 +1,7 @@
 // The flag matrix (seed page "The flag matrix"): every one of the 31
 // non-empty subsets of the five collection flags, at L2 and at L3 (2 ranks,
-// local launcher), produces exactly its artifacts and nothing else — plus
+// local launcher; both chip models, a2a3 and a5), produces exactly its
+// artifacts and nothing else — plus
 // the name map (swimlane or dep_gen), dispatch_program.json and the run
 // manifest (L3), the merged trace (swimlane) and deps.json co-enabled by a
 // sim swimlane at L3 — and save_kernels is reported forced on.
@@ -90,10 +91,15 @@ TEST_P(FlagMatrixTest, L2ProducesExactlyItsArtifacts) {
   fs::remove_all(dir);
 }
 
-TEST_P(FlagMatrixTest, L3ProducesExactlyItsArtifactsInEveryLeaf) {
-  const int mask = GetParam();
-  fs::path dir = TestDir("matrix_l3_" + std::to_string(mask));
-  std::vector<std::string> flags = {"--ranks", "2", "--launcher", "local"};
+// At L3 each dispatch's RunConfig selects the chip model: a5 must reach the
+// agents' chips (it once failed every dispatch with "does not match this chip").
+class L3FlagMatrixTest : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
+
+TEST_P(L3FlagMatrixTest, L3ProducesExactlyItsArtifactsInEveryLeaf) {
+  const auto& [mask, backend] = GetParam();
+  fs::path dir = TestDir("matrix_l3_" + backend + "_" + std::to_string(mask));
+  std::vector<std::string> flags = {"--ranks", "2", "--launcher", "local", "--backend-type",
+                                    backend};
   for (const auto& f : FlagsOf(mask)) flags.push_back(f);
   auto r = Coordinator(kProgram, dir / "w", flags);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,13 +119,28 @@ TEST_P(FlagMatrixTest, L3ProducesExactlyItsArtifactsInEveryLeaf) {
   Json m = LoadJson(dir / "w/dfx_outputs/run_manifest.json");
   EXPECT_EQ(m["status"], "ok");
   EXPECT_EQ(m["run_config"]["save_kernels"], true) << "forced on by any DFX flag";
+  EXPECT_EQ(m["run_config"]["backend_type"], backend);
   EXPECT_NE(r.out.find("save_kernels: forced on"), std::string::npos) << r.out;
+  if (mask & kSwimlane) {
+    // The records carry the chip model the dispatch ran on (a2a3 50 MHz, a5 1 GHz).
+    Json records = LoadJson(dir / "w/dfx_outputs/rank1/d0/chip_swimlane_records.json");
+    EXPECT_EQ(records["metadata"]["clock_freq_hz"], backend == "a5" ? 1000000000 : 50000000);
+  }
   fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSubsets, FlagMatrixTest, ::testing::Range(1, 32),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return Describe(info.param);
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return Describe(param.param);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(AllSubsets, L3FlagMatrixTest,
+                         ::testing::Combine(::testing::Range(1, 32),
+                                            ::testing::Values(std::string("a2a3"),
+                                                              std::string("a5"))),
+                         [](const ::testing::TestParamInfo<std::tuple<int, std::string>>& param) {
+                           return Describe(std::get<0>(param.param)) + "_" +
+                                  std::get<1>(param.param);
                          });
 
 }  // namespace

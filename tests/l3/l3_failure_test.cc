@@ -385,10 +385,10 @@ TEST(L3FailureTest, AgentRejectsBadMessagesAndKeepsWorking) {
   EXPECT_NE(std::get<DispatchDone>(rejected2->body).error.find("bad"), std::string::npos);
 
   // A good dispatch still runs and streams.
-  RunConfigFields config;
-  config.enable_dep_gen = true;
-  config.save_kernels = true;
-  send(session, 2, Dispatch{session, 2, 1, "vec", Slurp(kVector), config, PassKind::kSingle});
+  config::RunConfig run_config;
+  run_config.enable_dep_gen = true;
+  run_config.save_kernels = true;
+  send(session, 2, Dispatch{session, 2, 1, "vec", Slurp(kVector), run_config, PassKind::kSingle});
   std::map<uint64_t, std::string> names;
   std::map<uint64_t, std::string> data;
   std::optional<DispatchDone> done;

@@ -1,8 +1,8 @@
-#include "collectors/run_config.h"
+#include "config/run_config.h"
 
 #include <gtest/gtest.h>
 
-namespace dfx::collectors {
+namespace dfx::config {
 namespace {
 
 Result<ParsedRunConfig> Parse(std::vector<std::string> args,
@@ -184,14 +184,17 @@ TEST(RunConfigFlags, RingSizing) {
 }
 
 TEST(RunConfigFlags, WorkDirThreadsAndSaveKernels) {
-  auto r = Parse({"--work-dir", "/tmp/w", "--aicpu-thread-num", "3", "--save-kernels"});
+  // --work-dir is the binary's flag (where the session writes), not a
+  // RunConfig field: the parser leaves it, with its value, for the caller.
+  std::vector<std::string> rest;
+  auto r = Parse({"--work-dir", "/tmp/w", "--aicpu-thread-num", "3", "--save-kernels"}, &rest);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->config.work_dir, "/tmp/w");
+  EXPECT_EQ(rest, (std::vector<std::string>{"--work-dir", "/tmp/w"}));
   EXPECT_EQ(r->config.aicpu_thread_num, 3);
   EXPECT_TRUE(r->config.save_kernels);
-  auto missing = Parse({"--work-dir"});
+  auto missing = Parse({"--aicpu-thread-num"});
   ASSERT_FALSE(missing.ok());
-  EXPECT_TRUE(Contains(missing.status().message(), "--work-dir: missing value"));
+  EXPECT_TRUE(Contains(missing.status().message(), "--aicpu-thread-num: missing value"));
 }
 
 TEST(RunConfigValidate, NamesFieldAndRange) {
@@ -221,7 +224,6 @@ TEST(RunConfigJson, RoundTrip) {
   c.enable_pmu = 7;
   c.enable_scope_stats = true;
   c.save_kernels = true;
-  c.work_dir = "/w";
   c.aicpu_thread_num = 4;
   c.rings.task_window = {16, 0, 8, 8};
   c.rings.heap = {1 << 20, 1 << 20, 0, 1024};
@@ -232,7 +234,7 @@ TEST(RunConfigJson, RoundTrip) {
   EXPECT_EQ(keys,
             (std::vector<std::string>{
                 "backend_type", "execution_mode", "enable_chip_swimlane", "enable_dep_gen",
-                "enable_dump_args", "enable_pmu", "enable_scope_stats", "save_kernels", "work_dir",
+                "enable_dump_args", "enable_pmu", "enable_scope_stats", "save_kernels",
                 "aicpu_thread_num", "ring_task_window", "ring_heap", "ring_dep_pool"}));
   auto back = RunConfigFromJson(j, "plan.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -303,4 +305,4 @@ TEST(RunConfigJson, UnknownKeyAndBadRing) {
 }
 
 }  // namespace
-}  // namespace dfx::collectors
+}  // namespace dfx::config

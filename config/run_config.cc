@@ -1,7 +1,9 @@
 // RunConfig parsing and validation (spec/l3-and-runconfig.md §2.1–2.3, Part 3;
 // design.md §4). The CLI and JSON parsers share the same checks so a value
 // refused on one surface is refused on the other with the same words.
-#include "collectors/run_config.h"
+#include "config/run_config.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +14,12 @@
 #include <string>
 #include <string_view>
 
-namespace dfx::collectors {
+namespace dfx::config {
+
+const char* const kSwimlaneLevels = "a collection level in [0, 4] (0–4; true = 4)";
+const char* const kPmuEventTypes = "0 (off) or a PMU event type: 1, 2, 4, 5, 6, 7, 8";
+const char* const kDumpArgsLevels = "0 (off), 1 (partial), 2 (full), 3 (hybrid); bare = 1";
+
 namespace {
 
 constexpr uint64_t kInt32Max = 2147483647ull;
@@ -96,8 +103,8 @@ Status ScalarZeroError(const std::string& name) {
                          "list entry meaning 'keep the default'; omit the field instead)");
 }
 
-const char* const kSwimlaneRange = "a collection level in [0, 4] (0–4; true = 4)";
-const char* const kPmuTypes = "0 (off) or a PMU event type: 1, 2, 4, 5, 6, 7, 8";
+const char* const kSwimlaneRange = kSwimlaneLevels;
+const char* const kPmuTypes = kPmuEventTypes;
 
 // ---------------------------------------------------------------------------
 // CLI
@@ -291,7 +298,7 @@ Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
       DFX_RETURN_IF_ERROR(no_value());
       c.save_kernels = true;
     } else if (name == "--dump-args") {
-      const std::string allowed = "0 (off), 1 (partial), 2 (full), 3 (hybrid); bare = 1";
+      const std::string allowed = kDumpArgsLevels;
       DFX_ASSIGN_OR_RETURN(int v, optional_int(1, allowed));
       if (v < 0 || v > 3) {
         return InvalidArgument(name + " " + std::to_string(v) + ": allowed: " + allowed);
@@ -325,9 +332,6 @@ Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
                                "--backend-type and --execution-mode)");
       }
       out.warnings.push_back(PlatformDeprecation("--platform", *platform));
-    } else if (name == "--work-dir") {
-      DFX_RETURN_IF_ERROR(required(&c.work_dir));
-      if (c.work_dir.empty()) return InvalidArgument(name + ": the directory must not be empty");
     } else if (name == "--aicpu-thread-num") {
       std::string text;
       DFX_RETURN_IF_ERROR(required(&text));
@@ -517,9 +521,6 @@ Result<ParsedRunConfig> RunConfigFromJson(const Json& j, const std::string& orig
       } else {
         c.enable_pmu = v.get<int>();
       }
-    } else if (key == "work_dir") {
-      if (!v.is_string()) return ctx.Error(key, "a directory path string", v);
-      c.work_dir = v.get<std::string>();
     } else if (key == "aicpu_thread_num") {
       if (v.is_null()) continue;
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1024) {
@@ -533,7 +534,7 @@ Result<ParsedRunConfig> RunConfigFromJson(const Json& j, const std::string& orig
                              "\"; known keys: backend_type, execution_mode, platform "
                              "(deprecated), enable_chip_swimlane, enable_l2_swimlane "
                              "(deprecated), enable_dep_gen, enable_dump_args, enable_pmu, "
-                             "enable_scope_stats, save_kernels, work_dir, aicpu_thread_num, "
+                             "enable_scope_stats, save_kernels, aicpu_thread_num, "
                              "ring_task_window, ring_heap, ring_dep_pool");
     }
   }
@@ -576,7 +577,6 @@ Json RunConfigToJson(const RunConfig& c) {
   j["enable_pmu"] = c.enable_pmu;
   j["enable_scope_stats"] = c.enable_scope_stats;
   j["save_kernels"] = c.save_kernels;
-  j["work_dir"] = c.work_dir;
   j["aicpu_thread_num"] = c.aicpu_thread_num;
   j["ring_task_window"] = RingToJson(c.rings.task_window);
   j["ring_heap"] = RingToJson(c.rings.heap);
@@ -584,4 +584,49 @@ Json RunConfigToJson(const RunConfig& c) {
   return j;
 }
 
-}  // namespace dfx::collectors
+std::vector<std::string> RunConfigToFlags(const RunConfig& c) {
+  std::vector<std::string> f = {"--backend-type", BackendTypeName(c.backend_type),
+                                "--execution-mode", ExecutionModeName(c.execution_mode)};
+  if (c.enable_chip_swimlane > 0) {
+    f.push_back("--chip-swimlane-level");
+    f.push_back(std::to_string(c.enable_chip_swimlane));
+  }
+  if (c.enable_dep_gen) f.push_back("--enable-dep-gen");
+  if (c.enable_dump_args > 0) f.push_back("--dump-args=" + std::to_string(c.enable_dump_args));
+  if (c.enable_pmu > 0) f.push_back("--enable-pmu=" + std::to_string(c.enable_pmu));
+  if (c.enable_scope_stats) f.push_back("--enable-scope-stats");
+  if (c.save_kernels) f.push_back("--save-kernels");
+  if (c.aicpu_thread_num > 0) {
+    f.push_back("--aicpu-thread-num");
+    f.push_back(std::to_string(c.aicpu_thread_num));
+  }
+  auto rings = [&](const char* flag, const std::array<uint64_t, 4>& v) {
+    if (v == std::array<uint64_t, 4>{}) return;
+    f.push_back(flag);
+    f.push_back(fmt::format("{},{},{},{}", v[0], v[1], v[2], v[3]));
+  };
+  rings("--ring-task-window", c.rings.task_window);
+  rings("--ring-heap", c.rings.heap);
+  rings("--ring-dep-pool", c.rings.dep_pool);
+  return f;
+}
+
+const char* RunConfigFlagsHelp() {
+  return R"(run configuration (the Runtime DFX flags; any subset):
+  --enable-chip-swimlane [LEVEL]  per-task timing, level 0-4 (bare = 4)
+  --chip-swimlane-level N         the same, level N (wins over --enable-chip-swimlane)
+  --enable-l2-swimlane [LEVEL]    deprecated spelling of --enable-chip-swimlane
+  --enable-dep-gen                task dependency graph (deps.json)
+  --dump-args [LEVEL]             tensor argument dumps: 0 off, 1 partial, 2 full, 3 hybrid (bare = 1)
+  --enable-pmu [N]                PMU counters, event type 1, 2, 4, 5, 6, 7 or 8 (bare = 2)
+  --enable-scope-stats            ring-occupancy scope stats
+  --backend-type a2a3|a5          chip model (default a2a3)
+  --execution-mode sim|onboard    DFX pass protocol (default sim)
+  --platform P                    deprecated: a2a3sim, a2a3, a5sim, a5
+  --save-kernels                  keep the outputs (forced on by any DFX flag)
+  --aicpu-thread-num N            AICPU threads incl. the orchestrator (0 = chip default)
+  --ring-task-window/--ring-heap/--ring-dep-pool N|N,N,N,N   ring sizing (one or four values)
+)";
+}
+
+}  // namespace dfx::config

@@ -1,6 +1,8 @@
 // RunConfig: the one value type that says how a run is configured. It is the
-// source of truth mirrored 1:1 on the wire and on every CLI (design.md §4,
-// spec/l3-and-runconfig.md §2.1–2.3 and Part 3).
+// source of truth mirrored 1:1 on the wire (protocol/dfx.capnp RunConfigWire),
+// in JSON and on every CLI (design.md §4, spec/l3-and-runconfig.md §2.1–2.3
+// and Part 3). This module (config/) depends on common/ only, so every other
+// module can name a RunConfig without linking the collectors.
 //
 // Plain value type; copy freely. Construct through the parsers below, which
 // validate and normalise (true -> 4, bare flags, legacy spellings) and report
@@ -15,7 +17,7 @@
 #include "common/json.h"
 #include "common/status.h"
 
-namespace dfx::collectors {
+namespace dfx::config {
 
 enum class BackendType { kA2A3, kA5 };
 enum class ExecutionMode { kSim, kOnboard };
@@ -30,6 +32,7 @@ struct RingSizing {
   std::array<uint64_t, 4> task_window{};  // power of 2 in [4, INT32_MAX]
   std::array<uint64_t, 4> heap{};         // bytes, power of 2, >= 1024
   std::array<uint64_t, 4> dep_pool{};     // in [4, INT32_MAX]
+  bool operator==(const RingSizing&) const = default;
 };
 
 struct RunConfig {
@@ -44,7 +47,6 @@ struct RunConfig {
   bool enable_scope_stats = false;
 
   bool save_kernels = false;  // forced true whenever any DFX flag is on
-  std::string work_dir;       // artifacts land in <work_dir>/dfx_outputs/
   int aicpu_thread_num = 0;   // 0 = chip model default
   RingSizing rings;
 
@@ -59,6 +61,7 @@ struct RunConfig {
   void Normalize() {
     if (AnyDfx()) save_kernels = true;
   }
+  bool operator==(const RunConfig&) const = default;
 };
 
 bool IsValidPmuEventType(int event_type);  // 1, 2, 4, 5, 6, 7, 8
@@ -76,8 +79,9 @@ struct ParsedRunConfig {
 // --chip-swimlane-level N, --enable-l2-swimlane (deprecated), --enable-dep-gen,
 // --dump-args [LEVEL] (bare = 1), --enable-pmu [N] (bare = 2),
 // --enable-scope-stats, --backend-type, --execution-mode, --platform
-// (deprecated), --work-dir, --aicpu-thread-num, --ring-task-window,
-// --ring-heap, --ring-dep-pool (N or N,N,N,N), --save-kernels.
+// (deprecated), --aicpu-thread-num, --ring-task-window, --ring-heap,
+// --ring-dep-pool (N or N,N,N,N), --save-kernels. Where the artifacts land
+// (--work-dir) is not part of the RunConfig: each binary owns that flag.
 // Errors name the flag, the bad value and what would be right.
 Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args);
 
@@ -88,4 +92,17 @@ Result<ParsedRunConfig> RunConfigFromJson(const Json& j, const std::string& orig
                                           const std::string& json_path = "$");
 Json RunConfigToJson(const RunConfig& config);
 
-}  // namespace dfx::collectors
+// The DFX / run-config flags that reproduce `config` on a command line: the
+// inverse of ParseRunConfigFlags (parsing the result gives `config` back).
+std::vector<std::string> RunConfigToFlags(const RunConfig& config);
+
+// The values each flag accepts, for --help texts.
+extern const char* const kSwimlaneLevels;  // "a collection level in [0, 4] ..."
+extern const char* const kPmuEventTypes;   // "0 (off) or a PMU event type: ..."
+extern const char* const kDumpArgsLevels;  // "0 (off), 1 (partial), ..."
+
+// One line per run-config flag ("  --enable-dep-gen   ..."), for the --help
+// of every binary that takes them.
+const char* RunConfigFlagsHelp();
+
+}  // namespace dfx::config
