@@ -48,7 +48,8 @@ std::string MergedSwimlaneFileName(std::string_view timestamp) {
 }
 
 bool IsMergedSwimlaneFileName(std::string_view n) {
-  return n.size() >= 20 && n.substr(0, 15) == "merged_swimlane" && n.substr(n.size() - 5) == ".json";
+  return n.size() >= 20 && n.substr(0, 15) == "merged_swimlane" &&
+         n.substr(n.size() - 5) == ".json";
 }
 
 fs::path DfxOutputsDir(const fs::path& work_dir) { return work_dir / kDfxOutputsDirName; }

@@ -60,8 +60,7 @@ TEST(ArtifactLayoutTest, ListingsSkipLinksAndTemporaries) {
   std::ofstream(tmp.path() / "outside/secret") << "s";
   fs::create_symlink(tmp.path() / "outside/secret", root / "rank0/d0/link");
   EXPECT_EQ(ListRankDirs(root), (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(ListDispatchDirs(root),
-            (std::vector<DispatchDir>{{0, 0}, {0, 1}, {1, 0}}));
+  EXPECT_EQ(ListDispatchDirs(root), (std::vector<DispatchDir>{{0, 0}, {0, 1}, {1, 0}}));
   EXPECT_EQ(ListArtifactFiles(root / "rank0/d0", /*skip_hidden=*/true),
             (std::vector<std::string>{"args_dump/args.bin", "deps.json"}));
   EXPECT_EQ(ListArtifactFiles(root / "rank0/d0").size(), 3u);

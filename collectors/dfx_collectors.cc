@@ -1,8 +1,8 @@
 // DfxCollectors (the set armed for one dispatch) and the name map writer.
 #include "collectors/recorders.h"
-#include "config/run_config.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "config/run_config.h"
 
 namespace dfx::collectors {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "collectors/recorders.h"
-#include "config/run_config.h"
 #include "collectors/testing/test_util.h"
+#include "config/run_config.h"
 
 namespace dfx::collectors {
 namespace {

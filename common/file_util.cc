@@ -73,8 +73,8 @@ Status AtomicFileWriter::Open(const fs::path& final_path) {
   temp_path_ = TemporaryPathFor(final_path);
   file_ = std::fopen(temp_path_.c_str(), "wb");
   if (file_ == nullptr) {
-    return InvalidArgument(temp_path_.string() + ": cannot open for writing: " +
-                           std::strerror(errno));
+    return InvalidArgument(temp_path_.string() +
+                           ": cannot open for writing: " + std::strerror(errno));
   }
   bytes_written_ = 0;
   return Status::Ok();

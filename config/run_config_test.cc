@@ -231,11 +231,10 @@ TEST(RunConfigJson, RoundTrip) {
   Json j = RunConfigToJson(c);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{
-                "backend_type", "execution_mode", "enable_chip_swimlane", "enable_dep_gen",
-                "enable_dump_args", "enable_pmu", "enable_scope_stats", "save_kernels",
-                "aicpu_thread_num", "ring_task_window", "ring_heap", "ring_dep_pool"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "backend_type", "execution_mode", "enable_chip_swimlane", "enable_dep_gen",
+                      "enable_dump_args", "enable_pmu", "enable_scope_stats", "save_kernels",
+                      "aicpu_thread_num", "ring_task_window", "ring_heap", "ring_dep_pool"}));
   auto back = RunConfigFromJson(j, "plan.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back->warnings.empty());

@@ -7,15 +7,14 @@
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
+#include "common/subprocess.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
-#include "coordinator/process.h"
 #include "coordinator/report.h"
 
 namespace dfx::coordinator {
 
 namespace fs = std::filesystem;
-
 
 Result<L2Outcome> RunL2(const L2Options& options) {
   const fs::path& work_dir = options.work_dir;
@@ -52,9 +51,9 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
     if (!child.Wait(static_cast<int>(options.timeout_s * 1000))) {
       child.Terminate(2000);
-      std::string text = fmt::format(
-          "{}: the {} pass did not finish within --dispatch-timeout {:g} s",
-          options.program.string(), config::PassKindName(pass.kind), options.timeout_s);
+      std::string text =
+          fmt::format("{}: the {} pass did not finish within --dispatch-timeout {:g} s",
+                      options.program.string(), config::PassKindName(pass.kind), options.timeout_s);
       if (pass.kind == config::PassKind::kGraph) {
         std::printf(
             "warning: %s; the swimlane will have no arrows or kernel names (deps.json "
@@ -66,9 +65,9 @@ Result<L2Outcome> RunL2(const L2Options& options) {
       return DeadlineExceeded(text);
     }
     if (!child.succeeded()) {
-      std::string text = fmt::format("{}: the {} pass failed ({}); its error is printed above",
-                                     options.program.string(), config::PassKindName(pass.kind),
-                                     child.Describe());
+      std::string text =
+          fmt::format("{}: the {} pass failed ({}); its error is printed above",
+                      options.program.string(), config::PassKindName(pass.kind), child.Describe());
       if (pass.kind == config::PassKind::kGraph) {
         // Best effort, like the reference: the timing pass still runs.
         std::printf(
@@ -101,7 +100,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
         options.program.string(),      "--output-dir", (work_dir / ".bench_unused").string()};
     for (const auto& f : config::RunConfigToFlags(plain)) argv.push_back(f);
     argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
-    DFX_ASSIGN_OR_RETURN(CapturedRun run, RunCaptured(argv, options.timeout_s));
+    DFX_ASSIGN_OR_RETURN(CompletedRun run, RunCaptured(argv, options.timeout_s));
     if (run.exit_code != 0) {
       return Internal(fmt::format(
           "{}: the --bench plain run failed ({}): {}", options.program.string(),

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/status.h"
+#include "config/run_config.h"
 
 namespace dfx::coordinator {
 

@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/subprocess.h"
+#include "config/run_config.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
-#include "coordinator/process.h"
 #include "coordinator/report.h"
 #include "coordinator/session.h"
 
@@ -181,7 +181,7 @@ int Run(std::vector<std::string> args) {
   const fs::path file = positional[0];
   auto json = dfx::ReadJsonFile(file);
   if (!json.ok()) return Fail(json.status().message());
-  auto agent = dc::FindAgentBinary();
+  auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
   if (!agent.ok()) return Fail(agent.status().message(), 1);
   so.agent_binary = *agent;
   const fs::path dfx_dir = so.work_dir / "dfx_outputs";
@@ -192,7 +192,7 @@ int Run(std::vector<std::string> args) {
   auto print_common = [&] {
     if (so.config.AnyDfx()) {
       std::printf("save_kernels: forced on (a DFX flag is on); %s is kept after the run\n",
-                  dc::ShellQuote(dfx_dir.string()).c_str());
+                  dfx::ShellQuote(dfx_dir.string()).c_str());
     }
     if (two_pass) {
       std::printf(
@@ -244,9 +244,10 @@ int Run(std::vector<std::string> args) {
   } else if (launcher) {
     so.launcher = *launcher == "mpirun" ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
   } else {
-    so.launcher = dc::OnPath("mpirun") ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+    so.launcher =
+        dfx::FindExecutable("mpirun").has_value() ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
   }
-  if (so.launcher == dc::Launcher::kMpirun && !dc::OnPath("mpirun")) {
+  if (so.launcher == dc::Launcher::kMpirun && !dfx::FindExecutable("mpirun").has_value()) {
     return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local", 1);
   }
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
@@ -263,7 +264,7 @@ int Run(std::vector<std::string> args) {
   }
   if (!outcome->artifacts.empty())
     dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
-  std::printf("run manifest: %s\n", dc::ShellQuote(outcome->manifest_path.string()).c_str());
+  std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
   print_common();
   if (bench) {
     // A separate plain session (no DFX flags) in a scratch work dir.
@@ -334,7 +335,7 @@ int Gather(std::vector<std::string> args) {
         "gather: --attach needs --bind ENDPOINT (where the serve agents connect, e.g. the run's "
         "--bind)");
   }
-  auto agent = dc::FindAgentBinary();
+  auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
   if (!agent.ok()) return Fail(agent.status().message(), 1);
   options.agent_binary = *agent;
   auto out = dc::RunGather(options);
@@ -343,7 +344,7 @@ int Gather(std::vector<std::string> args) {
   std::printf("gather of session %s: %zu file(s) recovered\n", dfx::Hex64(out->session_id).c_str(),
               out->recovered.size());
   for (const auto& r : out->recovered) {
-    std::printf("  %s\n", dc::ShellQuote((dfx_dir / r).string()).c_str());
+    std::printf("  %s\n", dfx::ShellQuote((dfx_dir / r).string()).c_str());
   }
   for (const auto& f : out->failed) std::fprintf(stderr, "  not recovered: %s\n", f.c_str());
   return out->success ? 0 : 1;

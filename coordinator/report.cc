@@ -20,7 +20,7 @@
 
 #include "common/file_util.h"
 
-#include "coordinator/process.h"
+#include "common/subprocess.h"
 
 namespace dfx::coordinator {
 
@@ -74,79 +74,6 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
   }
 }
 
-Result<fs::path> FindViewBinary() {
-  std::vector<fs::path> tried;
-  std::error_code ec;
-  auto usable = [&](const fs::path& p) {
-    tried.push_back(p);
-    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (const char* env = std::getenv("DFX_VIEW"); env != nullptr && *env != '\0') {
-    if (usable(env)) return fs::path(env);
-  }
-  const fs::path self = SelfDir();
-  for (const fs::path& p : {self / "dfx-view", self.parent_path() / "tools" / "dfx-view"}) {
-    if (usable(p)) return p.lexically_normal();
-  }
-  if (OnPath("dfx-view")) return fs::path("dfx-view");
-  std::string where;
-  for (const auto& p : tried) where += (where.empty() ? "" : ", ") + p.string();
-  return NotFound("dfx-view not found (looked at $DFX_VIEW, " + where +
-                  " and PATH); build the dfx-view target or set DFX_VIEW=/path/to/dfx-view");
-}
-
-Result<CapturedRun> RunCaptured(const std::vector<std::string>& argv, double timeout_s) {
-  char log_template[] = "/tmp/dfx-coordinator-child-XXXXXX";
-  const int log_fd = ::mkstemp(log_template);
-  if (log_fd < 0) return Internal("cannot create a temporary file for a child's output");
-  ::unlink(log_template);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const auto t0 = std::chrono::steady_clock::now();
-  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    ::close(log_fd);
-    return Unavailable(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
-  }
-  CapturedRun run;
-  int status = 0;
-  const auto deadline = t0 + std::chrono::duration<double>(timeout_s);
-  for (;;) {
-    pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      run.timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!run.timed_out && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  ::lseek(log_fd, 0, SEEK_SET);
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(log_fd, buf, sizeof buf)) > 0 && run.output.size() < 65536) {
-    run.output.append(buf, static_cast<size_t>(n));
-  }
-  ::close(log_fd);
-  return run;
-}
-
 namespace {
 
 std::string TraceTimestamp() {
@@ -169,7 +96,7 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
     if (p.filename() == "chip_swimlane_records.json") dirs.insert(p.parent_path().generic_string());
   }
   if (dirs.empty()) return written;
-  auto view = FindViewBinary();
+  auto view = FindProjectBinary("dfx-view", "DFX_VIEW", {"../tools"});
   if (!view.ok()) {
     std::fprintf(out, "warning: no merged swimlane trace: %s; the raw records are kept\n",
                  view.status().message().c_str());
@@ -197,8 +124,7 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
       argv.push_back("--func-names");
       argv.push_back(name_map.string());
     }
-    std::string command;
-    for (const auto& a : argv) command += (command.empty() ? "" : " ") + ShellQuote(a);
+    const std::string command = ShellCommand(argv);
     auto run = RunCaptured(argv, timeout_s);
     std::string why;
     if (!run.ok()) {

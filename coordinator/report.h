@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/status.h"
+#include "config/run_config.h"
 #include "protocol/messages.h"
 
 namespace dfx::coordinator {
@@ -19,11 +19,6 @@ namespace dfx::coordinator {
 // when the user asked for dep_gen (spec §2.6).
 void PrintArtifacts(std::FILE* out, const std::filesystem::path& dfx_dir,
                     std::vector<std::string> files, const config::RunConfig& requested);
-
-// Finds dfx-view (the coordinator never links tools/): $DFX_VIEW, else beside
-// this binary (bin/), else ../tools/ (the build tree), else PATH. The error
-// names every place looked at.
-Result<std::filesystem::path> FindViewBinary();
 
 // The automatic post-run conversion (spec §2.5, §2.7): for every directory of
 // `files` (relative to `dfx_dir`) that holds chip_swimlane_records.json, runs
@@ -37,15 +32,5 @@ Result<std::filesystem::path> FindViewBinary();
 std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem::path& dfx_dir,
                                           const std::vector<std::string>& files,
                                           double timeout_s = 600);
-
-// Runs argv as a child with stdout and stderr captured (bounded by
-// `timeout_s`; killed after it). `exit_code` is -1 for a timeout or a signal.
-struct CapturedRun {
-  int exit_code = -1;
-  bool timed_out = false;
-  std::string output;  // stdout + stderr, truncated to 64 KiB
-  double wall_s = 0;
-};
-Result<CapturedRun> RunCaptured(const std::vector<std::string>& argv, double timeout_s);
 
 }  // namespace dfx::coordinator

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "coordinator/process.h"
+#include "common/subprocess.h"
 
 namespace dfx::coordinator {
 namespace {
@@ -46,13 +46,6 @@ TEST(ReportTest, DepsHintOnlyWhenAsked) {
   config::RunConfig c;  // dep_gen off (the graph pass made deps.json)
   std::string out = Capture({"deps.json"}, c, "/w/dfx_outputs");
   EXPECT_EQ(out.find("dfx-view deps"), std::string::npos);
-}
-
-TEST(ReportTest, ShellQuoteMatchesShlex) {
-  EXPECT_EQ(ShellQuote("/a/b.json"), "/a/b.json");
-  EXPECT_EQ(ShellQuote("a b"), "'a b'");
-  EXPECT_EQ(ShellQuote("it's"), "'it'\"'\"'s'");
-  EXPECT_EQ(ShellQuote(""), "''");
 }
 
 }  // namespace

@@ -18,14 +18,14 @@
 #include <system_error>
 #include <thread>
 
+#include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/log.h"
-#include "coordinator/process.h"
+#include "common/subprocess.h"
+#include "config/pass_plan.h"
 #include "coordinator/report.h"
 #include "protocol/channel.h"
 #include "protocol/codec.h"
-#include "collectors/artifact_layout.h"
-#include "config/pass_plan.h"
 
 namespace dfx::coordinator {
 

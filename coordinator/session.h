@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/status.h"
+#include "config/run_config.h"
 #include "coordinator/plan.h"
 
 namespace dfx::coordinator {
@@ -28,7 +28,7 @@ const char* LauncherName(Launcher launcher);
 
 struct SessionOptions {
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
-  config::RunConfig config;    // as the user asked (passes derive from it)
+  config::RunConfig config;        // as the user asked (passes derive from it)
   int ranks = 1;
   int chips_per_agent = 1;
   Launcher launcher = Launcher::kLocal;

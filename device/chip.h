@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/status.h"
+#include "config/run_config.h"
 #include "device/program.h"
 
 namespace dfx::device {

@@ -6,8 +6,8 @@
 #include <array>
 #include <cstdint>
 
-#include "config/run_config.h"
 #include "common/status.h"
+#include "config/run_config.h"
 
 namespace dfx::device {
 

@@ -157,8 +157,7 @@ class Engine {
       ResidentTensor& r = (*resident_)[decl.name];
       r.dtype = decl.dtype;
       r.shape = decl.shape;
-      r.bytes.assign(mem->second.get(),
-                     mem->second.get() + decl.Numel() * DTypeSize(decl.dtype));
+      r.bytes.assign(mem->second.get(), mem->second.get() + decl.Numel() * DTypeSize(decl.dtype));
     }
   }
 

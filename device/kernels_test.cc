@@ -130,10 +130,9 @@ TEST(KernelsTest, WrongArgumentCountsAreErrorsNotCrashes) {
   Status s = RunKernelBlock({&mm, {a.t}, {}, nullptr, 0, 1}, false);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("got 1 input(s) and 0 output(s)"), std::string::npos) << s.message();
-  EXPECT_GT(
-      EstimateWork({&mm, {a.t}, {}, nullptr, 0, 1}, GetChipModel(config::BackendType::kA2A3))
-          .total_cycles,
-      0u);
+  EXPECT_GT(EstimateWork({&mm, {a.t}, {}, nullptr, 0, 1}, GetChipModel(config::BackendType::kA2A3))
+                .total_cycles,
+            0u);
 }
 
 TEST(KernelsTest, CostModelIsDeterministicAndScalesWithWork) {

@@ -151,7 +151,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setProgramJson(AsText(m.program_json));
           auto c = d.initConfig();
           c.setBackend(m.config.backend_type == config::BackendType::kA5 ? w::BackendType::A5
-                                                                          : w::BackendType::A2A3);
+                                                                         : w::BackendType::A2A3);
           c.setMode(m.config.execution_mode == config::ExecutionMode::kOnboard
                         ? w::ExecutionMode::ONBOARD
                         : w::ExecutionMode::SIM);
@@ -285,9 +285,9 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.program_json = ToString(d.getProgramJson());
       if (!d.hasConfig()) return InvalidArgument("field dispatch.config is missing");
       auto c = d.getConfig();
-      DFX_ASSIGN_OR_RETURN(m.config.backend_type,
-                           CheckedEnum<config::BackendType>(
-                               "dispatch.config.backend", static_cast<uint16_t>(c.getBackend()), 1));
+      DFX_ASSIGN_OR_RETURN(m.config.backend_type, CheckedEnum<config::BackendType>(
+                                                      "dispatch.config.backend",
+                                                      static_cast<uint16_t>(c.getBackend()), 1));
       DFX_ASSIGN_OR_RETURN(m.config.execution_mode,
                            CheckedEnum<config::ExecutionMode>(
                                "dispatch.config.mode", static_cast<uint16_t>(c.getMode()), 1));
@@ -302,8 +302,8 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
                                       &m.config.rings.task_window));
       DFX_RETURN_IF_ERROR(
           ReadU64List("dispatch.config.ringHeap", c.getRingHeap(), &m.config.rings.heap));
-      DFX_RETURN_IF_ERROR(ReadU64List("dispatch.config.ringDepPool", c.getRingDepPool(),
-                                      &m.config.rings.dep_pool));
+      DFX_RETURN_IF_ERROR(
+          ReadU64List("dispatch.config.ringDepPool", c.getRingDepPool(), &m.config.rings.dep_pool));
       DFX_ASSIGN_OR_RETURN(
           m.pass, CheckedEnum<PassKind>("dispatch.pass", static_cast<uint16_t>(d.getPass()), 2));
       return Body(std::move(m));

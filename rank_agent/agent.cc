@@ -276,7 +276,8 @@ struct RankAgent::Impl {
   Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
     Completion c;
     const uint64_t session = d.session_id;
-    c.dir = SessionSpoolDir(options_.spool_root, session) / collectors::DispatchDirPath(d.rank, d.k);
+    c.dir =
+        SessionSpoolDir(options_.spool_root, session) / collectors::DispatchDirPath(d.rank, d.k);
     auto fail = [&](protocol::DispatchStatus status, std::string error) {
       c.status = status;
       c.error =

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "collectors/recorders.h"
-#include "config/run_config.h"
 #include "common/status.h"
+#include "config/run_config.h"
 #include "device/chip.h"
 #include "device/program.h"
 
@@ -21,7 +21,7 @@ struct ExecOptions {
   std::filesystem::path program_path;
   std::filesystem::path output_dir;  // <work_dir>/dfx_outputs
   std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
-  config::RunConfig config;      // validated by the caller
+  config::RunConfig config;          // validated by the caller
   device::ChipOptions chip;
   // "single", "graph" or "timing" (which pass of the coordinator's plan this
   // process runs; only the fault injection below reads it).

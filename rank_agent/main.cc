@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "config/run_config.h"
 #include "rank_agent/agent.h"
 #include "rank_agent/exec.h"
 #include "rank_agent/rank_env.h"

@@ -64,8 +64,8 @@
 
 #include "collectors/internal/chunked_writer.h"
 #include "collectors/recorders.h"
-#include "config/run_config.h"
 #include "common/log.h"
+#include "config/run_config.h"
 
 namespace dfx::collectors {
 namespace {

@@ -98,8 +98,8 @@ class L3FlagMatrixTest : public ::testing::TestWithParam<std::tuple<int, std::st
 TEST_P(L3FlagMatrixTest, L3ProducesExactlyItsArtifactsInEveryLeaf) {
   const auto& [mask, backend] = GetParam();
   fs::path dir = TestDir("matrix_l3_" + backend + "_" + std::to_string(mask));
-  std::vector<std::string> flags = {"--ranks", "2", "--launcher", "local", "--backend-type",
-                                    backend};
+  std::vector<std::string> flags = {"--ranks",        "2",    "--launcher", "local",
+                                    "--backend-type", backend};
   for (const auto& f : FlagsOf(mask)) flags.push_back(f);
   auto r = Coordinator(kProgram, dir / "w", flags);
   ASSERT_EQ(r.exit_code, 0) << r.err;
