@@ -16,10 +16,10 @@ namespace dfx {
 
 enum class Code {
   kOk = 0,
-  kInvalidArgument,  // bad input: fix the file/flag named in the message
-  kNotFound,         // a named thing does not exist
-  kUnavailable,      // transient: retry may succeed
-  kDeadlineExceeded, // a wait ran out of time
+  kInvalidArgument,   // bad input: fix the file/flag named in the message
+  kNotFound,          // a named thing does not exist
+  kUnavailable,       // transient: retry may succeed
+  kDeadlineExceeded,  // a wait ran out of time
   kFailedPrecondition,
   kInternal,  // a bug or an unexpected environment failure
 };
@@ -58,7 +58,7 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Internal("Result constructed from OK status without value");
   }
@@ -80,22 +80,25 @@ class [[nodiscard]] Result {
 }  // namespace dfx
 
 // Bugs (not bad input) abort with a message.
-#define DFX_CHECK(cond)                                                              \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
+#define DFX_CHECK(cond)                                                               \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
       std::fprintf(stderr, "CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                  \
-    }                                                                                \
+      std::abort();                                                                   \
+    }                                                                                 \
   } while (0)
 
 #define DFX_CONCAT_INNER(a, b) a##b
 #define DFX_CONCAT(a, b) DFX_CONCAT_INNER(a, b)
 
 // Return the status if it is not OK.
-#define DFX_RETURN_IF_ERROR(expr)              \
+// (A name unique per use, so nested lambdas that return errors do not shadow.)
+#define DFX_RETURN_IF_ERROR(expr) \
+  DFX_RETURN_IF_ERROR_IMPL(DFX_CONCAT(dfx_status_, __COUNTER__), expr)
+#define DFX_RETURN_IF_ERROR_IMPL(status, expr) \
   do {                                         \
-    ::dfx::Status dfx_status_ = (expr);        \
-    if (!dfx_status_.ok()) return dfx_status_; \
+    ::dfx::Status status = (expr);             \
+    if (!status.ok()) return status;           \
   } while (0)
 
 // DFX_ASSIGN_OR_RETURN(auto x, ResultReturningCall());

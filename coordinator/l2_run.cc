@@ -10,7 +10,7 @@
 #include "common/subprocess.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
-#include "coordinator/report.h"
+#include "coordinator/post_run.h"
 
 namespace dfx::coordinator {
 
@@ -55,10 +55,9 @@ Result<L2Outcome> RunL2(const L2Options& options) {
           fmt::format("{}: the {} pass did not finish within --dispatch-timeout {:g} s",
                       options.program.string(), config::PassKindName(pass.kind), options.timeout_s);
       if (pass.kind == config::PassKind::kGraph) {
-        std::printf(
-            "warning: %s; the swimlane will have no arrows or kernel names (deps.json "
-            "expected at %s)\n",
-            text.c_str(), ShellQuote((dfx_dir / "deps.json").string()).c_str());
+        std::printf("%s\n", GraphPassWarning(options.program.string(), text,
+                                             dfx_dir / collectors::kDepsFile)
+                                .c_str());
         out.graph_pass_failed = true;
         continue;
       }
@@ -70,12 +69,9 @@ Result<L2Outcome> RunL2(const L2Options& options) {
                       options.program.string(), config::PassKindName(pass.kind), child.Describe());
       if (pass.kind == config::PassKind::kGraph) {
         // Best effort, like the reference: the timing pass still runs.
-        std::printf(
-            "warning: dep_gen capture failed: %s; the swimlane will have no arrows or "
-            "kernel names, its lanes fall back to anonymous task(rXtY) (deps.json expected at "
-            "%s); diagnose the graph pass from its error above -- --enable-dep-gen reruns "
-            "nothing, that pass already runs on its own\n",
-            text.c_str(), ShellQuote((dfx_dir / "deps.json").string()).c_str());
+        std::printf("%s\n", GraphPassWarning(options.program.string(), text,
+                                             dfx_dir / collectors::kDepsFile)
+                                .c_str());
         std::fflush(stdout);
         out.graph_pass_failed = true;
         continue;

@@ -17,11 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "config/run_config.h"
+#include "coordinator/gather.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
 #include "coordinator/report.h"
@@ -184,7 +186,7 @@ int Run(std::vector<std::string> args) {
   auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
   if (!agent.ok()) return Fail(agent.status().message(), 1);
   so.agent_binary = *agent;
-  const fs::path dfx_dir = so.work_dir / "dfx_outputs";
+  const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(so.work_dir);
 
   const bool is_plan = dc::IsPlan(*json);
   const bool two_pass = so.config.execution_mode == dfx::config::ExecutionMode::kOnboard &&
@@ -251,17 +253,12 @@ int Run(std::vector<std::string> args) {
     return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local", 1);
   }
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
+  // Test-only fault injection (the gather tests kill the coordinator mid-stream).
+  if (const char* f = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
+    so.fault_kill_after_chunks = std::strtoull(f, nullptr, 10);
+  }
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message(), 1);
-  if (so.config.enable_chip_swimlane > 0) {
-    // Post-run: one merged trace per rank<N>/d<K>/ (onboard and sim).
-    std::vector<std::string> merged = dc::ConvertSwimlanes(stdout, dfx_dir, outcome->artifacts);
-    outcome->artifacts.insert(outcome->artifacts.end(), merged.begin(), merged.end());
-    if (auto m = dfx::ReadJsonFile(outcome->manifest_path); m.ok() && m->is_object()) {
-      (*m)["merged_swimlane"] = merged;
-      (void)dfx::WriteJsonFileAtomic(outcome->manifest_path, *m, 2);
-    }
-  }
   if (!outcome->artifacts.empty())
     dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
   std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
@@ -340,7 +337,7 @@ int Gather(std::vector<std::string> args) {
   options.agent_binary = *agent;
   auto out = dc::RunGather(options);
   if (!out.ok()) return Fail(out.status().message(), 1);
-  const fs::path dfx_dir = options.work_dir / "dfx_outputs";
+  const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(options.work_dir);
   std::printf("gather of session %s: %zu file(s) recovered\n", dfx::Hex64(out->session_id).c_str(),
               out->recovered.size());
   for (const auto& r : out->recovered) {

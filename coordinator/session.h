@@ -1,13 +1,14 @@
-// The L3 orchestration (design.md §1, §7–§9): one run (session) of a plan
-// over N ranks. The coordinator binds one ROUTER, starts or attaches to rank
-// agents, waits for every rank's READY under one startup deadline, fans
-// dispatches out (ordered per rank, ranks in parallel, one in flight per
-// chip), gathers every artifact into <work_dir>/dfx_outputs/rank<N>/d<K>/
-// (streamed to a temporary name, renamed once its checksum verifies), and
-// writes the run manifest.
+// The L3 run (design.md §1, §7–§9): one session of a plan over N ranks. The
+// coordinator binds one ROUTER (EventLoop), starts or attaches to rank agents
+// (AgentLauncher), waits for every rank's READY under one startup deadline,
+// fans dispatches out (DispatchScheduler: ordered per rank, ranks in
+// parallel, one in flight per chip), gathers every artifact into
+// <work_dir>/dfx_outputs/rank<N>/d<K>/ (ArtifactReceiver: streamed to a
+// temporary name, renamed once its checksum verifies), converts the swimlane
+// records (post_run.h) and writes the run manifest (collectors/run_manifest.h).
 //
-// Threads: Run() owns the ROUTER socket and does everything on the calling
-// thread (one event loop). Not thread-safe; one Run per Session object.
+// Threads: RunSession owns the socket and does everything on the calling
+// thread (one event loop).
 #pragma once
 
 #include <cstdint>
@@ -16,15 +17,12 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/json.h"
 #include "common/status.h"
 #include "config/run_config.h"
+#include "coordinator/launcher.h"
 #include "coordinator/plan.h"
 
 namespace dfx::coordinator {
-
-enum class Launcher { kLocal, kMpirun, kAttach };
-const char* LauncherName(Launcher launcher);
 
 struct SessionOptions {
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
@@ -43,9 +41,13 @@ struct SessionOptions {
   double heartbeat_timeout_s = 10;    // a silent peer is dead after this
   double dispatch_timeout_s = 3600;   // one dispatch, run + stream
   double shutdown_timeout_s = 10;     // agents exiting after Shutdown
+  double convert_timeout_s = 600;     // the post-run swimlane conversion, per dispatch
   uint32_t credit_window = 8;         // chunks in flight per agent
   // Progress display: redraw in place when stderr is a terminal.
   bool live_progress = false;
+  // Test-only fault injection (set by main from the environment): SIGKILL
+  // the coordinator after this many artifact chunks (0 = never).
+  uint64_t fault_kill_after_chunks = 0;
   const Clock* clock = &MonotonicClock::Instance();
 };
 
@@ -62,39 +64,5 @@ struct SessionOutcome {
 // not exist); failures of ranks and dispatches are reported in the outcome
 // and the manifest.
 Result<SessionOutcome> RunSession(const Plan& plan, const SessionOptions& options);
-
-struct GatherOptions {
-  std::filesystem::path work_dir;
-  std::filesystem::path spool_root;  // empty = the one recorded in .session.json
-  std::filesystem::path agent_binary;
-  // Attach mode: no recovery agent is started; running `dfx-rank-agent
-  // serve` agents (on hosts whose spool this coordinator cannot read) connect
-  // to `bind`, get a GatherRequest and stream what their spool still holds.
-  // Done once every rank of the run (.session.json "ranks") was gathered.
-  bool attach = false;
-  std::string bind;
-  double timeout_s = 120;
-  double heartbeat_timeout_s = 10;
-  const Clock* clock = &MonotonicClock::Instance();
-};
-
-struct GatherOutcome {
-  bool success = false;
-  uint64_t session_id = 0;
-  std::vector<std::string> recovered;  // relative to dfx_outputs
-  std::vector<std::string> failed;     // "path: why"
-};
-
-// Collects what agents still hold in their spool after a coordinator crash:
-// reads <work_dir>/dfx_outputs/.session.json, starts a recovery agent on the
-// recorded spool (or, with `attach`, waits for serve agents to connect and
-// sends them a GatherRequest), receives every spooled file exactly like a live run
-// (checksummed, renamed into place), acknowledges it (the agent then deletes
-// its copy) and records the recovery in run_manifest.json.
-Result<GatherOutcome> RunGather(const GatherOptions& options);
-
-// Name of the per-run record written at start: session id, spool, endpoint.
-constexpr const char* kSessionFile = ".session.json";
-constexpr const char* kManifestFile = "run_manifest.json";
 
 }  // namespace dfx::coordinator

@@ -932,17 +932,17 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
   }
   // The dispatch's RunConfig selects the chip model; the emulated core
   // counts are the host's, capped by the model.
-  const ChipModel& model_ = GetChipModel(config.backend_type);
-  const int aic_ = std::min(this->aic_, model_.max_cores);
-  const int aiv_ = std::min(this->aiv_, model_.max_cores);
-  if (config.aicpu_thread_num > model_.max_aicpu_threads) {
+  const ChipModel& model = GetChipModel(config.backend_type);
+  const int aic = std::min(aic_, model.max_cores);
+  const int aiv = std::min(aiv_, model.max_cores);
+  if (config.aicpu_thread_num > model.max_aicpu_threads) {
     result.status = InvalidArgument(
         "aicpu_thread_num " + std::to_string(config.aicpu_thread_num) + " exceeds the " +
-        model_.name + " limit of " + std::to_string(model_.max_aicpu_threads) +
-        " AICPU threads; expected 0 (default) to " + std::to_string(model_.max_aicpu_threads));
+        model.name + " limit of " + std::to_string(model.max_aicpu_threads) +
+        " AICPU threads; expected 0 (default) to " + std::to_string(model.max_aicpu_threads));
     return result;
   }
-  RingCapacities rings = ResolveRings(model_, config.rings);
+  RingCapacities rings = ResolveRings(model, config.rings);
   Result<LoweredProgram> lowered = Lower(program, rings);
   if (!lowered.ok()) {
     result.status = lowered.status();
@@ -953,19 +953,18 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
   std::unique_ptr<collectors::DfxCollectors> dfx;
   int sched_threads = 1;
   if (!options_.virtual_clock && config.aicpu_thread_num > 1)
-    sched_threads =
-        std::max(1, std::min(config.aicpu_thread_num - 1, model_.max_aicpu_threads - 1));
-  sched_threads = std::min(sched_threads, aic_ + aiv_);
+    sched_threads = std::max(1, std::min(config.aicpu_thread_num - 1, model.max_aicpu_threads - 1));
+  sched_threads = std::min(sched_threads, aic + aiv);
   if (config.AnyDfx()) {
     if (Status s = MakeDirs(output_dir); !s.ok()) {
       result.status = s;
       return result;
     }
     collectors::ChipLayout layout;
-    layout.backend = model_.name;
-    layout.clock_freq_hz = model_.clock_freq_hz;
-    for (int i = 0; i < aic_; ++i) layout.core_types.push_back(CoreKind::kAic);
-    for (int i = 0; i < aiv_; ++i) layout.core_types.push_back(CoreKind::kAiv);
+    layout.backend = model.name;
+    layout.clock_freq_hz = model.clock_freq_hz;
+    for (int i = 0; i < aic; ++i) layout.core_types.push_back(CoreKind::kAic);
+    for (int i = 0; i < aiv; ++i) layout.core_types.push_back(CoreKind::kAiv);
     layout.sched_threads = sched_threads;
     layout.orch_threads = 1;
     for (int r = 0; r < 4; ++r) {
@@ -988,7 +987,7 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
     dfx = std::make_unique<collectors::DfxCollectors>(config, layout, hint, output_dir, dump);
   }
 
-  Engine engine(options_, model_, aic_, aiv_, lp, config, dfx.get(), report);
+  Engine engine(options_, model, aic, aiv, lp, config, dfx.get(), report);
   engine.set_resident(&resident_);
   Status run = engine.Run();
   if (run.ok()) engine.SaveResident();

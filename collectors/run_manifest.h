@@ -1,0 +1,142 @@
+// The run manifest (<dfx_outputs>/run_manifest.json; design.md §1 step 5,
+// §9): what an L3 run did, rank by rank and dispatch by dispatch, and every
+// artifact with its size, checksum and status — including what is missing
+// and why. One typed struct, one writer (WriteRunManifest), one reader
+// (ReadRunManifest), used by the coordinator while it runs, by `gather` when
+// it recovers files after a crash, and by the viewers (dfx-view --run).
+//
+// The JSON keeps the field names below (snake_case, in this order); states
+// are the lower-case names of the enums. Value types; the functions are
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "config/pass_plan.h"
+#include "config/run_config.h"
+
+namespace dfx::collectors {
+
+// The run as a whole.
+enum class RunState {
+  kStarting,     // agents are being launched / attached
+  kRunning,      // dispatches are being sent and gathered
+  kOk,           // every rank, dispatch and artifact succeeded
+  kFailed,       // the run ended and something is missing (see the entries)
+  kInterrupted,  // the coordinator stopped before the run ended (crash, signal)
+};
+// One rank (chip).
+enum class RankState {
+  kWaiting,  // no agent said HELLO / READY for it yet
+  kReady,    // its agent is READY; dispatches may go to it
+  kOk,       // all its dispatches ran
+  kFailed,   // its agent died or a dispatch timed out: the rest of its dispatches did not run
+};
+// One dispatch of one pass on one rank.
+enum class DispatchState {
+  kPending,  // queued, not yet sent
+  kSent,     // sent to the agent, not yet accepted
+  kRunning,  // the agent accepted it (queued on or running on its chip)
+  kOk,
+  kFailed,
+  kNotRun,  // never dispatched: its rank failed first
+};
+// One artifact file.
+enum class ArtifactState {
+  kStreaming,  // being received
+  kOk,         // received, checksum verified, renamed into place
+  kFailed,     // not stored (see error)
+  kRecovered,  // stored later by `dfx-coordinator gather`
+};
+
+const char* RunStateName(RunState s);
+const char* RankStateName(RankState s);
+const char* DispatchStateName(DispatchState s);
+const char* ArtifactStateName(ArtifactState s);
+std::optional<RunState> ParseRunState(std::string_view name);
+std::optional<RankState> ParseRankState(std::string_view name);
+std::optional<DispatchState> ParseDispatchState(std::string_view name);
+std::optional<ArtifactState> ParseArtifactState(std::string_view name);
+
+struct ArtifactEntry {
+  std::string path;  // relative to dfx_outputs, e.g. "rank0/d1/deps.json"
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;  // XXH64, written as "xxh64:<16 hex>"; set when ok/recovered
+  ArtifactState status = ArtifactState::kStreaming;
+  std::string error;  // empty = none (written as null)
+  bool operator==(const ArtifactEntry&) const = default;
+};
+
+struct RankEntry {
+  int32_t rank = 0;
+  std::optional<std::string> host;  // the agent's host, once it said HELLO
+  std::optional<uint32_t> pid;
+  RankState status = RankState::kWaiting;
+  std::string error;
+  // Agent clock minus coordinator clock, and the best round trip it was
+  // measured over (the offset's uncertainty is half of it).
+  std::optional<int64_t> clock_offset_ns;
+  std::optional<uint64_t> clock_offset_rtt_ns;
+  uint32_t dispatches = 0;  // dispatch entries of this rank (all passes)
+  bool operator==(const RankEntry&) const = default;
+};
+
+struct DispatchEntry {
+  int32_t rank = 0;
+  uint32_t k = 0;  // its directory is DispatchDirPath(rank, k) (written as "dir")
+  std::string program;
+  config::PassKind pass = config::PassKind::kSingle;
+  DispatchState status = DispatchState::kPending;
+  std::string error;
+  uint64_t start_ns = 0;  // coordinator clock: sent
+  uint64_t end_ns = 0;    // coordinator clock: finished (or failed)
+  uint64_t tasks_executed = 0;
+  std::vector<ArtifactEntry> artifacts;
+  bool operator==(const DispatchEntry&) const = default;
+};
+
+// What one `dfx-coordinator gather` recovered (several spools of one gather
+// accumulate into one record).
+struct GatherEntry {
+  std::string gather_id;
+  bool ok = false;  // written as "status": "ok" | "failed"
+  std::vector<ArtifactEntry> recovered;
+  std::vector<std::string> failed;  // "path: why"
+  bool operator==(const GatherEntry&) const = default;
+};
+
+struct RunManifest {
+  uint64_t session = 0;  // written as 16 hex digits
+  RunState status = RunState::kStarting;
+  std::string plan;
+  std::string work_dir;  // absolute
+  std::string launcher;  // "local" | "mpirun" | "attach"
+  std::string endpoint;
+  config::RunConfig run_config;  // as the user asked (passes derive from it)
+  std::vector<config::PassKind> passes;
+  std::vector<RankEntry> ranks;
+  std::vector<DispatchEntry> dispatches;
+  uint64_t bytes_gathered = 0;
+  std::vector<std::string> merged_swimlane;  // converted traces, relative to dfx_outputs
+  std::optional<GatherEntry> gather;
+  bool operator==(const RunManifest&) const = default;
+};
+
+Json RunManifestToJson(const RunManifest& manifest);
+// Errors name `origin`, the JSON path and what was expected.
+Result<RunManifest> RunManifestFromJson(const Json& json, const std::string& origin);
+
+// The one writer: <dir>/run_manifest.json, atomically (temporary + rename).
+Status WriteRunManifest(const std::filesystem::path& dir, const RunManifest& manifest);
+// The one reader. The file is bounded (kMaxRunManifestBytes) before parsing.
+Result<RunManifest> ReadRunManifest(const std::filesystem::path& path);
+inline constexpr uint64_t kMaxRunManifestBytes = 1ull << 30;
+
+}  // namespace dfx::collectors

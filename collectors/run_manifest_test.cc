@@ -1,0 +1,110 @@
+#include "collectors/run_manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "collectors/artifact_layout.h"
+#include "collectors/testing/test_util.h"
+
+namespace dfx::collectors {
+namespace {
+
+RunManifest Sample() {
+  RunManifest m;
+  m.session = 0x0123456789abcdefull;
+  m.status = RunState::kFailed;
+  m.plan = "decode";
+  m.work_dir = "/w";
+  m.launcher = "local";
+  m.endpoint = "tcp://127.0.0.1:5555";
+  m.run_config.enable_chip_swimlane = 4;
+  m.run_config.save_kernels = true;
+  m.passes = {config::PassKind::kGraph, config::PassKind::kTiming};
+  m.ranks.push_back({0, "host-a", 42, RankState::kOk, "", -1500, 2000, 2});
+  m.ranks.push_back({1, std::nullopt, std::nullopt, RankState::kFailed, "agent died", {}, {}, 2});
+  DispatchEntry d;
+  d.rank = 0;
+  d.k = 1;
+  d.program = "attn";
+  d.pass = config::PassKind::kTiming;
+  d.status = DispatchState::kOk;
+  d.start_ns = 10;
+  d.end_ns = 20;
+  d.tasks_executed = 7;
+  d.artifacts.push_back({"rank0/d1/deps.json", 12, 0xfeedull, ArtifactState::kOk, ""});
+  d.artifacts.push_back({"rank0/d1/pmu.csv", 3, std::nullopt, ArtifactState::kFailed, "why"});
+  m.dispatches.push_back(d);
+  m.dispatches.push_back({1,
+                          0,
+                          "attn",
+                          config::PassKind::kGraph,
+                          DispatchState::kNotRun,
+                          "never dispatched",
+                          0,
+                          0,
+                          0,
+                          {}});
+  m.bytes_gathered = 15;
+  m.merged_swimlane = {"rank0/d1/merged_swimlane_x.json"};
+  m.gather =
+      GatherEntry{"g1", true, {{"rank1/d0/deps.json", 9, 1, ArtifactState::kRecovered, ""}}, {}};
+  return m;
+}
+
+TEST(RunManifestTest, RoundTripsThroughJsonAndDisk) {
+  const RunManifest m = Sample();
+  auto back = RunManifestFromJson(RunManifestToJson(m), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, m);
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteRunManifest(tmp.path(), m).ok());
+  auto read = ReadRunManifest(tmp.path() / kRunManifestFile);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, m);
+}
+
+TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
+  Json j = RunManifestToJson(Sample());
+  EXPECT_EQ(testing::Keys(j),
+            (std::vector<std::string>{"session", "status", "plan", "work_dir", "launcher",
+                                      "endpoint", "run_config", "passes", "ranks", "dispatches",
+                                      "bytes_gathered", "merged_swimlane", "gather"}));
+  EXPECT_EQ(j["session"], "0123456789abcdef");
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_EQ(j["dispatches"][0]["dir"], "rank0/d1");
+  EXPECT_EQ(j["dispatches"][0]["artifacts"][0]["checksum"], "xxh64:000000000000feed");
+  EXPECT_TRUE(j["dispatches"][0]["artifacts"][1]["checksum"].is_null());
+  EXPECT_EQ(j["dispatches"][1]["status"], "not_run");
+  EXPECT_TRUE(j["ranks"][1]["host"].is_null());
+  // "sent" is a state like the others (it was once missing from the documented list).
+  EXPECT_EQ(ParseDispatchState("sent"), DispatchState::kSent);
+  EXPECT_EQ(ParseRunState("interrupted"), RunState::kInterrupted);
+}
+
+TEST(RunManifestTest, ErrorsNameTheFileAndThePath) {
+  Json j = RunManifestToJson(Sample());
+  j["dispatches"][1]["status"] = "exploded";
+  auto bad = RunManifestFromJson(j, "w/run_manifest.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("w/run_manifest.json"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("$.dispatches[1].status"), std::string::npos)
+      << bad.status().message();
+  Json c = RunManifestToJson(Sample());
+  c["dispatches"][0]["artifacts"][0]["checksum"] = "md5:x";
+  EXPECT_FALSE(RunManifestFromJson(c, "m").ok());
+}
+
+TEST(RunManifestTest, AManifestBehindALinkIsNotRead) {
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteRunManifest(tmp.path(), Sample()).ok());
+  std::filesystem::create_directory(tmp.path() / "other");
+  std::filesystem::create_symlink(tmp.path() / kRunManifestFile,
+                                  tmp.path() / "other" / kRunManifestFile);
+  auto r = ReadRunManifest(tmp.path() / "other" / kRunManifestFile);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("symbolic link"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dfx::collectors

@@ -1,0 +1,181 @@
+#include "coordinator/agent_registry.h"
+
+#include <fmt/format.h>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "protocol/codec.h"
+
+namespace dfx::coordinator {
+
+std::string AgentState::Describe() const {
+  return fmt::format("{} (pid {} on {})", identity, pid, host.empty() ? "?" : host);
+}
+
+AgentRegistry::AgentRegistry(protocol::RouterChannel& router, const Clock& clock,
+                             AdmissionPolicy policy)
+    : router_(router), clock_(clock), policy_(std::move(policy)) {}
+
+std::string AgentRegistry::Printable(const std::string& identity) {
+  std::string out;
+  for (unsigned char c : identity) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out.empty() ? "<anonymous>" : out;
+}
+
+std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Admit(
+    const std::string& identity, const protocol::Header& header, const protocol::Hello& hello) {
+  using protocol::ErrorCode;
+  const std::string who = fmt::format("{} (pid {} on {})", Printable(identity), hello.pid,
+                                      hello.host.empty() ? "?" : hello.host);
+  if (header.protocol_version != protocol::kProtocolVersion ||
+      hello.protocol_version != protocol::kProtocolVersion) {
+    return Refusal{ErrorCode::kVersionMismatch,
+                   fmt::format("agent {} speaks protocol version {}, this coordinator speaks "
+                               "version {}; run the same build on both sides",
+                               who, header.protocol_version, protocol::kProtocolVersion)};
+  }
+  protocol::Expectations structure_only;
+  if (Status s = protocol::Validate(protocol::Message{header, hello}, structure_only); !s.ok()) {
+    return Refusal{ErrorCode::kBadMessage, "bad HELLO from " + who + ": " + s.message()};
+  }
+  if (hello.session_id != 0 && hello.session_id != policy_.session) {
+    return Refusal{
+        ErrorCode::kSessionMismatch,
+        fmt::format("agent {} was started for session {}, this run is session {}; "
+                    "restart it with --session {} (or use `dfx-rank-agent serve`)",
+                    who, Hex64(hello.session_id), Hex64(policy_.session), Hex64(policy_.session))};
+  }
+  if (policy_.ignored_modes.count(hello.mode)) return Refusal{ErrorCode::kBadMessage, "", true};
+  if (!policy_.modes.count(hello.mode)) {
+    return Refusal{ErrorCode::kBadMessage,
+                   fmt::format("agent {} in {} mode does not fit this coordinator", who,
+                               protocol::AgentModeName(hello.mode))};
+  }
+  if (auto it = agents_.find(identity); it != agents_.end()) {
+    AgentState& known = it->second;
+    if (known.pid == hello.pid && !known.dead) return Admitted{&known, false};
+    if (known.dead) {
+      return Refusal{ErrorCode::kDuplicateRank,
+                     fmt::format("agent {}: its ranks failed earlier in this run ({}); a failed "
+                                 "rank is not re-admitted",
+                                 who, known.error)};
+    }
+    if (policy_.num_ranks > 0) {
+      return Refusal{ErrorCode::kDuplicateRank,
+                     fmt::format("agent {} claims ranks already owned by pid {} on {}", who,
+                                 known.pid, known.host)};
+    }
+  }
+  if (policy_.num_ranks > 0) {
+    for (int32_t r : hello.ranks) {
+      if (r >= policy_.num_ranks) {
+        return Refusal{ErrorCode::kUnknownRank,
+                       fmt::format("agent {} owns rank {}, but this run has --ranks {} (0..{})",
+                                   who, r, policy_.num_ranks, policy_.num_ranks - 1)};
+      }
+      if (auto owner = owner_by_rank_.find(r); owner != owner_by_rank_.end()) {
+        return Refusal{
+            ErrorCode::kDuplicateRank,
+            fmt::format("agent {} claims rank {}, already owned by {}", who, r, owner->second)};
+      }
+    }
+  }
+  AgentState agent;
+  agent.identity = identity;
+  agent.ranks = hello.ranks;
+  agent.host = hello.host;
+  agent.pid = hello.pid;
+  agent.mode = hello.mode;
+  agent.spool = hello.spool_dir;
+  agent.last_rx_ns = Now();
+  agent.clock_offset_ns = static_cast<int64_t>(hello.agent_clock_ns - Now());
+  AgentState& stored = agents_[identity] = std::move(agent);
+  if (policy_.num_ranks > 0) {
+    for (int32_t r : hello.ranks) owner_by_rank_[r] = identity;
+  }
+  DFX_LOG_INFO("HELLO from {}: ranks [{}], {} mode", who, fmt::join(hello.ranks, ","),
+               protocol::AgentModeName(hello.mode));
+  return Admitted{&stored, true};
+}
+
+AgentState* AgentRegistry::Find(const std::string& identity) {
+  auto it = agents_.find(identity);
+  return it == agents_.end() ? nullptr : &it->second;
+}
+
+AgentState* AgentRegistry::OwnerOf(int32_t rank) {
+  auto it = owner_by_rank_.find(rank);
+  return it == owner_by_rank_.end() ? nullptr : Find(it->second);
+}
+
+bool AgentRegistry::Send(AgentState& agent, int32_t rank, protocol::Body body) {
+  protocol::Message m{
+      protocol::Header{protocol::kProtocolVersion, policy_.session, rank, ++agent.sequence},
+      std::move(body)};
+  auto r = router_.Send(agent.identity, m);
+  if (!r.ok()) {
+    DFX_LOG_WARN("sending {} to {} failed: {}", protocol::BodyName(m.body), agent.identity,
+                 r.status().message());
+    return false;
+  }
+  if (*r != protocol::SendResult::kSent) {
+    DFX_LOG_WARN("sending {} to {}: {}", protocol::BodyName(m.body), agent.identity,
+                 *r == protocol::SendResult::kUnroutable ? "peer not connected" : "queue full");
+    return false;
+  }
+  return true;
+}
+
+void AgentRegistry::Refuse(const std::string& identity, const Refusal& refusal) {
+  if (refusal.silent) return;
+  DFX_LOG_WARN("turned away {}: {}", Printable(identity), refusal.message);
+  protocol::Message m{protocol::Header{protocol::kProtocolVersion, policy_.session, 0, 0},
+                      protocol::Error{refusal.code, refusal.message}};
+  (void)router_.Send(identity, m);
+}
+
+void AgentRegistry::OnHeartbeat(AgentState& agent, const protocol::Heartbeat& hb) {
+  if (hb.echo_clock_ns == 0) return;
+  const uint64_t now = Now();
+  if (hb.echo_clock_ns > now) return;
+  const uint64_t rtt = now - hb.echo_clock_ns;
+  if (rtt <= agent.best_rtt_ns) {
+    agent.best_rtt_ns = rtt;
+    // agent clock - coordinator clock, at the midpoint of the round trip.
+    agent.clock_offset_ns =
+        static_cast<int64_t>(hb.sender_clock_ns) - static_cast<int64_t>(hb.echo_clock_ns + rtt / 2);
+  }
+}
+
+std::vector<AgentState*> AgentRegistry::Tick(uint64_t interval_ns, uint64_t timeout_ns) {
+  std::vector<AgentState*> silent;
+  const uint64_t now = Now();
+  for (auto& [id, agent] : agents_) {
+    if (agent.dead || agent.shutdown_sent) continue;
+    if (now - agent.last_rx_ns > timeout_ns) {
+      silent.push_back(&agent);
+      continue;
+    }
+    if (now - agent.last_ping_ns >= interval_ns) {
+      Send(agent, agent.ranks.front(), protocol::Heartbeat{now, 0, true});
+      agent.last_ping_ns = now;
+    }
+  }
+  return silent;
+}
+
+bool AgentRegistry::MarkDead(AgentState& agent, const std::string& why) {
+  if (agent.dead) return false;
+  agent.dead = true;
+  agent.error = why;
+  DFX_LOG_ERROR("{} declared dead: {}", agent.Describe(), why);
+  return true;
+}
+
+}  // namespace dfx::coordinator

@@ -1,0 +1,115 @@
+// The agents a coordinator knows (design.md §7, §9): who said HELLO, which
+// ranks each owns, whether it is alive, its clock offset, and the one way to
+// send it a message. The admission rules live here: protocol version,
+// session, the mode the coordinator accepts, ranks inside the run, one owner
+// per rank, and a failed rank never re-admitted.
+//
+// Threads: the event loop's only (it owns the ROUTER socket the registry
+// sends on). Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/clock.h"
+#include "protocol/channel.h"
+#include "protocol/messages.h"
+
+namespace dfx::coordinator {
+
+struct AgentState {
+  std::string identity;  // the DEALER routing identity
+  std::vector<int32_t> ranks;
+  std::string host;
+  uint32_t pid = 0;
+  protocol::AgentMode mode = protocol::AgentMode::kOneShot;
+  std::string spool;
+  bool ready = false;
+  bool dead = false;
+  bool shutdown_sent = false;
+  bool gather_done = false;  // recover / attach-gather: every spooled file was offered
+  std::string error;         // why it is dead
+  uint64_t last_rx_ns = 0;
+  uint64_t last_ping_ns = 0;
+  // Agent clock minus coordinator clock, from the heartbeat with the
+  // shortest round trip so far (the offset is good to +- best_rtt_ns / 2).
+  int64_t clock_offset_ns = 0;
+  uint64_t best_rtt_ns = UINT64_MAX;
+  uint64_t sequence = 0;  // of messages sent to it
+
+  // "rank-0 (pid 12 on host-a)".
+  std::string Describe() const;
+};
+
+// What a coordinator admits.
+struct AdmissionPolicy {
+  uint64_t session = 0;
+  // Run: ranks must be < num_ranks and unowned. 0 = any ranks, no ownership
+  // (gather: recovery agents offer what their spool holds).
+  int num_ranks = 0;
+  std::set<protocol::AgentMode> modes;  // modes that fit this coordinator
+  // Modes that are not refused but quietly ignored (a serve agent knocking
+  // while a gather runs: it is not for this coordinator now).
+  std::set<protocol::AgentMode> ignored_modes;
+};
+
+class AgentRegistry {
+ public:
+  // `router` and `clock` must outlive the registry.
+  AgentRegistry(protocol::RouterChannel& router, const Clock& clock, AdmissionPolicy policy);
+
+  // A refusal: the peer is told why (or, when `silent`, nothing).
+  struct Refusal {
+    protocol::ErrorCode code = protocol::ErrorCode::kBadMessage;
+    std::string message;
+    bool silent = false;
+  };
+  struct Admitted {
+    AgentState* agent = nullptr;
+    bool fresh = false;  // false: a repeated HELLO of an agent already registered
+  };
+  // Applies the admission rules to a HELLO. Admitted: the agent is
+  // registered (or, for a repeated HELLO, returned as is) and owns its
+  // ranks. Refused: the caller sends the refusal (Refuse).
+  std::variant<Admitted, Refusal> Admit(const std::string& identity, const protocol::Header& header,
+                                        const protocol::Hello& hello);
+
+  uint64_t session() const { return policy_.session; }
+  AgentState* Find(const std::string& identity);
+  // The live or dead agent that owns `rank`; nullptr when none said HELLO for it.
+  AgentState* OwnerOf(int32_t rank);
+  std::map<std::string, AgentState>& agents() { return agents_; }
+
+  // Sends `body` about `rank` to `agent`. False (and logged once per kind of
+  // failure) when it could not be queued.
+  bool Send(AgentState& agent, int32_t rank, protocol::Body body);
+  // Answers a peer that is not (or not yet) a registered agent.
+  void Refuse(const std::string& identity, const Refusal& refusal);
+
+  // Folds a heartbeat reply into the clock offset (the sample with the
+  // shortest round trip wins).
+  void OnHeartbeat(AgentState& agent, const protocol::Heartbeat& heartbeat);
+  // Pings every live agent whose interval passed; returns the live agents
+  // silent for longer than `timeout_ns` (the caller declares them dead).
+  std::vector<AgentState*> Tick(uint64_t interval_ns, uint64_t timeout_ns);
+  // Marks `agent` dead with `why`; false if it already was.
+  bool MarkDead(AgentState& agent, const std::string& why);
+
+  // A printable form of a routing identity (non-printable bytes as \xNN).
+  static std::string Printable(const std::string& identity);
+
+ private:
+  uint64_t Now() const { return clock_.NowNs(); }
+
+  protocol::RouterChannel& router_;
+  const Clock& clock_;
+  AdmissionPolicy policy_;
+  std::map<std::string, AgentState> agents_;
+  std::map<int32_t, std::string> owner_by_rank_;
+};
+
+}  // namespace dfx::coordinator

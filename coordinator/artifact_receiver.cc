@@ -1,0 +1,283 @@
+#include "coordinator/artifact_receiver.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <system_error>
+
+#include "collectors/artifact_layout.h"
+#include "common/log.h"
+#include "protocol/codec.h"
+
+namespace dfx::coordinator {
+
+namespace fs = std::filesystem;
+using collectors::ArtifactEntry;
+using collectors::ArtifactState;
+
+namespace {
+
+// True if any existing component of `rel` below `root` is a symlink (an
+// artifact is never written through a link).
+bool CrossesSymlink(const fs::path& root, const fs::path& rel) {
+  fs::path p = root;
+  std::error_code ec;
+  for (const auto& part : rel) {
+    p /= part;
+    auto st = fs::symlink_status(p, ec);
+    if (ec) return false;  // does not exist yet: fine
+    if (fs::is_symlink(st)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry, ArtifactStore store,
+                                   ReceiverOptions options)
+    : dfx_dir_(std::move(dfx_dir)),
+      registry_(registry),
+      store_(std::move(store)),
+      options_(options) {}
+
+ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, size_t index) {
+  return store_(dispatch)[index];
+}
+
+void ArtifactReceiver::GrantCredits(AgentState& agent) {
+  registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window});
+}
+
+ArtifactWriter::Job ArtifactReceiver::JobFor(ArtifactWriter::Kind kind, const Transfer& t) {
+  ArtifactWriter::Job job;
+  job.kind = kind;
+  job.sink = t.sink;
+  job.stream = t.stream;
+  return job;
+}
+
+void ArtifactReceiver::AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why) {
+  DFX_LOG_WARN("artifact stream {} from {} rejected: {}", transfer_id, agent.identity, why);
+  registry_.Send(agent, agent.ranks.front(), protocol::ArtifactAck{transfer_id, false, why});
+}
+
+void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin& b,
+                               std::optional<size_t> dispatch) {
+  const auto key = std::make_pair(agent.identity, b.transfer_id);
+  if (transfers_.count(key)) {
+    AckFail(agent, b.transfer_id, "transfer id reused while its stream is open");
+    return;
+  }
+  // Validate checked the path; keep its canonical form.
+  auto clean = protocol::SanitizeArtifactPath(b.path);
+  if (!clean.ok()) {
+    AckFail(agent, b.transfer_id, clean.status().message());
+    return;
+  }
+  const std::string rel = collectors::DispatchDirPath(b.rank, b.k) + "/" + *clean;
+  if (CrossesSymlink(dfx_dir_, rel)) {
+    AckFail(agent, b.transfer_id, "the destination " + rel + " goes through a symbolic link");
+    return;
+  }
+  Transfer t;
+  t.agent = agent.identity;
+  t.id = b.transfer_id;
+  t.rank = b.rank;
+  t.size = b.size;
+  t.stream = ++next_stream_;
+  t.sink = std::make_shared<ArtifactWriter::Sink>();
+  t.dispatch = dispatch;
+  ArtifactEntry entry;
+  entry.path = rel;
+  entry.size = b.size;
+  std::vector<ArtifactEntry>& entries = store_(dispatch);
+  // A second pass rewrites the same file: one entry per path in a dispatch record.
+  auto same = dispatch ? std::find_if(entries.begin(), entries.end(),
+                                      [&](const ArtifactEntry& x) { return x.path == rel; })
+                       : entries.end();
+  if (same != entries.end()) {
+    *same = entry;
+    t.index = static_cast<size_t>(same - entries.begin());
+  } else {
+    entries.push_back(entry);
+    t.index = entries.size() - 1;
+  }
+  entry_stream_[{dispatch, t.index}] = t.stream;
+  streams_[t.stream] = StreamRef{t.agent, t.id, t.rank, t.dispatch, t.index, 0, false};
+  // Opened by the writer thread, in order: an earlier stream of the same
+  // file (a second pass) is committed before this one truncates its
+  // temporary file. An open error fails the stream at its End.
+  ArtifactWriter::Job open = JobFor(ArtifactWriter::Kind::kOpen, t);
+  open.path = dfx_dir_ / rel;
+  writer_.Push(std::move(open));
+  transfers_.emplace(key, std::move(t));
+}
+
+void ArtifactReceiver::Fail(Transfer& t, const std::string& why) {
+  if (!t.failed) writer_.Push(JobFor(ArtifactWriter::Kind::kAbort, t));
+  t.failed = true;
+  if (entry_stream_[{t.dispatch, t.index}] == t.stream) {
+    ArtifactEntry& a = EntryOf(t.dispatch, t.index);
+    a.status = ArtifactState::kFailed;
+    a.error = why;
+    a.checksum.reset();
+  }
+}
+
+void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t offset,
+                               std::string_view data, const protocol::FrameBytes& frame) {
+  auto it = transfers_.find({agent.identity, transfer_id});
+  if (it == transfers_.end()) {
+    ReturnCredit(agent);
+    DFX_LOG_WARN("chunk for unknown stream {} from {} dropped", transfer_id, agent.identity);
+    return;
+  }
+  Transfer& t = it->second;
+  if (t.failed) {  // already failed; wait for its End
+    ReturnCredit(agent);
+    return;
+  }
+  if (offset != t.received) {
+    ReturnCredit(agent);
+    Fail(t, fmt::format("chunk at offset {} but {} bytes were received", offset, t.received));
+    return;
+  }
+  if (t.received + data.size() > t.size) {
+    ReturnCredit(agent);
+    Fail(t, fmt::format("more bytes than the announced size {}", t.size));
+    return;
+  }
+  ArtifactWriter::Job write = JobFor(ArtifactWriter::Kind::kWrite, t);
+  write.frame = frame;
+  write.data = data;
+  writer_.Push(std::move(write));
+  ++streams_[t.stream].pending_writes;
+  t.received += data.size();
+  bytes_received_ += data.size();
+  ++chunks_received_;
+  if (options_.fault_kill_after_chunks > 0 &&
+      chunks_received_ >= options_.fault_kill_after_chunks) {
+    std::fprintf(stderr, "dfx-coordinator: fault injection: killing myself after %llu chunks\n",
+                 static_cast<unsigned long long>(chunks_received_));
+    std::fflush(stderr);
+    ::kill(::getpid(), SIGKILL);
+  }
+}
+
+void ArtifactReceiver::OnEnd(AgentState& agent, const protocol::ArtifactEnd& e) {
+  auto it = transfers_.find({agent.identity, e.transfer_id});
+  if (it == transfers_.end()) {
+    AckFail(agent, e.transfer_id, "end of an unknown stream");
+    return;
+  }
+  Transfer& t = it->second;
+  std::string error;
+  if (t.failed) {
+    const ArtifactEntry& a = EntryOf(t.dispatch, t.index);
+    error = a.error.empty() ? "stream failed" : a.error;
+  } else if (t.received != t.size) {
+    error = fmt::format("received {} of {} bytes", t.received, t.size);
+  }
+  auto ref = streams_.find(t.stream);
+  if (error.empty()) {
+    // The writer verifies the checksum once every chunk is on disk, renames
+    // the file into place, and the ack follows (TakeWriterResults).
+    ArtifactWriter::Job commit = JobFor(ArtifactWriter::Kind::kCommit, t);
+    commit.checksum = e.checksum;
+    writer_.Push(std::move(commit));
+    if (ref != streams_.end()) {
+      ref->second.committing = true;
+      ref->second.checksum = e.checksum;
+    }
+  } else {
+    Fail(t, error);
+    AckFail(agent, e.transfer_id, error);
+    if (ref != streams_.end()) {
+      ref->second.aborted = true;
+      ForgetIfDone(ref);
+    }
+  }
+  transfers_.erase(it);
+}
+
+void ArtifactReceiver::ForgetIfDone(std::map<uint64_t, StreamRef>::iterator it) {
+  if (it->second.aborted && it->second.pending_writes == 0) streams_.erase(it);
+}
+
+void ArtifactReceiver::TakeWriterResults() {
+  for (ArtifactWriter::Done& done : writer_.TakeResults()) {
+    auto ref = streams_.find(done.stream);
+    if (ref == streams_.end()) continue;
+    StreamRef& s = ref->second;
+    if (done.kind == ArtifactWriter::Kind::kWrite) {
+      ++credits_owed_[s.agent];
+      if (s.pending_writes > 0) --s.pending_writes;
+      ForgetIfDone(ref);
+      continue;
+    }
+    // kCommit: the file is verified and in place, or it failed.
+    if (entry_stream_[{s.dispatch, s.index}] == done.stream) {
+      ArtifactEntry& a = EntryOf(s.dispatch, s.index);
+      a.status = done.error.empty() ? options_.verified_state : ArtifactState::kFailed;
+      a.error = done.error;
+      a.checksum.reset();
+      if (done.error.empty()) a.checksum = s.checksum;
+    }
+    AgentState* agent = registry_.Find(s.agent);
+    if (agent != nullptr && !agent->dead) {
+      if (done.error.empty()) {
+        registry_.Send(*agent, s.rank, protocol::ArtifactAck{s.transfer_id, true, ""});
+      } else {
+        AckFail(*agent, s.transfer_id, done.error);
+      }
+    }
+    streams_.erase(ref);
+  }
+  FlushCredits();
+}
+
+void ArtifactReceiver::FlushCredits() {
+  for (auto& [identity, n] : credits_owed_) {
+    if (n == 0) continue;
+    AgentState* agent = registry_.Find(identity);
+    if (agent != nullptr && !agent->dead) {
+      registry_.Send(*agent, agent->ranks.front(), protocol::Credit{n});
+    }
+    n = 0;
+  }
+}
+
+void ArtifactReceiver::AbortAgent(const std::string& identity, const std::string& why) {
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
+    if (it->second.agent == identity) {
+      Fail(it->second, "transfer interrupted: " + why);
+      if (auto ref = streams_.find(it->second.stream); ref != streams_.end()) {
+        ref->second.aborted = true;
+        ForgetIfDone(ref);
+      }
+      it = transfers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ArtifactReceiver::AbortDispatch(size_t dispatch, const std::string& why) {
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
+    if (it->second.dispatch == dispatch) {
+      Fail(it->second, why);
+      if (auto ref = streams_.find(it->second.stream); ref != streams_.end()) {
+        ref->second.aborted = true;
+        ForgetIfDone(ref);
+      }
+      it = transfers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace dfx::coordinator

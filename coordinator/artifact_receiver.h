@@ -1,0 +1,143 @@
+// The receiving half of the gather (design.md §7): artifact streams from
+// agents (ArtifactBegin, ArtifactChunk*, ArtifactEnd), checked chunk by chunk
+// (offset, announced size, destination path), written by the ArtifactWriter
+// thread to a temporary name and renamed into place once the checksum
+// verifies; then acknowledged, so the agent deletes its spool copy. Flow
+// control: an agent may have `credit_window` chunks unwritten; a chunk's
+// credit goes back once it is on disk (or dropped).
+//
+// Each stream updates one ArtifactEntry of the run manifest, found through
+// the ArtifactStore the owner gives: the artifacts of a dispatch record, or
+// the list a gather recovers.
+//
+// Threads: the event loop's only (the writer thread is internal).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/run_manifest.h"
+#include "coordinator/agent_registry.h"
+#include "coordinator/artifact_writer.h"
+#include "protocol/channel.h"
+#include "protocol/messages.h"
+
+namespace dfx::coordinator {
+
+// Where the entries of finished streams live. `dispatch` set: the artifacts
+// of that dispatch record; unset: the list a gather recovers. The vectors
+// must stay valid (not be reallocated away) while the receiver runs.
+using ArtifactStore =
+    std::function<std::vector<collectors::ArtifactEntry>&(const std::optional<size_t>& dispatch)>;
+
+struct ReceiverOptions {
+  uint32_t credit_window = 8;  // chunks in flight per agent
+  // The state a verified file gets: kOk in a run, kRecovered in a gather.
+  collectors::ArtifactState verified_state = collectors::ArtifactState::kOk;
+  // Test-only fault injection: SIGKILL this process after receiving this
+  // many chunks (0 = never). Set by main from DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS.
+  uint64_t fault_kill_after_chunks = 0;
+};
+
+class ArtifactReceiver {
+ public:
+  // `dfx_dir` is where files land (<work_dir>/dfx_outputs). `registry` sends
+  // the acks and credits; it must outlive the receiver.
+  ArtifactReceiver(std::filesystem::path dfx_dir, AgentRegistry& registry, ArtifactStore store,
+                   ReceiverOptions options);
+
+  // The fd that becomes readable when the writer thread has results.
+  int wake_fd() const { return writer_.wake_fd(); }
+
+  // Gives a newly ready agent its credit window.
+  void GrantCredits(AgentState& agent);
+  // A stream starts. `dispatch` is the record it belongs to (in a run: the
+  // dispatch rank<b.rank>/d<b.k> in flight; the caller checked that), unset
+  // in a gather. Refused streams are acknowledged with the reason.
+  void OnBegin(AgentState& agent, const protocol::ArtifactBegin& begin,
+               std::optional<size_t> dispatch);
+  // `data` lives in `frame` (zero copy into the writer).
+  void OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t offset, std::string_view data,
+               const protocol::FrameBytes& frame);
+  void OnEnd(AgentState& agent, const protocol::ArtifactEnd& end);
+  // A chunk that failed validation still gives its credit back.
+  void ReturnCredit(AgentState& agent) { ++credits_owed_[agent.identity]; }
+  // Refuses a stream before it starts (the agent keeps its spool copy).
+  void Refuse(AgentState& agent, uint64_t transfer_id, const std::string& why) {
+    AckFail(agent, transfer_id, why);
+  }
+
+  // Takes what the writer finished: credits back for written chunks, acks
+  // for committed (or refused) files; updates the entries.
+  void TakeWriterResults();
+
+  // Fails every open stream of `agent` (it died) / of dispatch record `dispatch`.
+  void AbortAgent(const std::string& identity, const std::string& why);
+  void AbortDispatch(size_t dispatch, const std::string& why);
+
+  // No open stream and the writer has nothing queued.
+  bool Idle() { return transfers_.empty() && writer_.Idle(); }
+  bool WriterIdle() { return writer_.Idle(); }
+  size_t open_streams() const { return transfers_.size(); }
+  uint64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  struct Transfer {
+    std::string agent;
+    uint64_t id = 0;
+    int32_t rank = 0;
+    uint64_t size = 0;
+    uint64_t received = 0;
+    uint64_t stream = 0;  // receiver-wide stream number
+    bool failed = false;  // refused on the loop side; the writer was told to abort
+    std::shared_ptr<ArtifactWriter::Sink> sink;
+    std::optional<size_t> dispatch;
+    size_t index = 0;  // into the store's vector
+  };
+  // What a stream number refers to while the writer still holds its jobs
+  // (results arrive after the Transfer is gone).
+  struct StreamRef {
+    std::string agent;
+    uint64_t transfer_id = 0;
+    int32_t rank = 0;
+    std::optional<size_t> dispatch;
+    size_t index = 0;
+    uint32_t pending_writes = 0;  // write results not yet taken
+    bool committing = false;      // the commit result ends it
+    bool aborted = false;         // ends once its write results are taken
+    uint64_t checksum = 0;        // what the agent said at ArtifactEnd
+  };
+
+  collectors::ArtifactEntry& EntryOf(const std::optional<size_t>& dispatch, size_t index);
+  ArtifactWriter::Job JobFor(ArtifactWriter::Kind kind, const Transfer& t);
+  void Fail(Transfer& t, const std::string& why);
+  void AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why);
+  void FlushCredits();
+  void ForgetIfDone(std::map<uint64_t, StreamRef>::iterator it);
+
+  std::filesystem::path dfx_dir_;
+  AgentRegistry& registry_;
+  ArtifactStore store_;
+  ReceiverOptions options_;
+  std::map<std::pair<std::string, uint64_t>, Transfer> transfers_;
+  std::map<uint64_t, StreamRef> streams_;  // streams whose writer jobs are not all taken
+  // The stream that last wrote each entry: a later stream of the same file
+  // (a second pass) supersedes an earlier one's result.
+  std::map<std::pair<std::optional<size_t>, size_t>, uint64_t> entry_stream_;
+  std::map<std::string, uint32_t> credits_owed_;
+  uint64_t next_stream_ = 0;
+  uint64_t bytes_received_ = 0;
+  uint64_t chunks_received_ = 0;
+  // Last member: destroyed (its thread joined) first, while the state its
+  // pending jobs name still exists.
+  ArtifactWriter writer_;
+};
+
+}  // namespace dfx::coordinator

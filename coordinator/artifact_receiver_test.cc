@@ -1,0 +1,192 @@
+#include "coordinator/artifact_receiver.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "collectors/artifact_layout.h"
+#include "common/file_util.h"
+#include "coordinator/testing/loopback.h"
+
+namespace dfx::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+using collectors::ArtifactEntry;
+using collectors::ArtifactState;
+using testing::FakeAgent;
+using testing::MakeHello;
+
+constexpr uint64_t kSession = 0xa11;
+
+uint64_t Sum(const std::string& s) {
+  Checksum64 c;
+  c.Update(s.data(), s.size());
+  return c.Digest();
+}
+
+class ArtifactReceiverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dfx_receiver_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "dfx_outputs");
+    endpoint_ = testing::UniqueInproc("receiver");
+    auto r = protocol::RouterChannel::Bind(context_, endpoint_);
+    ASSERT_TRUE(r.ok());
+    router_ = std::move(*r);
+    AdmissionPolicy policy;
+    policy.session = kSession;
+    policy.num_ranks = 2;
+    policy.modes = {protocol::AgentMode::kOneShot};
+    registry_ = std::make_unique<AgentRegistry>(router_, clock_, policy);
+    ReceiverOptions options;
+    options.credit_window = 2;
+    receiver_ = std::make_unique<ArtifactReceiver>(
+        dir_ / "dfx_outputs", *registry_,
+        [this](const std::optional<size_t>&) -> std::vector<ArtifactEntry>& { return entries_; },
+        options);
+    peer_ = std::make_unique<FakeAgent>(context_, endpoint_, "rank-1", kSession);
+    peer_->Send(1, MakeHello({1}, 7, kSession));
+    for (int i = 0; i < 500; ++i) {
+      auto f = router_.Receive(10);
+      if (f.ok() && f->frame) break;
+    }
+    auto admitted =
+        registry_->Admit("rank-1", protocol::Header{protocol::kProtocolVersion, 0, 1, 1},
+                         MakeHello({1}, 7, kSession));
+    agent_ = std::get<AgentRegistry::Admitted>(admitted).agent;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the writer until `peer` got an ack (or gives up).
+  std::optional<protocol::ArtifactAck> AwaitAck() {
+    for (int i = 0; i < 500; ++i) {
+      receiver_->TakeWriterResults();
+      auto m = peer_->Receive(10);
+      if (m) {
+        if (auto* ack = std::get_if<protocol::ArtifactAck>(&m->body)) return *ack;
+        if (auto* credit = std::get_if<protocol::Credit>(&m->body)) credits_ += credit->chunks;
+      }
+    }
+    return std::nullopt;
+  }
+  // Collects the credits that follow the acks (sent once per batch of results).
+  void DrainCredits() {
+    for (int i = 0; i < 20; ++i) {
+      receiver_->TakeWriterResults();
+      auto m = peer_->Receive(10);
+      if (!m) continue;
+      if (auto* credit = std::get_if<protocol::Credit>(&m->body)) credits_ += credit->chunks;
+    }
+  }
+  void Chunk(uint64_t id, uint64_t offset, const std::string& data) {
+    protocol::FrameBytes frame(data);
+    receiver_->OnChunk(*agent_, id, offset, frame.view(), frame);
+  }
+
+  fs::path dir_;
+  FakeClock clock_;
+  protocol::Context context_;
+  std::string endpoint_;
+  protocol::RouterChannel router_;
+  std::unique_ptr<AgentRegistry> registry_;
+  std::vector<ArtifactEntry> entries_;
+  std::unique_ptr<ArtifactReceiver> receiver_;
+  std::unique_ptr<FakeAgent> peer_;
+  AgentState* agent_ = nullptr;
+  uint32_t credits_ = 0;
+};
+
+TEST_F(ArtifactReceiverTest, AVerifiedStreamIsRenamedIntoPlaceAndAcknowledged) {
+  const std::string a = "first half, ", b = "second half";
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{5, 1, 0, "deps.json", a.size() + b.size()},
+                     std::nullopt);
+  Chunk(5, 0, a);
+  Chunk(5, a.size(), b);
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{5, Sum(a + b)});
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->ok) << ack->error;
+  EXPECT_EQ(ack->transfer_id, 5u);
+  DrainCredits();
+  EXPECT_EQ(credits_, 2u) << "each written chunk gives its credit back";
+  const fs::path file = dir_ / "dfx_outputs/rank1/d0/deps.json";
+  auto content = ReadFile(file);
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(*content, a + b);
+  ASSERT_EQ(entries_.size(), 1u);
+  EXPECT_EQ(entries_[0].path, "rank1/d0/deps.json");
+  EXPECT_EQ(entries_[0].status, ArtifactState::kOk);
+  EXPECT_EQ(entries_[0].checksum, Sum(a + b));
+  EXPECT_EQ(receiver_->bytes_received(), a.size() + b.size());
+  EXPECT_TRUE(receiver_->Idle());
+}
+
+TEST_F(ArtifactReceiverTest, AChecksumMismatchLeavesNoFileUnderTheFinalName) {
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{6, 1, 2, "pmu.csv", 4}, std::nullopt);
+  Chunk(6, 0, "abcd");
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{6, Sum("abce")});
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->ok);
+  EXPECT_NE(ack->error.find("checksum mismatch"), std::string::npos) << ack->error;
+  EXPECT_FALSE(fs::exists(dir_ / "dfx_outputs/rank1/d2/pmu.csv"));
+  EXPECT_TRUE(collectors::ListArtifactFiles(dir_ / "dfx_outputs").empty())
+      << "no temporary file left either";
+  EXPECT_EQ(entries_[0].status, ArtifactState::kFailed);
+  EXPECT_FALSE(entries_[0].checksum.has_value());
+}
+
+TEST_F(ArtifactReceiverTest, OutOfOrderAndOversizedChunksFailTheStream) {
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{7, 1, 0, "a.json", 4}, std::nullopt);
+  Chunk(7, 2, "ab");  // offset 2 before 0
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{7, Sum("ab")});
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->ok);
+  EXPECT_NE(ack->error.find("offset 2"), std::string::npos) << ack->error;
+
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{8, 1, 0, "b.json", 2}, std::nullopt);
+  Chunk(8, 0, "abc");
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{8, Sum("abc")});
+  ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->ok);
+  EXPECT_NE(ack->error.find("announced size"), std::string::npos) << ack->error;
+  DrainCredits();
+  EXPECT_EQ(credits_, 2u) << "dropped chunks give their credit back too";
+}
+
+TEST_F(ArtifactReceiverTest, ADestinationThroughALinkIsRefused) {
+  fs::create_directories(dir_ / "outside");
+  fs::create_directories(dir_ / "dfx_outputs/rank1");
+  fs::create_directory_symlink(dir_ / "outside", dir_ / "dfx_outputs/rank1/d0");
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{9, 1, 0, "deps.json", 1}, std::nullopt);
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->ok);
+  EXPECT_NE(ack->error.find("symbolic link"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(dir_ / "outside"));
+}
+
+TEST_F(ArtifactReceiverTest, AnAgentThatDiesFailsItsOpenStreams) {
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{10, 1, 0, "big.bin", 100}, std::nullopt);
+  Chunk(10, 0, "0123456789");
+  receiver_->AbortAgent("rank-1", "silent for 10 s");
+  for (int i = 0; i < 200 && !receiver_->Idle(); ++i) {
+    receiver_->TakeWriterResults();
+    peer_->Receive(5);
+  }
+  EXPECT_TRUE(receiver_->Idle());
+  ASSERT_EQ(entries_.size(), 1u);
+  EXPECT_EQ(entries_[0].status, ArtifactState::kFailed);
+  EXPECT_NE(entries_[0].error.find("silent for 10 s"), std::string::npos);
+  EXPECT_TRUE(collectors::ListArtifactFiles(dir_ / "dfx_outputs").empty());
+}
+
+}  // namespace
+}  // namespace dfx::coordinator

@@ -1,0 +1,129 @@
+#include "coordinator/dispatch_scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace dfx::coordinator {
+namespace {
+
+using collectors::DispatchState;
+using collectors::RankState;
+
+std::vector<PlannedDispatch> TwoRanksTwoEach() {
+  return {{0, 0, "a"}, {1, 0, "a"}, {0, 1, "b"}, {1, 1, "b"}};
+}
+
+struct Sent {
+  size_t index;
+  config::PassKind pass;
+};
+
+TEST(DispatchSchedulerTest, OneInFlightPerRankInPlanOrderRanksInParallel) {
+  FakeClock clock(100);
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  ASSERT_EQ(s.dispatches().size(), 4u);
+  EXPECT_TRUE(s.AnyWaiting());
+  s.MarkReady(0);
+  s.MarkReady(1);
+  EXPECT_FALSE(s.AnyWaiting());
+  std::vector<Sent> sent;
+  auto send = [&](size_t index, const config::PassPlan& pass) {
+    sent.push_back({index, pass.kind});
+    return Status::Ok();
+  };
+  s.BeginPass(0);
+  s.SendReady(send);
+  ASSERT_EQ(sent.size(), 2u);  // d0 of both ranks, nothing more
+  EXPECT_EQ(s.dispatches()[sent[0].index].k, 0u);
+  EXPECT_EQ(s.dispatches()[sent[1].index].k, 0u);
+  EXPECT_EQ(s.dispatches()[sent[0].index].status, DispatchState::kSent);
+  s.SendReady(send);
+  EXPECT_EQ(sent.size(), 2u) << "one dispatch in flight per chip";
+  s.OnAccepted(0, 0);
+  EXPECT_EQ(*s.InFlight(0, 0), sent[0].index);
+  EXPECT_EQ(s.dispatches()[sent[0].index].status, DispatchState::kRunning);
+  clock.AdvanceNs(50);
+  EXPECT_TRUE(s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kOk, "", 12}));
+  EXPECT_FALSE(s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kOk}))
+      << "not in flight any more";
+  EXPECT_EQ(s.dispatches()[sent[0].index].tasks_executed, 12u);
+  EXPECT_EQ(s.dispatches()[sent[0].index].end_ns, 150u);
+  s.SendReady(send);
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(s.dispatches()[sent[2].index].rank, 0);
+  EXPECT_EQ(s.dispatches()[sent[2].index].k, 1u);
+  EXPECT_TRUE(s.Busy());
+}
+
+TEST(DispatchSchedulerTest, AFailedRankFailsWhatIsInFlightAndSkipsTheRest) {
+  FakeClock clock;
+  config::RunConfig onboard;
+  onboard.execution_mode = config::ExecutionMode::kOnboard;
+  onboard.enable_chip_swimlane = 4;
+  DispatchScheduler s(2, config::PlanPasses(onboard, true), TwoRanksTwoEach(), clock);
+  ASSERT_EQ(s.dispatches().size(), 8u) << "graph + timing pass";
+  std::vector<std::pair<size_t, std::string>> finished;
+  s.set_on_finished([&](size_t i, const std::string& e) { finished.push_back({i, e}); });
+  s.MarkReady(0);
+  s.MarkReady(1);
+  s.BeginPass(0);
+  s.SendReady([](size_t, const config::PassPlan&) { return Status::Ok(); });
+  s.FailRank(1, "agent rank-1 died: killed");
+  EXPECT_EQ(s.ranks()[1].status, RankState::kFailed);
+  // Its in-flight d0 failed, its queued d1 did not run.
+  ASSERT_EQ(finished.size(), 2u);
+  EXPECT_EQ(s.dispatches()[finished[0].first].status, DispatchState::kFailed);
+  EXPECT_NE(s.dispatches()[finished[0].first].error.find("in flight when agent rank-1 died"),
+            std::string::npos);
+  EXPECT_EQ(s.dispatches()[finished[1].first].status, DispatchState::kNotRun);
+  // The next pass skips the failed rank entirely.
+  s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kOk});
+  s.SendReady([](size_t, const config::PassPlan&) { return Status::Ok(); });
+  s.OnDone(protocol::DispatchDone{0, 1, protocol::DispatchStatus::kOk});
+  EXPECT_FALSE(s.Busy());
+  s.BeginPass(1);
+  size_t not_run = 0;
+  for (const auto& d : s.dispatches()) {
+    if (d.pass == config::PassKind::kTiming && d.rank == 1) {
+      not_run += d.status == DispatchState::kNotRun;
+    }
+  }
+  EXPECT_EQ(not_run, 2u);
+  s.CompleteRanks();
+  EXPECT_EQ(s.ranks()[0].status, RankState::kOk);
+  EXPECT_EQ(s.ranks()[1].status, RankState::kFailed) << "a failed rank stays failed";
+}
+
+TEST(DispatchSchedulerTest, ADispatchPastItsBudgetFailsItsRankOnTheFakeClock) {
+  FakeClock clock;
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  s.MarkReady(0);
+  s.MarkReady(1);
+  s.BeginPass(0);
+  s.SendReady([](size_t, const config::PassPlan&) { return Status::Ok(); });
+  clock.AdvanceNs(5);
+  s.OnDone(protocol::DispatchDone{1, 0, protocol::DispatchStatus::kOk});
+  s.SendReady([](size_t, const config::PassPlan&) { return Status::Ok(); });
+  EXPECT_TRUE(s.ExpireInFlight(10, "exceeded --dispatch-timeout").empty());
+  clock.AdvanceNs(8);  // rank 0's d0 is 13 ns old, rank 1's d1 only 8
+  auto expired = s.ExpireInFlight(10, "exceeded --dispatch-timeout");
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0], std::make_pair(0, 0u));
+  EXPECT_EQ(s.ranks()[0].status, RankState::kFailed);
+  EXPECT_NE(s.ranks()[0].error.find("dispatch d0 exceeded --dispatch-timeout"), std::string::npos);
+  EXPECT_EQ(s.ranks()[1].status, RankState::kReady);
+}
+
+TEST(DispatchSchedulerTest, ASendErrorFailsThatDispatch) {
+  FakeClock clock;
+  DispatchScheduler s(1, config::PlanPasses({}, true), {{0, 0, "a"}}, clock);
+  s.MarkReady(0);
+  s.BeginPass(0);
+  s.SendReady(
+      [](size_t, const config::PassPlan&) { return Unavailable("rank has no live agent"); });
+  EXPECT_EQ(s.dispatches()[0].status, DispatchState::kFailed);
+  EXPECT_EQ(s.dispatches()[0].error, "rank has no live agent");
+  EXPECT_FALSE(s.Busy());
+}
+
+}  // namespace
+}  // namespace dfx::coordinator

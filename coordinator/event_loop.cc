@@ -1,0 +1,178 @@
+#include "coordinator/event_loop.h"
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "protocol/codec.h"
+
+namespace dfx::coordinator {
+
+namespace {
+uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
+}  // namespace
+
+EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
+                     const Clock& clock, ArtifactStore store)
+    : clock_(clock),
+      options_(options),
+      registry_(router_, clock, std::move(policy)),
+      receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
+
+Status EventLoop::Bind(const std::string& endpoint) {
+  DFX_ASSIGN_OR_RETURN(router_, protocol::RouterChannel::Bind(context_, endpoint, options_.socket));
+  return Status::Ok();
+}
+
+void EventLoop::OnHello(const std::string& identity, const protocol::Header& header,
+                        const protocol::Hello& hello, PeerHandler& handler) {
+  auto admitted = registry_.Admit(identity, header, hello);
+  if (auto* refusal = std::get_if<AgentRegistry::Refusal>(&admitted)) {
+    registry_.Refuse(identity, *refusal);
+    return;
+  }
+  const auto& a = std::get<AgentRegistry::Admitted>(admitted);
+  if (!a.fresh) return;
+  // The first answer carries the session (a serve agent adopts it) and
+  // starts the clock-offset measurement.
+  registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Heartbeat{NowNs(), 0, true});
+  a.agent->last_ping_ns = NowNs();
+  handler.OnAdmitted(*a.agent);
+}
+
+void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
+  if (frame.had_extra_parts) {
+    DFX_LOG_WARN("rejected a multipart message from {}: every message is one frame",
+                 AgentRegistry::Printable(frame.identity));
+    return;
+  }
+  // Artifact data takes the zero-copy path: the chunk is decoded in place
+  // and its bytes go to the writer thread inside the received frame.
+  std::optional<protocol::ChunkView> chunk;
+  Result<protocol::Message> decoded = protocol::Message{};
+  auto peeked = protocol::DecodeChunkView(frame.bytes);
+  if (!peeked.ok()) {
+    decoded = peeked.status();
+  } else if (peeked->has_value()) {
+    chunk = **peeked;
+    decoded = protocol::Message{chunk->header,
+                                protocol::ArtifactChunk{chunk->transfer_id, chunk->offset, {}}};
+  } else {
+    decoded = protocol::Decode(frame.bytes);
+  }
+  AgentState* agent = registry_.Find(frame.identity);
+  if (!decoded.ok()) {
+    DFX_LOG_WARN("rejected a message from {}: {}", AgentRegistry::Printable(frame.identity),
+                 decoded.status().message());
+    if (agent != nullptr && !agent->dead) {
+      registry_.Send(*agent, agent->ranks.front(),
+                     protocol::Error{protocol::ErrorCode::kBadMessage, decoded.status().message()});
+    }
+    return;
+  }
+  protocol::Message& m = *decoded;
+  if (auto* hello = std::get_if<protocol::Hello>(&m.body)) {
+    OnHello(frame.identity, m.header, *hello, handler);
+    return;
+  }
+  if (agent == nullptr) {
+    if (auto* error = std::get_if<protocol::Error>(&m.body)) {
+      DFX_LOG_WARN("error from unregistered peer {}: {}", AgentRegistry::Printable(frame.identity),
+                   error->message);
+      return;
+    }
+    registry_.Refuse(frame.identity,
+                     {protocol::ErrorCode::kUnknownRank,
+                      fmt::format("{} from a peer that never said HELLO (rank {}); say HELLO first",
+                                  protocol::BodyName(m.body), m.header.rank)});
+    return;
+  }
+  if (agent->dead) return;  // a dead rank stays dead for the run (no re-admission)
+  protocol::Expectations expect;
+  expect.session_id = registry_.session();
+  expect.ranks.insert(agent->ranks.begin(), agent->ranks.end());
+  if (Status s = protocol::Validate(m, expect); !s.ok()) {
+    const bool fatal = s.code() == Code::kFailedPrecondition;
+    DFX_LOG_WARN("rejected {} from {}: {}", protocol::BodyName(m.body), agent->identity,
+                 s.message());
+    registry_.Send(*agent, agent->ranks.front(),
+                   protocol::Error{fatal ? protocol::ErrorCode::kSessionMismatch
+                                         : protocol::ErrorCode::kBadMessage,
+                                   s.message()});
+    if (std::holds_alternative<protocol::ArtifactChunk>(m.body)) receiver_.ReturnCredit(*agent);
+    return;
+  }
+  agent->last_rx_ns = NowNs();
+  if (chunk) {
+    receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
+    return;
+  }
+  std::visit(
+      [&](auto& body) {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, protocol::Heartbeat>) {
+          registry_.OnHeartbeat(*agent, body);
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactBegin>) {
+          auto place = handler.PlaceArtifact(*agent, body);
+          if (!place.ok()) {
+            receiver_.Refuse(*agent, body.transfer_id, place.status().message());
+          } else {
+            receiver_.OnBegin(*agent, body, *place);
+          }
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactChunk>) {
+          // Only a frame that could not be parsed in place (misaligned) lands here.
+          protocol::FrameBytes owned(std::move(body.data));
+          receiver_.OnChunk(*agent, body.transfer_id, body.offset, owned.view(), owned);
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
+          receiver_.OnEnd(*agent, body);
+        } else if constexpr (std::is_same_v<T, protocol::Error>) {
+          DFX_LOG_WARN("{} reported an error ({}): {}", agent->identity,
+                       protocol::ErrorCodeName(body.code), body.message);
+        } else {
+          handler.OnMessage(*agent, m.body);
+        }
+      },
+      m.body);
+}
+
+Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
+  auto polled = router_.Receive(timeout_ms, receiver_.wake_fd());
+  if (!polled.ok()) return polled.status();
+  if (polled->frame) {
+    OnFrame(*polled->frame, handler);
+    for (int i = 0; i < 256; ++i) {
+      auto more = router_.Receive(0);
+      if (!more.ok() || !more->frame) break;
+      OnFrame(*more->frame, handler);
+    }
+  }
+  receiver_.TakeWriterResults();
+  const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
+  for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
+    DeclareDead(*silent,
+                fmt::format("silent for {:.1f} s (heartbeat deadline --heartbeat-timeout {:g} s)",
+                            (NowNs() - silent->last_rx_ns) / 1e9, options_.heartbeat_timeout_s),
+                handler);
+  }
+  handler.OnTick();
+  return Status::Ok();
+}
+
+void EventLoop::DeclareDead(AgentState& agent, const std::string& why, PeerHandler& handler) {
+  if (!registry_.MarkDead(agent, why)) return;
+  receiver_.AbortAgent(agent.identity, why);
+  handler.OnAgentDead(agent, why);
+}
+
+void EventLoop::DrainWriter(uint64_t deadline_ns, PeerHandler& handler) {
+  while (!receiver_.WriterIdle() && NowNs() < deadline_ns) (void)Pump(20, handler);
+}
+
+void EventLoop::SendShutdown(const std::string& reason) {
+  for (auto& [id, agent] : registry_.agents()) {
+    if (agent.dead) continue;
+    registry_.Send(agent, agent.ranks.front(), protocol::Shutdown{reason});
+    agent.shutdown_sent = true;
+  }
+}
+
+}  // namespace dfx::coordinator

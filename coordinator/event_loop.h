@@ -1,0 +1,90 @@
+// The coordinator's event loop (design.md §7; style.md §12): one ROUTER
+// socket, the agents that said HELLO (AgentRegistry) and the artifact
+// streams they send (ArtifactReceiver), shared by a run (session.h) and a
+// gather (gather.h). It decodes and validates every frame, answers peers
+// that are not registered, keeps heartbeats and notices silent agents; what
+// a message means for the run or the gather is the PeerHandler's business.
+//
+// Threads: the thread that calls Bind / Pump owns the socket; not
+// thread-safe. Move-only in spirit (holds a socket and a writer thread).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "coordinator/agent_registry.h"
+#include "coordinator/artifact_receiver.h"
+#include "protocol/channel.h"
+#include "protocol/messages.h"
+
+namespace dfx::coordinator {
+
+// What a run or a gather does with what agents say.
+class PeerHandler {
+ public:
+  virtual ~PeerHandler() = default;
+  // A new agent was admitted (its first HELLO).
+  virtual void OnAdmitted(AgentState& agent) = 0;
+  // A validated message from a live registered agent other than heartbeats
+  // and artifact streams: Ready, DispatchAccepted, Progress, DispatchDone,
+  // GatherDone, Error, ...
+  virtual void OnMessage(AgentState& agent, protocol::Body& body) = 0;
+  // Where a stream an agent starts belongs: the dispatch record (a run), no
+  // record (a gather), or a refusal (the text goes back to the agent).
+  virtual Result<std::optional<size_t>> PlaceArtifact(AgentState& agent,
+                                                      const protocol::ArtifactBegin& begin) = 0;
+  // `agent` was declared dead (its streams are already failed).
+  virtual void OnAgentDead(AgentState& agent, const std::string& why) = 0;
+  // Once per Pump, after the messages: deadlines and children of the owner.
+  virtual void OnTick() = 0;
+};
+
+struct LoopOptions {
+  double heartbeat_interval_s = 0.2;  // both directions
+  double heartbeat_timeout_s = 10;    // a silent peer is dead after this
+  ReceiverOptions receiver;
+  protocol::SocketOptions socket;
+};
+
+class EventLoop {
+ public:
+  // `clock` must outlive the loop. Artifacts land under `dfx_dir`.
+  EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
+            const Clock& clock, ArtifactStore store);
+
+  Status Bind(const std::string& endpoint);
+  // The bound endpoint with its real port.
+  const std::string& endpoint() const { return router_.endpoint(); }
+  AgentRegistry& registry() { return registry_; }
+  ArtifactReceiver& receiver() { return receiver_; }
+  uint64_t NowNs() const { return clock_.NowNs(); }
+
+  // One turn: waits up to `timeout_ms` for a frame or a writer result,
+  // handles what arrived, heartbeats, declares silent agents dead, then
+  // calls handler.OnTick().
+  Status Pump(int timeout_ms, PeerHandler& handler);
+  // Declares `agent` dead: fails its open streams, tells the handler.
+  void DeclareDead(AgentState& agent, const std::string& why, PeerHandler& handler);
+  // Pumps until every queued file is written and acknowledged (or the deadline).
+  void DrainWriter(uint64_t deadline_ns, PeerHandler& handler);
+  // Tells every live agent to go (serve agents wait for the next session).
+  void SendShutdown(const std::string& reason);
+
+ private:
+  void OnFrame(const protocol::Frame& frame, PeerHandler& handler);
+  void OnHello(const std::string& identity, const protocol::Header& header,
+               const protocol::Hello& hello, PeerHandler& handler);
+
+  const Clock& clock_;
+  LoopOptions options_;
+  protocol::Context context_;
+  protocol::RouterChannel router_;
+  AgentRegistry registry_;
+  ArtifactReceiver receiver_;  // last: its writer thread stops first
+};
+
+}  // namespace dfx::coordinator

@@ -1,0 +1,332 @@
+#include "coordinator/gather.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <set>
+#include <system_error>
+
+#include "collectors/artifact_layout.h"
+#include "collectors/run_manifest.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "coordinator/event_loop.h"
+#include "coordinator/launcher.h"
+#include "coordinator/session_record.h"
+
+namespace dfx::coordinator {
+
+namespace fs = std::filesystem;
+using collectors::ArtifactEntry;
+using collectors::ArtifactState;
+
+namespace {
+
+uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
+
+// One gather over one spool (or, attached, over the serve agents that connect).
+class GatherCoordinator final : public PeerHandler {
+ public:
+  GatherCoordinator(const GatherOptions& options, const fs::path& dfx_dir, uint64_t session,
+                    std::string gather_id)
+      : options_(options),
+        dfx_dir_(dfx_dir),
+        session_(session),
+        gather_id_(std::move(gather_id)),
+        loop_(dfx_dir, Policy(), LoopOpts(), *options.clock,
+              [this](const std::optional<size_t>&) -> std::vector<ArtifactEntry>& {
+                return recovered_;
+              }) {}
+
+  // Recovery agents on `spool` (one per rank directory it holds).
+  Result<GatherOutcome> FromSpool(const fs::path& spool);
+  // Serve agents attaching to options.bind, until `ranks` ranks were offered.
+  Result<GatherOutcome> Attached(int ranks);
+
+  // --- PeerHandler ----------------------------------------------------------
+  void OnAdmitted(AgentState& agent) override {
+    loop_.receiver().GrantCredits(agent);
+    loop_.registry().Send(agent, agent.ranks.front(), protocol::GatherRequest{session_});
+  }
+  void OnMessage(AgentState& agent, protocol::Body& body) override {
+    if (std::holds_alternative<protocol::Ready>(body)) {
+      agent.ready = true;  // a serve agent in an attached gather: it has its credits
+    } else if (auto* done = std::get_if<protocol::GatherDone>(&body)) {
+      agent.gather_done = true;
+      offered_ += done->files;
+      DFX_LOG_INFO("{} offered {} spooled files", agent.identity, done->files);
+    } else {
+      DFX_LOG_WARN("unexpected {} from {} ignored", protocol::BodyName(body), agent.identity);
+    }
+  }
+  Result<std::optional<size_t>> PlaceArtifact(AgentState&,
+                                              const protocol::ArtifactBegin&) override {
+    return std::optional<size_t>();  // the recovered list
+  }
+  void OnAgentDead(AgentState&, const std::string&) override {}
+  void OnTick() override {
+    for (const AgentLauncher::Exit& exit : launcher_.Reap()) {
+      for (auto& [id, agent] : loop_.registry().agents()) {
+        if (agent.pid == static_cast<uint32_t>(exit.pid) && !agent.dead && !agent.shutdown_sent) {
+          loop_.DeclareDead(agent, fmt::format("the recovery agent exited ({})", exit.how), *this);
+        }
+      }
+    }
+  }
+
+ private:
+  AdmissionPolicy Policy() const {
+    AdmissionPolicy p;
+    p.session = session_;
+    p.num_ranks = 0;  // recovery agents offer the ranks their spool holds
+    if (options_.attach) {
+      p.modes = {protocol::AgentMode::kServe, protocol::AgentMode::kRecover};
+    } else {
+      p.modes = {protocol::AgentMode::kRecover};
+      p.ignored_modes = {protocol::AgentMode::kServe};  // not for this coordinator now
+    }
+    return p;
+  }
+  LoopOptions LoopOpts() const {
+    LoopOptions o;
+    o.heartbeat_interval_s = options_.heartbeat_interval_s;
+    o.heartbeat_timeout_s = options_.heartbeat_timeout_s;
+    o.receiver.credit_window = options_.credit_window;
+    o.receiver.verified_state = ArtifactState::kRecovered;
+    return o;
+  }
+  uint64_t Now() const { return options_.clock->NowNs(); }
+  void TimeOut() {
+    for (auto& [id, agent] : loop_.registry().agents()) {
+      if (!agent.gather_done) loop_.DeclareDead(agent, "gather exceeded --timeout", *this);
+    }
+  }
+  // The one tail of both forms: shut the agents down, report, record.
+  GatherOutcome Conclude(std::vector<std::string> more_failures);
+  void RecordInManifest(const GatherOutcome& out);
+
+  GatherOptions options_;
+  fs::path dfx_dir_;
+  uint64_t session_;
+  std::string gather_id_;
+  std::vector<ArtifactEntry> recovered_;
+  uint64_t offered_ = 0;
+  AgentLauncher launcher_;
+  EventLoop loop_;  // last: destroyed first
+};
+
+Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
+  DFX_RETURN_IF_ERROR(loop_.Bind("tcp://127.0.0.1:0"));
+  AgentLaunch launch;
+  launch.agent_binary = options_.agent_binary;
+  launch.endpoint = loop_.endpoint();
+  launch.session = session_;
+  launch.spool_root = spool;
+  launch.connect_timeout_s = options_.timeout_s;
+  launch.heartbeat_timeout_s = options_.heartbeat_timeout_s;
+  // One recovery agent per rank directory, so ranks stream in parallel like
+  // the agents of the run did.
+  for (int32_t rank : collectors::ListRankDirs(spool / Hex64(session_))) {
+    DFX_RETURN_IF_ERROR(launcher_.StartRecovery(launch, rank));
+  }
+  const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
+  for (;;) {
+    const size_t exited_silent = launcher_.exited();
+    auto& agents = loop_.registry().agents();
+    bool done = agents.size() + (agents.empty() ? exited_silent : 0) >= launcher_.size();
+    for (auto& [id, agent] : agents) {
+      done &= agent.dead || (agent.gather_done && loop_.receiver().open_streams() == 0);
+    }
+    if (done && loop_.receiver().WriterIdle()) break;
+    if (agents.empty() && launcher_.size() > 0 && exited_silent == launcher_.size()) {
+      return Unavailable("every recovery agent exited (" + launcher_.DescribeFirst() +
+                         ") before it connected");
+    }
+    if (Now() > deadline) {
+      TimeOut();
+      break;
+    }
+    DFX_RETURN_IF_ERROR(loop_.Pump(20, *this));
+  }
+  return Conclude({});
+}
+
+Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
+  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind));
+  std::fprintf(stderr,
+               "[dfx-coordinator] gather of session %s: waiting for %d rank(s) on %s; start "
+               "(or keep running) `dfx-rank-agent serve --coordinator %s --rank R`\n",
+               Hex64(session_).c_str(), ranks, loop_.endpoint().c_str(), loop_.endpoint().c_str());
+  const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
+  std::set<int32_t> missing;
+  for (;;) {
+    missing.clear();
+    for (int32_t r = 0; r < ranks; ++r) missing.insert(r);
+    bool busy = false;
+    for (auto& [id, agent] : loop_.registry().agents()) {
+      if (agent.dead) continue;
+      if (agent.gather_done) {
+        for (int32_t r : agent.ranks) missing.erase(r);
+      } else {
+        busy = true;
+      }
+    }
+    if (missing.empty() && !busy && loop_.receiver().Idle()) break;
+    if (Now() > deadline) {
+      TimeOut();
+      break;
+    }
+    DFX_RETURN_IF_ERROR(loop_.Pump(20, *this));
+  }
+  std::vector<std::string> failures;
+  if (!missing.empty()) {
+    failures.push_back(
+        fmt::format("no serve agent offered rank(s) {} within --timeout {:g} s (are they running "
+                    "with --coordinator {}?)",
+                    fmt::join(missing, ","), options_.timeout_s, loop_.endpoint()));
+  }
+  return Conclude(std::move(failures));
+}
+
+GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures) {
+  // Every received file is verified and acknowledged before the agents go.
+  loop_.DrainWriter(Now() + SecondsToNs(options_.shutdown_timeout_s), *this);
+  loop_.SendShutdown("gather complete");
+  const uint64_t deadline = Now() + SecondsToNs(options_.shutdown_timeout_s);
+  while (launcher_.AnyRunning() && Now() <= deadline) (void)loop_.Pump(20, *this);
+  launcher_.TerminateAll(2000);
+
+  GatherOutcome out;
+  out.session_id = session_;
+  for (const ArtifactEntry& a : recovered_) {
+    if (a.status == ArtifactState::kRecovered) {
+      out.recovered.push_back(a.path);
+    } else {
+      out.failed.push_back(a.path + ": " + a.error);
+    }
+  }
+  out.success = out.failed.empty() && offered_ == recovered_.size();
+  for (auto& [id, agent] : loop_.registry().agents()) {
+    if (!agent.dead) continue;
+    out.success = false;
+    out.failed.push_back(fmt::format(
+        "{}: {}", options_.attach ? "agent " + agent.identity : "recovery agent", agent.error));
+  }
+  for (auto& f : more_failures) {
+    out.success = false;
+    out.failed.push_back(std::move(f));
+  }
+  RecordInManifest(out);
+  return out;
+}
+
+void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
+  const fs::path path = dfx_dir_ / collectors::kRunManifestFile;
+  collectors::RunManifest m;
+  if (auto existing = collectors::ReadRunManifest(path); existing.ok()) {
+    m = std::move(*existing);
+  } else if (existing.status().code() != Code::kNotFound) {
+    DFX_LOG_WARN("{}; writing a new one", existing.status().message());
+  }
+  m.session = session_;
+  // A run whose coordinator died never said how it ended.
+  if (m.status == collectors::RunState::kStarting || m.status == collectors::RunState::kRunning) {
+    m.status = collectors::RunState::kInterrupted;
+  }
+  // Mark the dispatch entries whose artifacts came back through gather.
+  for (collectors::DispatchEntry& d : m.dispatches) {
+    const std::string dir = collectors::DispatchDirPath(d.rank, d.k) + "/";
+    for (const ArtifactEntry& a : recovered_) {
+      if (a.path.rfind(dir, 0) != 0 || a.status != ArtifactState::kRecovered) continue;
+      bool found = false;
+      for (ArtifactEntry& art : d.artifacts) {
+        if (art.path == a.path) {
+          art = a;
+          found = true;
+        }
+      }
+      if (!found) d.artifacts.push_back(a);
+    }
+  }
+  // One gather may visit several spools: accumulate into one record.
+  const bool same = m.gather && m.gather->gather_id == gather_id_;
+  collectors::GatherEntry gather = same ? *m.gather : collectors::GatherEntry{};
+  gather.gather_id = gather_id_;
+  gather.ok = out.success && (!same || gather.ok);
+  gather.recovered.insert(gather.recovered.end(), recovered_.begin(), recovered_.end());
+  gather.failed.insert(gather.failed.end(), out.failed.begin(), out.failed.end());
+  m.gather = std::move(gather);
+  if (Status s = collectors::WriteRunManifest(dfx_dir_, m); !s.ok()) {
+    DFX_LOG_ERROR("cannot update the run manifest: {}", s.message());
+  }
+}
+
+uint64_t RandomId() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+Result<GatherOutcome> RunGather(const GatherOptions& options) {
+  const fs::path dfx_dir = collectors::DfxOutputsDir(options.work_dir);
+  const auto record_dir = collectors::FindRunRecordDir(options.work_dir);
+  if (!record_dir) {
+    return NotFound(fmt::format("{}: no session record; was a run started with --work-dir {}?",
+                                (dfx_dir / collectors::kSessionFile).string(),
+                                options.work_dir.string()));
+  }
+  DFX_ASSIGN_OR_RETURN(SessionRecord record, ReadSessionRecord(*record_dir));
+  std::vector<fs::path> spools;
+  if (!options.spool_root.empty()) {
+    spools.push_back(options.spool_root);
+  } else {
+    if (record.spool.empty()) {
+      return InvalidArgument(
+          fmt::format("{}: at $.spool: expected the spool directory (or pass "
+                      "--spool)",
+                      (*record_dir / collectors::kSessionFile).string()));
+    }
+    spools.push_back(record.spool);
+    spools.insert(spools.end(), record.agent_spools.begin(), record.agent_spools.end());
+  }
+  // A coordinator killed mid-stream leaves its temporary files behind: they
+  // were never renamed into place, so they are garbage. Links are not followed.
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dfx_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec) &&
+        IsTemporaryPath(it->path().filename().string())) {
+      fs::remove(it->path(), ec);
+    }
+  }
+  const std::string gather_id = fmt::format("{}-{}", ::getpid(), Hex64(RandomId()));
+  if (options.attach) {
+    if (record.ranks < 1) {
+      return InvalidArgument(fmt::format("{}: at $.ranks: expected the run's rank count (>= 1)",
+                                         (*record_dir / collectors::kSessionFile).string()));
+    }
+    GatherCoordinator gather(options, dfx_dir, record.session, gather_id);
+    return gather.Attached(record.ranks);
+  }
+  GatherOutcome total;
+  total.session_id = record.session;
+  total.success = true;
+  for (const fs::path& spool : spools) {
+    if (!fs::is_directory(spool / Hex64(record.session), ec)) {
+      std::fprintf(stderr, "[dfx-coordinator] nothing to gather: %s holds no spool of session %s\n",
+                   spool.string().c_str(), Hex64(record.session).c_str());
+      continue;
+    }
+    GatherCoordinator gather(options, dfx_dir, record.session, gather_id);
+    DFX_ASSIGN_OR_RETURN(GatherOutcome out, gather.FromSpool(fs::absolute(spool)));
+    total.success &= out.success;
+    total.recovered.insert(total.recovered.end(), out.recovered.begin(), out.recovered.end());
+    total.failed.insert(total.failed.end(), out.failed.begin(), out.failed.end());
+  }
+  return total;
+}
+
+}  // namespace dfx::coordinator

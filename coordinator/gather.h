@@ -1,0 +1,50 @@
+// `dfx-coordinator gather` (design.md §9): after a coordinator crash, the
+// agents still hold in their spools every artifact the coordinator had not
+// acknowledged. Gather reads the run's session record, then either starts
+// one recovery agent per rank on each recorded spool (the spools this host
+// can read) or, with `attach`, waits for `dfx-rank-agent serve` agents (on
+// hosts whose spools it cannot read) to connect; every spooled file is
+// received exactly like in a live run (checksummed, renamed into place),
+// acknowledged (the agent then deletes its copy) and recorded in the run
+// manifest's "gather" entry.
+//
+// Threads: the calling thread runs the event loop.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace dfx::coordinator {
+
+struct GatherOptions {
+  std::filesystem::path work_dir;
+  std::filesystem::path spool_root;  // empty = the ones recorded in the session record
+  std::filesystem::path agent_binary;
+  // Attach mode: no recovery agent is started; serve agents connect to
+  // `bind`, get a GatherRequest and stream what their spool still holds.
+  // Done once every rank of the run (the session record's "ranks") was gathered.
+  bool attach = false;
+  std::string bind;
+  double timeout_s = 120;
+  double heartbeat_interval_s = 0.2;
+  double heartbeat_timeout_s = 10;
+  double shutdown_timeout_s = 10;
+  uint32_t credit_window = 8;
+  const Clock* clock = &MonotonicClock::Instance();
+};
+
+struct GatherOutcome {
+  bool success = false;
+  uint64_t session_id = 0;
+  std::vector<std::string> recovered;  // relative to dfx_outputs
+  std::vector<std::string> failed;     // "path: why"
+};
+
+Result<GatherOutcome> RunGather(const GatherOptions& options);
+
+}  // namespace dfx::coordinator
