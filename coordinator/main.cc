@@ -4,9 +4,12 @@
 //   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
+//
+// Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
 #include <malloc.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -14,7 +17,6 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -33,158 +35,129 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace dc = dfx::coordinator;
-using dfx::Result;
 
-constexpr const char* kUsage = R"(usage:
-  dfx-coordinator run PROGRAM.json --work-dir W [DFX flags]
-  dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
-                  [--bind tcp://127.0.0.1:PORT] [--chips-per-agent N] [--spool DIR] [DFX flags]
-  dfx-coordinator gather --work-dir W [--spool DIR] [--timeout S]
-                  [--attach --bind tcp://HOST:PORT]  (serve agents stream their spools)
-DFX flags: --enable-chip-swimlane | --chip-swimlane-level N, --enable-dep-gen, --dump-args [L],
-  --enable-pmu [N], --enable-scope-stats, --backend-type a2a3|a5, --execution-mode sim|onboard,
-  --platform P (deprecated), --aicpu-thread-num N, --ring-task-window/--ring-heap/--ring-dep-pool
-deadline flags (seconds): --startup-timeout (60), --heartbeat-interval (0.2),
-  --heartbeat-timeout (10), --dispatch-timeout (3600), --shutdown-timeout (10)
-other: --agent-log-level LEVEL (warn), --log-level LEVEL (info), --virtual-clock,
-  --bench (after the run, a separate plain run without DFX flags; prints its wall time)
-L2 only: --dump-drain-bytes-per-sec B, --dump-timeout-ms MS, --dump-arena-bytes B
-  (the emulated host args-dump drain; defaults: disk speed, 30000, 128 MiB)
-)";
+// Seconds flags are forwarded to agents, whose command line accepts the same range.
+constexpr double kMaxSeconds = 1e6;
 
-int Fail(const std::string& message, int code = 2) {
+int Fail(const std::string& message, int code = 1) {
+  std::fflush(stdout);
   std::fprintf(stderr, "dfx-coordinator: %s\n", message.c_str());
   return code;
 }
 
-struct Flags {
-  std::vector<std::string> args;
-  size_t i = 0;
-  std::string name;
-  std::optional<std::string> inline_value;
-  bool Next() {
-    if (i >= args.size()) return false;
-    const std::string& a = args[i++];
-    inline_value.reset();
-    name = a;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      inline_value = a.substr(eq + 1);
-    }
-    return true;
-  }
-  Result<std::string> Value() {
-    if (inline_value) return *inline_value;
-    if (i >= args.size()) return dfx::InvalidArgument(name + ": missing value");
-    return args[i++];
-  }
-  Result<double> Seconds() {
-    DFX_ASSIGN_OR_RETURN(std::string v, Value());
-    char* end = nullptr;
-    double d = std::strtod(v.c_str(), &end);
-    if (end == v.c_str() || *end != '\0' || !(d > 0) || d > 1e7) {
-      return dfx::InvalidArgument(name + " " + v + ": expected a positive number of seconds");
-    }
-    return d;
-  }
-  Result<int> Int(int min, int max) {
-    DFX_ASSIGN_OR_RETURN(std::string v, Value());
-    char* end = nullptr;
-    long n = std::strtol(v.c_str(), &end, 10);
-    if (end == v.c_str() || *end != '\0' || n < min || n > max) {
-      return dfx::InvalidArgument(
-          fmt::format("{} {}: expected an integer in [{}, {}]", name, v, min, max));
-    }
-    return static_cast<int>(n);
-  }
-};
+const CLI::Validator& PositiveSeconds() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(d > 0) || d > kMaxSeconds) {
+          return fmt::format("{}: expected a positive number of seconds (at most {:g})", text,
+                             kMaxSeconds);
+        }
+        return "";
+      },
+      "SECONDS");
+  return v;
+}
 
-#define OR_FAIL(lhs, expr)                                                                      \
-  auto DFX_CONCAT(r_, __LINE__) = (expr);                                                       \
-  if (!DFX_CONCAT(r_, __LINE__).ok()) return Fail(DFX_CONCAT(r_, __LINE__).status().message()); \
-  lhs = std::move(DFX_CONCAT(r_, __LINE__)).value()
+const CLI::Validator& LogLevel() {
+  static const CLI::Validator v =
+      CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}).name("LEVEL");
+  return v;
+}
 
-int Run(std::vector<std::string> args) {
-  auto parsed = dfx::config::ParseRunConfigFlags(args);
-  if (!parsed.ok()) return Fail(parsed.status().message());
-  for (const auto& w : parsed->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  dc::SessionOptions so;
-  so.config = parsed->config;
+std::optional<fs::path> FindAgent(std::string* error) {
+  auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
+  if (!agent.ok()) {
+    *error = agent.status().message();
+    return std::nullopt;
+  }
+  return *agent;
+}
+
+struct RunFlags {
+  std::string file;
+  std::string work_dir;
   std::optional<int> ranks;
-  std::optional<std::string> launcher;
+  std::string launcher;
   bool attach = false;
   bool bench = false;
-  std::vector<std::string> chip_knobs;  // args-dump drain model, L2 exec only
+  bool virtual_clock = false;
   std::string log_level = "info";
-  std::vector<std::string> positional;
-  Flags flags{args};
-  while (flags.Next()) {
-    const std::string f = flags.name;
-    if (f.rfind("--", 0) != 0) {
-      positional.push_back(f);
-    } else if (f == "--ranks") {
-      OR_FAIL(ranks, flags.Int(1, 4096));
-    } else if (f == "--launcher") {
-      OR_FAIL(launcher, flags.Value());
-      if (*launcher != "mpirun" && *launcher != "local") {
-        return Fail("--launcher " + *launcher + ": allowed: mpirun, local");
-      }
-    } else if (f == "--attach") {
-      attach = true;
-    } else if (f == "--work-dir") {
-      std::string v;
-      OR_FAIL(v, flags.Value());
-      if (v.empty()) return Fail("--work-dir: the directory must not be empty");
-      so.work_dir = v;
-    } else if (f == "--bind") {
-      OR_FAIL(so.bind, flags.Value());
-    } else if (f == "--chips-per-agent") {
-      OR_FAIL(so.chips_per_agent, flags.Int(1, 64));
-    } else if (f == "--spool") {
-      std::string v;
-      OR_FAIL(v, flags.Value());
-      so.spool_root = v;
-    } else if (f == "--startup-timeout") {
-      OR_FAIL(so.startup_timeout_s, flags.Seconds());
-    } else if (f == "--heartbeat-interval") {
-      OR_FAIL(so.heartbeat_interval_s, flags.Seconds());
-    } else if (f == "--heartbeat-timeout") {
-      OR_FAIL(so.heartbeat_timeout_s, flags.Seconds());
-    } else if (f == "--dispatch-timeout") {
-      OR_FAIL(so.dispatch_timeout_s, flags.Seconds());
-    } else if (f == "--shutdown-timeout") {
-      OR_FAIL(so.shutdown_timeout_s, flags.Seconds());
-    } else if (f == "--agent-log-level") {
-      OR_FAIL(so.agent_log_level, flags.Value());
-    } else if (f == "--log-level") {
-      OR_FAIL(log_level, flags.Value());
-    } else if (f == "--virtual-clock") {
-      so.agent_args.push_back("--virtual-clock");
-    } else if (f == "--bench") {
-      bench = true;
-    } else if (f == "--dump-drain-bytes-per-sec" || f == "--dump-timeout-ms" ||
-               f == "--dump-arena-bytes") {
-      std::string v;
-      OR_FAIL(v, flags.Value());
-      chip_knobs.push_back(f);
-      chip_knobs.push_back(v);
-    } else if (f == "--help" || f == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      return Fail(fmt::format("run: unknown flag '{}'\n{}", f, kUsage));
-    }
+  std::vector<std::string> chip_knobs;  // the args-dump drain model, L2 only
+  double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
+};
+
+const char* const kRunFooter = R"(
+L2 (one chip, artifacts flat in W/dfx_outputs/): a PROGRAM.json without --ranks/--launcher/--attach.
+L3 (a plan or --ranks N): artifacts in W/dfx_outputs/rank<N>/d<K>/, manifest in run_manifest.json.
+Environment: DFX_RANK_AGENT, DFX_VIEW (where dfx-rank-agent / dfx-view are, when not beside
+this binary or on PATH).
+)";
+
+void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
+  run.add_option("file", f.file, "PROGRAM.json (L2, or with --ranks all ranks) or PLAN.json (L3)")
+      ->required();
+  run.add_option("--work-dir", f.work_dir, "where dfx_outputs/ goes (created)")->required();
+  run.add_option("--ranks", f.ranks, "number of ranks (L3)")->check(CLI::Range(1, 4096));
+  run.add_option("--launcher", f.launcher, "how agents start (default: mpirun when on PATH)")
+      ->check(CLI::IsMember({"mpirun", "local"}));
+  run.add_flag("--attach", f.attach,
+               "wait for `dfx-rank-agent serve` agents started elsewhere instead of launching");
+  run.add_option("--bind", so.bind, "the coordinator's ROUTER endpoint")
+      ->default_str("tcp://127.0.0.1:0");
+  run.add_option("--chips-per-agent", so.chips_per_agent, "chips (ranks) each agent drives")
+      ->check(CLI::Range(1, 64));
+  run.add_option("--spool", so.spool_root, "agents' spool root (default W/.dfx_spool)");
+  run.add_option("--startup-timeout", so.startup_timeout_s,
+                 "spawn + HELLO + READY of every rank (default 60)")
+      ->check(PositiveSeconds());
+  run.add_option("--heartbeat-interval", so.heartbeat_interval_s, "(default 0.2)")
+      ->check(PositiveSeconds());
+  run.add_option("--heartbeat-timeout", so.heartbeat_timeout_s,
+                 "a silent agent is dead after this (default 10)")
+      ->check(PositiveSeconds());
+  run.add_option("--dispatch-timeout", so.dispatch_timeout_s,
+                 "one dispatch, run + stream (default 3600)")
+      ->check(PositiveSeconds());
+  run.add_option("--shutdown-timeout", so.shutdown_timeout_s,
+                 "agents exiting after the run (default 10)")
+      ->check(PositiveSeconds());
+  run.add_option("--agent-log-level", so.agent_log_level, "log level of launched agents (warn)")
+      ->check(LogLevel());
+  run.add_option("--log-level", f.log_level, "this process's log level (info)")->check(LogLevel());
+  run.add_flag("--virtual-clock", f.virtual_clock, "deterministic virtual-clock chips");
+  run.add_flag("--bench", f.bench,
+               "after the run, a separate plain run without DFX flags; prints its wall time");
+  run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
+                 "L2: the emulated host args-dump drain (default: disk speed)")
+      ->check(CLI::Range(0.0, 1e15));
+  run.add_option("--dump-timeout-ms", f.dump_timeout, "L2: dump park backstop (default 30000)")
+      ->check(CLI::Range(0.0, 1e15));
+  run.add_option("--dump-arena-bytes", f.dump_arena, "L2: dump arena (default 128 MiB)")
+      ->check(CLI::Range(0.0, 1e15));
+  run.footer(std::string(dfx::config::RunConfigFlagsHelp()) + kRunFooter);
+}
+
+int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
+  for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  so.config = parsed.config;
+  so.work_dir = f.work_dir;
+  dfx::log::Init("dfx-coordinator", f.log_level);
+  if (f.virtual_clock) so.agent_args.push_back("--virtual-clock");
+  for (auto [flag, value] : {std::pair{"--dump-drain-bytes-per-sec", f.dump_drain},
+                             std::pair{"--dump-timeout-ms", f.dump_timeout},
+                             std::pair{"--dump-arena-bytes", f.dump_arena}}) {
+    if (value < 0) continue;
+    f.chip_knobs.push_back(flag);
+    f.chip_knobs.push_back(fmt::format("{:.0f}", value));
   }
-  dfx::log::Init("dfx-coordinator", log_level);
-  if (positional.size() != 1) {
-    return Fail("run: expected exactly one PROGRAM.json or PLAN.json\n" + std::string(kUsage));
-  }
-  if (so.work_dir.empty()) return Fail("run: --work-dir DIR is required");
-  const fs::path file = positional[0];
+  const fs::path file = f.file;
   auto json = dfx::ReadJsonFile(file);
-  if (!json.ok()) return Fail(json.status().message());
-  auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
-  if (!agent.ok()) return Fail(agent.status().message(), 1);
+  if (!json.ok()) return Fail(json.status().message(), 2);
+  std::string error;
+  auto agent = FindAgent(&error);
+  if (!agent) return Fail(error);
   so.agent_binary = *agent;
   const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(so.work_dir);
 
@@ -203,21 +176,22 @@ int Run(std::vector<std::string> args) {
           "in a separate plain run (no DFX flags) or use `dfx-coordinator run --bench`\n");
     }
   };
-  if (!is_plan && !ranks && !launcher && !attach) {
+  if (!is_plan && !f.ranks && f.launcher.empty() && !f.attach) {
     // L2: one program on one local chip, artifacts flat in dfx_outputs/.
-    if (!json->is_object())
-      return Fail(dfx::JsonError(file, "$", "a program object", *json).message());
+    if (!json->is_object()) {
+      return Fail(dfx::JsonError(file, "$", "a program object", *json).message(), 2);
+    }
     dc::L2Options l2;
     l2.program = file;
     l2.work_dir = so.work_dir;
     l2.config = so.config;
     l2.agent_binary = so.agent_binary;
     l2.agent_args = so.agent_args;
-    l2.agent_args.insert(l2.agent_args.end(), chip_knobs.begin(), chip_knobs.end());
+    l2.agent_args.insert(l2.agent_args.end(), f.chip_knobs.begin(), f.chip_knobs.end());
     l2.timeout_s = so.dispatch_timeout_s;
-    l2.bench = bench;
+    l2.bench = f.bench;
     auto out = dc::RunL2(l2);
-    if (!out.ok()) return Fail(out.status().message(), 1);
+    if (!out.ok()) return Fail(out.status().message());
     if (out->artifacts.empty()) {
       std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
     } else {
@@ -232,38 +206,40 @@ int Run(std::vector<std::string> args) {
     }
     return 0;
   }
-  if (!chip_knobs.empty()) {
-    return Fail(chip_knobs.front() +
-                ": the args-dump drain model is an L2 knob (one program, `dfx-rank-agent exec`); "
-                "drop it for a plan / --ranks run");
+  if (!f.chip_knobs.empty()) {
+    return Fail(f.chip_knobs.front() +
+                    ": the args-dump drain model is an L2 knob (one program, `dfx-rank-agent "
+                    "exec`); drop it for a plan / --ranks run",
+                2);
   }
 
-  Result<dc::Plan> plan = is_plan ? dc::ParsePlan(*json, file) : dc::PlanForProgram(file);
-  if (!plan.ok()) return Fail(plan.status().message());
-  so.ranks = ranks.value_or(1);
-  if (attach) {
+  dfx::Result<dc::Plan> plan = is_plan ? dc::ParsePlan(*json, file) : dc::PlanForProgram(file);
+  if (!plan.ok()) return Fail(plan.status().message(), 2);
+  so.ranks = f.ranks.value_or(1);
+  const bool have_mpirun = dfx::FindExecutable("mpirun").has_value();
+  if (f.attach) {
     so.launcher = dc::Launcher::kAttach;
-  } else if (launcher) {
-    so.launcher = *launcher == "mpirun" ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+  } else if (!f.launcher.empty()) {
+    so.launcher = f.launcher == "mpirun" ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
   } else {
-    so.launcher =
-        dfx::FindExecutable("mpirun").has_value() ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+    so.launcher = have_mpirun ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
   }
-  if (so.launcher == dc::Launcher::kMpirun && !dfx::FindExecutable("mpirun").has_value()) {
-    return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local", 1);
+  if (so.launcher == dc::Launcher::kMpirun && !have_mpirun) {
+    return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local");
   }
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   // Test-only fault injection (the gather tests kill the coordinator mid-stream).
-  if (const char* f = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
-    so.fault_kill_after_chunks = std::strtoull(f, nullptr, 10);
+  if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
+    so.fault_kill_after_chunks = std::strtoull(fault, nullptr, 10);
   }
   auto outcome = dc::RunSession(*plan, so);
-  if (!outcome.ok()) return Fail(outcome.status().message(), 1);
-  if (!outcome->artifacts.empty())
+  if (!outcome.ok()) return Fail(outcome.status().message());
+  if (!outcome->artifacts.empty()) {
     dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
+  }
   std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
   print_common();
-  if (bench) {
+  if (f.bench) {
     // A separate plain session (no DFX flags) in a scratch work dir.
     dc::SessionOptions plain = so;
     dfx::config::RunConfig c;
@@ -275,6 +251,7 @@ int Run(std::vector<std::string> args) {
     plain.work_dir = so.work_dir / ".bench";
     plain.spool_root.clear();
     plain.live_progress = false;
+    plain.fault_kill_after_chunks = 0;
     const auto t0 = std::chrono::steady_clock::now();
     auto bench_out = dc::RunSession(*plan, plain);
     const double wall =
@@ -283,8 +260,7 @@ int Run(std::vector<std::string> args) {
     fs::remove_all(plain.work_dir, ec);
     if (!bench_out.ok() || !bench_out->success) {
       return Fail("--bench: the plain run failed: " +
-                      (bench_out.ok() ? bench_out->summary : bench_out.status().message()),
-                  1);
+                  (bench_out.ok() ? bench_out->summary : bench_out.status().message()));
     }
     std::printf(
         "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
@@ -292,6 +268,7 @@ int Run(std::vector<std::string> args) {
         wall);
   }
   if (!outcome->success) {
+    std::fflush(stdout);
     std::fprintf(stderr, "dfx-coordinator: the run did not fully succeed:\n%s",
                  outcome->summary.c_str());
     return 1;
@@ -299,52 +276,105 @@ int Run(std::vector<std::string> args) {
   return 0;
 }
 
-int Gather(std::vector<std::string> args) {
-  dc::GatherOptions options;
-  std::string log_level = "info";
-  Flags flags{std::move(args)};
-  while (flags.Next()) {
-    const std::string f = flags.name;
-    if (f == "--work-dir") {
-      std::string v;
-      OR_FAIL(v, flags.Value());
-      options.work_dir = v;
-    } else if (f == "--spool") {
-      std::string v;
-      OR_FAIL(v, flags.Value());
-      options.spool_root = v;
-    } else if (f == "--timeout") {
-      OR_FAIL(options.timeout_s, flags.Seconds());
-    } else if (f == "--attach") {
-      options.attach = true;
-    } else if (f == "--bind") {
-      OR_FAIL(options.bind, flags.Value());
-    } else if (f == "--log-level") {
-      OR_FAIL(log_level, flags.Value());
-    } else {
-      return Fail(fmt::format("gather: unknown argument '{}'\n{}", f, kUsage));
-    }
-  }
-  dfx::log::Init("dfx-coordinator gather", log_level);
-  if (options.work_dir.empty()) return Fail("gather: --work-dir DIR is required");
+struct GatherFlags {
+  std::string work_dir, spool, log_level = "info";
+};
+
+void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
+  gather.add_option("--work-dir", f.work_dir, "the work dir of the run to gather")->required();
+  gather.add_option("--spool", f.spool, "the spool to read (default: the ones the run recorded)");
+  gather.add_option("--timeout", o.timeout_s, "give up after this (default 120)")
+      ->check(PositiveSeconds());
+  gather.add_flag("--attach", o.attach,
+                  "serve agents on other hosts stream their spools (needs --bind)");
+  gather.add_option("--bind", o.bind, "where the serve agents connect (e.g. the run's --bind)");
+  gather.add_option("--log-level", f.log_level, "(info)")->check(LogLevel());
+}
+
+int Gather(GatherFlags& f, dc::GatherOptions& options) {
+  dfx::log::Init("dfx-coordinator gather", f.log_level);
+  options.work_dir = f.work_dir;
+  options.spool_root = f.spool;
   if (options.attach && options.bind.empty()) {
     return Fail(
         "gather: --attach needs --bind ENDPOINT (where the serve agents connect, e.g. the run's "
-        "--bind)");
+        "--bind)",
+        2);
   }
-  auto agent = dfx::FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
-  if (!agent.ok()) return Fail(agent.status().message(), 1);
+  std::string error;
+  auto agent = FindAgent(&error);
+  if (!agent) return Fail(error);
   options.agent_binary = *agent;
   auto out = dc::RunGather(options);
-  if (!out.ok()) return Fail(out.status().message(), 1);
+  if (!out.ok()) return Fail(out.status().message());
   const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(options.work_dir);
   std::printf("gather of session %s: %zu file(s) recovered\n", dfx::Hex64(out->session_id).c_str(),
               out->recovered.size());
   for (const auto& r : out->recovered) {
     std::printf("  %s\n", dfx::ShellQuote((dfx_dir / r).string()).c_str());
   }
-  for (const auto& f : out->failed) std::fprintf(stderr, "  not recovered: %s\n", f.c_str());
+  std::fflush(stdout);
+  for (const auto& failed : out->failed)
+    std::fprintf(stderr, "  not recovered: %s\n", failed.c_str());
   return out->success ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "dfx-coordinator: runs programs (L2) and plans (L3) on emulated chips with the Runtime DFX "
+      "collectors, and gathers every artifact into <work_dir>/dfx_outputs/"};
+  app.name("dfx-coordinator");
+  app.require_subcommand(1);
+  RunFlags run_flags;
+  dc::SessionOptions so;
+  CLI::App* run = app.add_subcommand("run", "run a program (L2) or a plan (L3)");
+  AddRunOptions(*run, run_flags, so);
+  GatherFlags gather_flags;
+  dc::GatherOptions gather_options;
+  CLI::App* gather =
+      app.add_subcommand("gather", "collect what agents still spool after a coordinator crash");
+  AddGatherOptions(*gather, gather_flags, gather_options);
+  CLI::App* help = app.add_subcommand("help", "show the help of a command");
+  std::string help_topic;
+  help->add_option("command", help_topic, "run or gather");
+
+  // The run-config flags (optional values, legacy spellings) are parsed by
+  // their one owner, config::ParseRunConfigFlags, before CLI11 sees the rest.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  dfx::config::ParsedRunConfig parsed;
+  if (!args.empty() && args[0] == "run") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    auto config = dfx::config::ParseRunConfigFlags(rest);
+    if (!config.ok()) return Fail(config.status().message(), 2);
+    parsed = *config;
+    rest.insert(rest.begin(), "run");
+    args = std::move(rest);
+  }
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  if (help->parsed()) {
+    if (help_topic == "run") {
+      std::fputs(run->help().c_str(), stdout);
+    } else if (help_topic == "gather") {
+      std::fputs(gather->help().c_str(), stdout);
+    } else if (help_topic.empty()) {
+      std::fputs(app.help().c_str(), stdout);
+    } else {
+      return Fail("help " + help_topic + ": unknown command; commands: run, gather", 2);
+    }
+    return 0;
+  }
+  if (run->parsed()) return Run(run_flags, so, parsed);
+  return Gather(gather_flags, gather_options);
 }
 
 }  // namespace
@@ -354,14 +384,9 @@ int main(int argc, char** argv) {
   // them in the heap instead of mmap/munmap + page faults for every one.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    return Fail(std::string("internal error: ") + e.what());
   }
-  const std::string command = args[0];
-  args.erase(args.begin());
-  if (command == "run") return Run(std::move(args));
-  if (command == "gather") return Gather(std::move(args));
-  return Fail("unknown command '" + command + "' (expected run or gather)\n" + kUsage);
 }
