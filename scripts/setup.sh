@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config ninja-build git
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
-      libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev graphviz
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libcli11-dev graphviz
       chromium)
 missing=()
 for p in "${PKGS[@]}"; do
