@@ -136,5 +136,22 @@ TEST(L2RunTest, AgentExecRunsDirectly) {
   fs::remove_all(dir);
 }
 
+TEST(L2RunTest, GenProgramUsageErrorsExitTwo) {
+  fs::path dir = TestDir("l2_gen_usage");
+  const std::string gen = DFX_BINARY_DIR "/device/dfx-gen-program";
+  auto bad = RunCommand({gen, "layered", "--tasks", "0"}, dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--tasks"), std::string::npos) << bad.err;
+  auto unknown = RunCommand({gen, "vector", "--colums", "3"}, dir);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("--colums"), std::string::npos) << unknown.err;
+  auto none = RunCommand({gen}, dir);
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  auto help = RunCommand({gen, "vector", "--help"}, dir);
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--rows"), std::string::npos) << help.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dfx::e2e
