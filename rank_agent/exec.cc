@@ -37,7 +37,7 @@ fs::path ResidentStateFile(const fs::path& device_state_dir) {
 
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DFX_ASSIGN_OR_RETURN(device::Program program, device::LoadProgram(options.program_path));
-  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == "graph"));
+  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == config::PassKind::kGraph));
   auto chip = device::MakeEmulatedChip(options.chip);
   const bool resident = std::any_of(program.tensors.begin(), program.tensors.end(),
                                     [](const device::TensorDecl& t) { return t.resident; });

@@ -11,6 +11,7 @@
 
 #include "collectors/recorders.h"
 #include "common/status.h"
+#include "config/pass_plan.h"
 #include "config/run_config.h"
 #include "device/chip.h"
 #include "device/program.h"
@@ -23,9 +24,9 @@ struct ExecOptions {
   std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
   config::RunConfig config;          // validated by the caller
   device::ChipOptions chip;
-  // "single", "graph" or "timing" (which pass of the coordinator's plan this
-  // process runs; only the fault injection below reads it).
-  std::string pass = "single";
+  // Which pass of the coordinator's plan this process runs (only the fault
+  // injection below reads it).
+  config::PassKind pass = config::PassKind::kSingle;
   // Device-resident tensors persist here between the processes of one L2
   // run (<work_dir>/device_state/); empty = only for this process.
   std::filesystem::path device_state_dir;
