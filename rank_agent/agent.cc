@@ -309,7 +309,7 @@ struct RankAgent::Impl {
           prep = collectors::WriteNameMap(c.dir / collectors::kDispatchNameMapFile,
                                           NameMapFor(*program));
       }
-      if (prep.ok()) prep = GraphPassFault(d.pass == protocol::PassKind::kGraph);
+      if (prep.ok()) prep = GraphPassFault(d.pass == protocol::PassKind::kGraph, options_.faults);
       if (!prep.ok()) {
         fail(protocol::DispatchStatus::kFailed, prep.message());
       } else {

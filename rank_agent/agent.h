@@ -26,6 +26,7 @@
 #include "device/chip.h"
 #include "protocol/channel.h"
 #include "protocol/messages.h"
+#include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
 
@@ -45,6 +46,7 @@ struct AgentOptions {
   int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
   uint64_t chunk_bytes = protocol::kDefaultChunkBytes;
   device::ChipOptions chip;
+  FaultInjection faults;  // tests only; set by main
   const Clock* clock = &MonotonicClock::Instance();
 };
 

@@ -206,5 +206,36 @@ TEST(ExecTest, NameMapListsKernelsByFuncId) {
   EXPECT_EQ(m.callable_id_to_name[1], (std::pair<int, std::string>{7, "softmax"}));
 }
 
+// The graph-pass fault is an explicit option: only what main() sets counts,
+// never the environment of the process the library runs in.
+TEST(ExecTest, AnInjectedGraphPassFaultFailsOnlyTheGraphPass) {
+  fs::path dir = TempDir("fault");
+  ExecOptions options;
+  options.program_path = fs::path(DFX_SOURCE_DIR) / "examples/vector_pipeline.json";
+  options.output_dir = dir / "w/dfx_outputs";
+  options.config.enable_dep_gen = true;
+  options.config.Normalize();
+  options.pass = config::PassKind::kGraph;
+  options.faults.graph_pass_error = "injected: no graph pass today";
+  auto failed = RunExec(options);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "injected: no graph pass today");
+  EXPECT_FALSE(fs::exists(options.output_dir / "deps.json"));
+
+  options.pass = config::PassKind::kTiming;
+  auto timing = RunExec(options);
+  ASSERT_TRUE(timing.ok()) << timing.status().ToString();
+  EXPECT_TRUE(fs::exists(options.output_dir / "deps.json"));
+
+  ::setenv("DFX_FAULT_GRAPH_PASS", "1", 1);
+  options.pass = config::PassKind::kGraph;
+  options.faults = {};
+  auto graph = RunExec(options);
+  ::unsetenv("DFX_FAULT_GRAPH_PASS");
+  EXPECT_TRUE(graph.ok()) << "the library must not read the environment: "
+                          << graph.status().ToString();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dfx::rank_agent

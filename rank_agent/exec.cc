@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
@@ -23,12 +22,9 @@ collectors::NameMap NameMapFor(const device::Program& program) {
   return map;
 }
 
-Status GraphPassFault(bool graph_pass) {
-  const char* fault = std::getenv("DFX_FAULT_GRAPH_PASS");
-  if (!graph_pass || fault == nullptr || std::string(fault) != "1") return Status::Ok();
-  return Internal(
-      "fault injection: DFX_FAULT_GRAPH_PASS=1 makes the graph pass (dep_gen capture) fail "
-      "before it runs; unset it to capture deps.json");
+Status GraphPassFault(bool graph_pass, const FaultInjection& faults) {
+  if (!graph_pass || faults.graph_pass_error.empty()) return Status::Ok();
+  return Internal(faults.graph_pass_error);
 }
 
 fs::path ResidentStateFile(const fs::path& device_state_dir) {
@@ -37,7 +33,7 @@ fs::path ResidentStateFile(const fs::path& device_state_dir) {
 
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DFX_ASSIGN_OR_RETURN(device::Program program, device::LoadProgram(options.program_path));
-  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == config::PassKind::kGraph));
+  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == config::PassKind::kGraph, options.faults));
   auto chip = device::MakeEmulatedChip(options.chip);
   const bool resident = std::any_of(program.tensors.begin(), program.tensors.end(),
                                     [](const device::TensorDecl& t) { return t.resident; });

@@ -15,6 +15,7 @@
 #include "config/run_config.h"
 #include "device/chip.h"
 #include "device/program.h"
+#include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
 
@@ -30,6 +31,7 @@ struct ExecOptions {
   // Device-resident tensors persist here between the processes of one L2
   // run (<work_dir>/device_state/); empty = only for this process.
   std::filesystem::path device_state_dir;
+  FaultInjection faults;  // tests only; set by main
 };
 
 struct ExecResult {
@@ -38,11 +40,10 @@ struct ExecResult {
   std::vector<std::string> warnings;  // advice from the chip (print, do not fail)
 };
 
-// Fault injection for the best-effort graph pass (documented in the README):
-// with DFX_FAULT_GRAPH_PASS=1 in the environment a graph pass fails before it
-// runs, at L2 (`exec --pass graph`) and at L3 (the agent's dispatch path).
-// Returns OK for every other pass or when the variable is unset.
-Status GraphPassFault(bool graph_pass);
+// The injected graph-pass failure of `faults`, at L2 (`exec --pass graph`)
+// and at L3 (the agent's dispatch path): OK for every other pass, or when
+// no fault is injected.
+Status GraphPassFault(bool graph_pass, const FaultInjection& faults);
 
 // The L2 state file of the device-resident tensors inside `device_state_dir`.
 std::filesystem::path ResidentStateFile(const std::filesystem::path& device_state_dir);

@@ -38,6 +38,20 @@ int Fail(const std::string& message, int code = 2) {
   return code;
 }
 
+// The test hooks, read here and nowhere else: DFX_FAULT_GRAPH_PASS=1 makes
+// every graph pass fail before it runs (a coordinator passes its
+// environment to the agents it starts, so a test sets it there).
+dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
+  dfx::rank_agent::FaultInjection faults;
+  const char* graph_pass = std::getenv("DFX_FAULT_GRAPH_PASS");
+  if (graph_pass != nullptr && std::string(graph_pass) == "1") {
+    faults.graph_pass_error =
+        "fault injection: DFX_FAULT_GRAPH_PASS=1 makes the graph pass (dep_gen capture) fail "
+        "before it runs; unset it to capture deps.json";
+  }
+  return faults;
+}
+
 dfx::device::ChipOptions ChipOptionsFrom(const dfx::protocol::AgentChipFlags& flags) {
   dfx::device::ChipOptions chip;
   chip.virtual_clock = flags.virtual_clock;
@@ -58,6 +72,7 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   options.chip.dump_drain_bytes_per_sec = line.dump_drain_bytes_per_sec;
   options.chip.dump_timeout_ms = line.dump_timeout_ms;
   options.chip.dump_arena_bytes = line.dump_arena_bytes;
+  options.faults = FaultsFromEnvironment();
   dfx::log::Init("dfx-rank-agent exec", line.chip.log_level);
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
@@ -80,6 +95,7 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   options.heartbeat_interval_ms = std::max(1, static_cast<int>(line.heartbeat_interval_s * 1000));
   options.heartbeat_timeout_ms = static_cast<int>(line.heartbeat_timeout_s * 1000);
   options.chip = ChipOptionsFrom(line.chip);
+  options.faults = FaultsFromEnvironment();
   const std::optional<int> flag_rank = line.rank;
 
   dfx::rank_agent::MpiScope mpi;
