@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "protocol/codec.h"
 #include "rank_agent/exec.h"
+#include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
 namespace {

@@ -9,12 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/recorders.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
 #include "device/chip.h"
-#include "device/program.h"
 #include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
@@ -26,7 +24,7 @@ struct ExecOptions {
   config::RunConfig config;          // validated by the caller
   device::ChipOptions chip;
   // Which pass of the coordinator's plan this process runs (only the fault
-  // injection below reads it).
+  // injection reads it).
   config::PassKind pass = config::PassKind::kSingle;
   // Device-resident tensors persist here between the processes of one L2
   // run (<work_dir>/device_state/); empty = only for this process.
@@ -40,21 +38,13 @@ struct ExecResult {
   std::vector<std::string> warnings;  // advice from the chip (print, do not fail)
 };
 
-// The injected graph-pass failure of `faults`, at L2 (`exec --pass graph`)
-// and at L3 (the agent's dispatch path): OK for every other pass, or when
-// no fault is injected.
-Status GraphPassFault(bool graph_pass, const FaultInjection& faults);
-
 // The L2 state file of the device-resident tensors inside `device_state_dir`.
 std::filesystem::path ResidentStateFile(const std::filesystem::path& device_state_dir);
 
-// Loads the program, runs it, writes the L2 name map
-// (name_map_<work_dir name>.json, only when swimlane or dep_gen is on).
-// A program or kernel error is returned as a Status naming the file.
+// Runs the program once through RunDispatch (run_dispatch.h) on a new chip:
+// the L2 name map is name_map_<work_dir name>.json, the device memory lives
+// in device_state_dir. A program or kernel error is returned as a Status
+// naming the file.
 Result<ExecResult> RunExec(const ExecOptions& options);
-
-// The program's kernel names as a name map (artifacts.md §3): func_id ->
-// name, orchestrator_name = the program's name.
-collectors::NameMap NameMapFor(const device::Program& program);
 
 }  // namespace dfx::rank_agent
