@@ -27,10 +27,6 @@ namespace dfx::rank_agent {
 namespace fs = std::filesystem;
 using protocol::AgentMode;
 
-fs::path SessionSpoolDir(const fs::path& spool_root, uint64_t session_id) {
-  return spool_root / Hex64(session_id);
-}
-
 namespace {
 
 std::string HostName() {
@@ -170,7 +166,7 @@ struct RankAgent::Impl {
   std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
 
   uint64_t Now() const { return options_.clock->NowNs(); }
-  fs::path SessionDir() const { return SessionSpoolDir(options_.spool_root, session_); }
+  fs::path SessionDir() const { return collectors::SessionSpoolDir(options_.spool_root, session_); }
 
   // --- sending --------------------------------------------------------------
   protocol::Header MakeHeader(int32_t rank) {
@@ -275,7 +271,7 @@ struct RankAgent::Impl {
 
   Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
     Completion c;
-    c.dir = SessionSpoolDir(options_.spool_root, d.session_id) /
+    c.dir = collectors::SessionSpoolDir(options_.spool_root, d.session_id) /
             collectors::DispatchDirPath(d.rank, d.k);
     DispatchRequest request;
     request.program_json = std::move(d.program_json);

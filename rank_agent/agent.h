@@ -10,7 +10,8 @@
 // a long dispatch never silences the agent. Stop() may be called from any
 // thread (e.g. a signal-watching thread).
 //
-// Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/ and each
+// Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/
+// (collectors/artifact_layout.h: SessionSpoolDir, DispatchDirPath) and each
 // file is deleted only after the coordinator acknowledged it (ArtifactAck ok),
 // so a coordinator crash loses nothing (`dfx-coordinator gather`).
 #pragma once
@@ -69,8 +70,5 @@ class RankAgent {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// "<spool_root>/<session hex>".
-std::filesystem::path SessionSpoolDir(const std::filesystem::path& spool_root, uint64_t session_id);
 
 }  // namespace dfx::rank_agent

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "protocol/codec.h"
 #include "rank_agent/exec.h"
@@ -112,7 +113,8 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
   t.join();
   EXPECT_TRUE(result.ok()) << result.ToString();
   // Acknowledged files are gone from the spool.
-  EXPECT_FALSE(fs::exists(SessionSpoolDir(options.spool_root, 0x77) / "rank3/d0/deps.json"));
+  EXPECT_FALSE(fs::exists(collectors::SessionSpoolDir(options.spool_root, 0x77) /
+                          collectors::DispatchDirPath(3, 0) / collectors::kDepsFile));
   fs::remove_all(dir);
 }
 

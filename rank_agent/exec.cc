@@ -8,12 +8,6 @@
 
 namespace dfx::rank_agent {
 
-namespace fs = std::filesystem;
-
-fs::path ResidentStateFile(const fs::path& device_state_dir) {
-  return device_state_dir / "chip0.json";
-}
-
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DispatchRequest request;
   DFX_ASSIGN_OR_RETURN(request.program_json, ReadFile(options.program_path));
@@ -25,7 +19,7 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
   request.name_map_file = collectors::L2NameMapFileName(
       options.work_dir.empty() ? options.output_dir.parent_path() : options.work_dir);
   if (!options.device_state_dir.empty())
-    request.resident_state_file = ResidentStateFile(options.device_state_dir);
+    request.resident_state_file = options.device_state_dir / collectors::kDeviceStateFile;
   request.faults = options.faults;
 
   auto chip = device::MakeEmulatedChip(options.chip);

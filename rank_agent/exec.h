@@ -27,7 +27,8 @@ struct ExecOptions {
   // injection reads it).
   config::PassKind pass = config::PassKind::kSingle;
   // Device-resident tensors persist here between the processes of one L2
-  // run (<work_dir>/device_state/); empty = only for this process.
+  // run (<work_dir>/device_state/, in collectors::kDeviceStateFile); empty =
+  // only for this process.
   std::filesystem::path device_state_dir;
   FaultInjection faults;  // tests only; set by main
 };
@@ -37,9 +38,6 @@ struct ExecResult {
   uint64_t tasks_executed = 0;
   std::vector<std::string> warnings;  // advice from the chip (print, do not fail)
 };
-
-// The L2 state file of the device-resident tensors inside `device_state_dir`.
-std::filesystem::path ResidentStateFile(const std::filesystem::path& device_state_dir);
 
 // Runs the program once through RunDispatch (run_dispatch.h) on a new chip:
 // the L2 name map is name_map_<work_dir name>.json, the device memory lives

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/artifact_layout.h"
 #include "common/log.h"
 #include "protocol/agent_command_line.h"
 #include "rank_agent/agent.h"
@@ -112,8 +113,8 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   options.recover_only_first_rank = recover && flag_rank.has_value();
   if (options.spool_root.empty()) {
     const char* tmp = std::getenv("TMPDIR");
-    options.spool_root = fs::path(tmp != nullptr ? tmp : "/tmp") /
-                         fmt::format("dfx-spool-{}", static_cast<unsigned>(::getuid()));
+    options.spool_root =
+        fs::path(tmp != nullptr ? tmp : "/tmp") / dfx::collectors::DefaultSpoolDirName(::getuid());
   }
   dfx::log::Init(fmt::format("dfx-rank-agent rank {}", options.first_rank), line.chip.log_level);
   DFX_LOG_INFO("rank {} (from {}), {} chip(s), coordinator {}, spool {}", options.first_rank,

@@ -42,7 +42,7 @@ struct DispatchRequest {
   // L2NameMapFileName at L2, kDispatchNameMapFile at L3).
   std::string name_map_file;
   // The L2 device memory between processes (<work_dir>/device_state/
-  // chip0.json): loaded before and saved after a successful run when the
+  // collectors::kDeviceStateFile): loaded before and saved after a successful run when the
   // program has resident tensors. Empty: the Chip keeps them (L3).
   std::filesystem::path resident_state_file;
   // Called once the program and config are accepted, before anything runs
