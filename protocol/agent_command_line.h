@@ -102,8 +102,9 @@ struct AgentExecCommandLine {
   uint64_t dump_arena_bytes = 0;        // --dump-arena-bytes B; 0 = the collector's default
   AgentChipFlags chip;
 
-  // {"exec", "--program", ..., <RunConfigToFlags(config)>, ...}; left out as
-  // in AgentCommandLine::ToArgv (the drain's zeros included).
+  // {"exec", "--program", P, ..., <RunConfigToFlags(config)>}. Left out
+  // as in AgentCommandLine::ToArgv: empty paths, switches off, cores 0, and
+  // a drain speed or arena size of 0 (the defaults they stand for).
   std::vector<std::string> ToArgv() const;
   // --program and --output-dir are given; the RunConfig validates.
   Status Validate() const;
@@ -130,10 +131,11 @@ struct ParsedAgentCommandLine {
   std::vector<std::string> warnings;  // deprecated run-config spellings, to print
 };
 
-// Parses `args` (argv without the program name). A usage error (unknown or
-// repeated-but-invalid flag, bad value, missing required flag) is an
-// InvalidArgument whose message names the flag, the bad value and what is
-// allowed; the caller prints it and exits 2.
+// Parses `args` (argv without the program name); `exec` must come first. A
+// usage error (an unknown flag or stray word, a bad value, a missing
+// required flag) is an InvalidArgument whose message names the flag, the
+// bad value and what is allowed; the caller prints it and exits 2. A
+// repeated flag takes its last value.
 Result<ParsedAgentCommandLine> ParseAgentCommandLine(const std::vector<std::string>& args);
 
 }  // namespace dfx::protocol
