@@ -66,6 +66,12 @@ std::optional<fs::path> FindRunRecordDir(const fs::path& work_dir) {
   return std::nullopt;
 }
 
+fs::path SessionSpoolDir(const fs::path& spool_root, uint64_t session_id) {
+  return spool_root / Hex64(session_id);
+}
+
+std::string DefaultSpoolDirName(uint32_t uid) { return "dfx-spool-" + std::to_string(uid); }
+
 std::string RankDirName(int32_t rank) { return "rank" + std::to_string(rank); }
 std::string DispatchDirName(uint32_t k) { return "d" + std::to_string(k); }
 std::string DispatchDirPath(int32_t rank, uint32_t k) {

@@ -69,6 +69,15 @@ std::optional<std::filesystem::path> FindRunRecordDir(const std::filesystem::pat
 // Default spool root of locally launched agents, and the L2 device state.
 inline constexpr const char* kSpoolDirName = ".dfx_spool";
 inline constexpr const char* kDeviceStateDirName = "device_state";
+// The device memory of the one L2 chip inside <work_dir>/device_state/.
+inline constexpr const char* kDeviceStateFile = "chip0.json";
+
+// --- the agents' spools (design.md §9) -----------------------------------------------
+// An agent keeps each artifact of a session in <spool_root>/<session hex>/
+// rank<N>/d<K>/ until the coordinator confirms it; gather reads it there.
+std::filesystem::path SessionSpoolDir(const std::filesystem::path& spool_root, uint64_t session_id);
+// "dfx-spool-<uid>": the spool root, under $TMPDIR, of an agent given no --spool.
+std::string DefaultSpoolDirName(uint32_t uid);
 
 // --- rank<N>/d<K> ---------------------------------------------------------------
 struct DispatchDir {

@@ -43,6 +43,16 @@ TEST(ArtifactLayoutTest, NamesOfDerivedFiles) {
   EXPECT_EQ(RunRecordDir("/w", false), fs::path("/w"));
 }
 
+TEST(ArtifactLayoutTest, SpoolsAndDeviceState) {
+  // The session directory is the id as the coordinator prints it (16 hex digits).
+  EXPECT_EQ(SessionSpoolDir("/s", 0xab), fs::path("/s/00000000000000ab"));
+  EXPECT_EQ(SessionSpoolDir("/s", 0xab) / DispatchDirPath(3, 1),
+            fs::path("/s/00000000000000ab/rank3/d1"));
+  EXPECT_EQ(DefaultSpoolDirName(1000), "dfx-spool-1000");
+  EXPECT_EQ(fs::path("/w") / kDeviceStateDirName / kDeviceStateFile,
+            fs::path("/w/device_state/chip0.json"));
+}
+
 TEST(ArtifactLayoutTest, ListingsSkipLinksAndTemporaries) {
   testing::TempDir tmp;
   const fs::path root = tmp.path() / "dfx_outputs";

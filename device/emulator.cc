@@ -613,6 +613,55 @@ class Engine {
     swimlane_->RecordSchedPhase(static_cast<uint32_t>(thread), r);
   }
 
+  // ---- the scheduler's phases, shared by both runners ----------------------------
+
+  // The dispatch phase of scheduler `thread`: in core order, each of its idle
+  // cores gets the next ready block of its core type, until the run fails.
+  // The runner says what time it is: `dispatch_time()` stamps one dispatch
+  // (the virtual clock advances per dispatch), `phase_end()` ends the phase;
+  // `start_block(core)` hands the block to the core (a worker thread, or the
+  // virtual run of the kernel). Records the phase when it dispatched
+  // anything; returns how many blocks it dispatched.
+  template <typename DispatchTime, typename PhaseEnd, typename StartBlock>
+  uint32_t DispatchPhase(int thread, uint64_t start, DispatchTime dispatch_time, PhaseEnd phase_end,
+                         StartBlock start_block) {
+    int16_t at_start[3];
+    Depths(at_start);
+    uint32_t hit = 0, miss = 0;
+    for (size_t ci = 0; ci < cores_.size() && !failed_; ++ci) {
+      CoreState& c = cores_[ci];
+      if (c.thread != thread || c.busy) continue;
+      int block = 0;
+      int index = PopBlock(c.type == CoreType::kAic ? 0 : 1, &block);
+      if (index < 0) {
+        ++miss;
+        continue;
+      }
+      ++hit;
+      c.busy = true;
+      c.task = index;
+      c.block = block;
+      c.reg_task_id++;
+      c.dispatch_cycles = dispatch_time();
+      start_block(static_cast<int>(ci));
+    }
+    if (hit > 0)
+      RecordPhase(thread, collectors::SchedPhaseKind::kDispatch, start, phase_end(), hit, at_start,
+                  hit, miss);
+    return hit;
+  }
+
+  // After retirements that reclaimed ring slots since `reclaimed_before`: a
+  // release phase from `start` to `end`. Returns whether there was one.
+  bool ReleasePhase(int thread, uint64_t reclaimed_before, uint64_t start, uint64_t end) {
+    if (reclaimed_ <= reclaimed_before) return false;
+    int16_t at_start[3];
+    Depths(at_start);
+    RecordPhase(thread, collectors::SchedPhaseKind::kRelease, start, end,
+                static_cast<uint32_t>(reclaimed_ - reclaimed_before), at_start);
+    return true;
+  }
+
   // ---- virtual clock -----------------------------------------------------------
 
   void RunVirtual() {
@@ -624,45 +673,24 @@ class Engine {
     uint64_t sched_time = kVirtualStart;
 
     auto dispatch = [&](uint64_t now) {
-      int16_t at_start[3];
-      Depths(at_start);
       uint64_t t = std::max(now, sched_time);
-      uint64_t start = t;
-      uint32_t hit = 0, miss = 0, n = 0;
-      for (size_t ci = 0; ci < cores_.size() && !failed_; ++ci) {
-        CoreState& c = cores_[ci];
-        if (c.busy) continue;
-        int q = c.type == CoreType::kAic ? 0 : 1;
-        int block = 0;
-        int index = PopBlock(q, &block);
-        if (index < 0) {
-          ++miss;
-          continue;
-        }
-        ++hit;
-        ++n;
-        t += kDispatchCycles;
-        c.busy = true;
-        c.task = index;
-        c.block = block;
-        c.reg_task_id++;
-        c.dispatch_cycles = t;
-        KernelCall call = MakeCall(index, block);
-        collectors::PmuWork w = EstimateWork(call, model_);
-        c.kernel_status = RunKernelBlock(call, /*spin_busy=*/false);
-        c.start_cycles = t + kReceiveCycles;
-        c.end_cycles = c.start_cycles + w.total_cycles;
-        if (swimlane_) {
-          swimlane_->RecordAicoreTask(static_cast<uint32_t>(ci), lp_.tasks[index].task_id,
-                                      c.reg_task_id, c.start_cycles, c.end_cycles,
-                                      kReceiveCycles / 2);
-        }
-        completions.push({c.end_cycles + kFinishCycles, static_cast<int>(ci)});
-      }
-      if (n > 0) {
-        RecordPhase(0, collectors::SchedPhaseKind::kDispatch, start, t, n, at_start, hit, miss);
-        ++loop_iter_[0];
-      }
+      const uint32_t n = DispatchPhase(
+          0, t, [&] { return t += kDispatchCycles; }, [&] { return t; },
+          [&](int core) {
+            CoreState& c = cores_[core];
+            KernelCall call = MakeCall(c.task, c.block);
+            collectors::PmuWork w = EstimateWork(call, model_);
+            c.kernel_status = RunKernelBlock(call, /*spin_busy=*/false);
+            c.start_cycles = c.dispatch_cycles + kReceiveCycles;
+            c.end_cycles = c.start_cycles + w.total_cycles;
+            if (swimlane_) {
+              swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), lp_.tasks[c.task].task_id,
+                                          c.reg_task_id, c.start_cycles, c.end_cycles,
+                                          kReceiveCycles / 2);
+            }
+            completions.push({c.end_cycles + kFinishCycles, core});
+          });
+      if (n > 0) ++loop_iter_[0];
       sched_time = t;
     };
 
@@ -689,13 +717,8 @@ class Engine {
         RetireBlock(core, t);
         RecordPhase(0, collectors::SchedPhaseKind::kComplete, t, t + kCompleteCycles, 1, at_start);
         sched_time = t + kCompleteCycles;
-        if (reclaimed_ > reclaimed_before) {  // ring slots released by this retirement
-          Depths(at_start);
-          RecordPhase(0, collectors::SchedPhaseKind::kRelease, sched_time,
-                      sched_time + kCompleteCycles,
-                      static_cast<uint32_t>(reclaimed_ - reclaimed_before), at_start);
+        if (ReleasePhase(0, reclaimed_before, sched_time, sched_time + kCompleteCycles))
           sched_time += kCompleteCycles;
-        }
         ++loop_iter_[0];
         if (orch_blocked) {
           orch_blocked = false;
@@ -797,36 +820,13 @@ class Engine {
                     at_start);
         orch_cv_.notify_all();
       }
-      if (reclaimed_ > reclaimed_before) {  // ring slots released by these retirements
-        Depths(at_start);
-        uint64_t now = NowCycles();
-        RecordPhase(thread, collectors::SchedPhaseKind::kRelease, now, now,
-                    static_cast<uint32_t>(reclaimed_ - reclaimed_before), at_start);
+      if (reclaimed_ > reclaimed_before) {
+        const uint64_t now = NowCycles();
+        ReleasePhase(thread, reclaimed_before, now, now);
       }
-      // dispatch phase
-      Depths(at_start);
-      start = NowCycles();
-      uint32_t hit = 0, miss = 0;
-      for (size_t ci = 0; ci < cores_.size() && !failed_; ++ci) {
-        CoreState& c = cores_[ci];
-        if (c.thread != thread || c.busy) continue;
-        int block = 0;
-        int index = PopBlock(c.type == CoreType::kAic ? 0 : 1, &block);
-        if (index < 0) {
-          ++miss;
-          continue;
-        }
-        ++hit;
-        c.busy = true;
-        c.task = index;
-        c.block = block;
-        c.reg_task_id++;
-        c.dispatch_cycles = NowCycles();
-        c.cv.notify_one();
-      }
-      if (hit)
-        RecordPhase(thread, collectors::SchedPhaseKind::kDispatch, start, NowCycles(), hit,
-                    at_start, hit, miss);
+      auto now = [this] { return NowCycles(); };
+      DispatchPhase(thread, NowCycles(), now, now,
+                    [this](int core) { cores_[core].cv.notify_one(); });
       ++loop_iter_[thread];
       if (AllDone()) sched_cv_.notify_all();
     }

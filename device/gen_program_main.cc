@@ -3,6 +3,8 @@
 //   dfx-gen-program layered --tasks 100000 --width 32 --seed 7 -o large_dag.json
 //   dfx-gen-program attention --layers 2 --heads 2 -o attention_decode.json
 //   dfx-gen-program vector -o vector_pipeline.json
+//
+// Usage errors exit 2, a failed write 1.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -51,7 +53,16 @@ int main(int argc, char** argv) {
     sub->add_option("-o,--output", output, "output file (default: stdout)");
     sub->add_option("--indent", indent, "JSON indent (-1 = compact)");
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 names the flag and the bad value; a usage error exits 2 like
+    // every other dfx binary (not CLI11's own 105, 106, 109 ...).
+    (void)app.exit(e);
+    return 2;
+  }
 
   Program program;
   if (*layered) {

@@ -17,22 +17,15 @@
 #include <vector>
 
 #include "collectors/artifact_layout.h"
-#include "collectors/recorders.h"
 #include "common/file_util.h"
-#include "common/json.h"
 #include "common/log.h"
-#include "device/program_loader.h"
 #include "protocol/codec.h"
-#include "rank_agent/exec.h"
+#include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
 
 namespace fs = std::filesystem;
 using protocol::AgentMode;
-
-fs::path SessionSpoolDir(const fs::path& spool_root, uint64_t session_id) {
-  return spool_root / Hex64(session_id);
-}
 
 namespace {
 
@@ -42,10 +35,12 @@ std::string HostName() {
   return buf;
 }
 
-// Removes `dir` and then its parents up to (not including) `stop` while they are empty.
-void RemoveEmptyDirs(fs::path dir, const fs::path& stop) {
+// Removes `dir` and then its parents up to (not including) `stop` while they
+// are empty, stopping at any directory in `keep`.
+void RemoveEmptyDirs(fs::path dir, const fs::path& stop, const std::set<fs::path>& keep) {
   std::error_code ec;
-  while (!dir.empty() && dir != stop && fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) {
+  while (!dir.empty() && dir != stop && !keep.count(dir) && fs::is_directory(dir, ec) &&
+         fs::is_empty(dir, ec)) {
     fs::remove(dir, ec);
     dir = dir.parent_path();
   }
@@ -147,7 +142,8 @@ struct RankAgent::Impl {
   protocol::DealerChannel channel_;
 
   std::vector<std::unique_ptr<ChipWorker>> workers_;
-  std::mutex spool_mu_;  // dispatch-dir creation (workers) vs empty-dir removal (loop)
+  std::mutex spool_mu_;              // dispatch-dir creation (workers) vs empty-dir removal (loop)
+  std::set<fs::path> running_dirs_;  // dispatch dirs a chip is writing into (under spool_mu_)
   std::mutex done_mu_;
   std::deque<Completion> done_;
 
@@ -170,7 +166,7 @@ struct RankAgent::Impl {
   std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
 
   uint64_t Now() const { return options_.clock->NowNs(); }
-  fs::path SessionDir() const { return SessionSpoolDir(options_.spool_root, session_); }
+  fs::path SessionDir() const { return collectors::SessionSpoolDir(options_.spool_root, session_); }
 
   // --- sending --------------------------------------------------------------
   protocol::Header MakeHeader(int32_t rank) {
@@ -275,55 +271,46 @@ struct RankAgent::Impl {
 
   Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
     Completion c;
-    const uint64_t session = d.session_id;
-    c.dir =
-        SessionSpoolDir(options_.spool_root, session) / collectors::DispatchDirPath(d.rank, d.k);
-    auto fail = [&](protocol::DispatchStatus status, std::string error) {
-      c.status = status;
-      c.error =
-          Truncate(fmt::format("rank {} d{}: {}", d.rank, d.k, error), protocol::kMaxErrorBytes);
-    };
-    const std::string origin = d.program_name.empty() ? "<program>" : d.program_name;
-    auto json = ParseJson(d.program_json, origin);
-    Status config_ok = d.config.Validate();
-    if (!json.ok()) {
-      fail(protocol::DispatchStatus::kRejected, json.status().message());
-    } else if (!config_ok.ok()) {
-      fail(protocol::DispatchStatus::kRejected, config_ok.message());
-    } else if (auto program = device::ParseProgram(*json, origin); !program.ok()) {
-      fail(protocol::DispatchStatus::kRejected, program.status().message());
-    } else {
-      std::error_code ec;
+    c.dir = collectors::SessionSpoolDir(options_.spool_root, d.session_id) /
+            collectors::DispatchDirPath(d.rank, d.k);
+    DispatchRequest request;
+    request.program_json = std::move(d.program_json);
+    request.program_origin = d.program_name.empty() ? "<program>" : d.program_name;
+    request.config = d.config;
+    request.pass = d.pass;
+    request.output_dir = c.dir;
+    request.name_map_file = collectors::kDispatchNameMapFile;
+    request.faults = options_.faults;
+    request.on_accepted = [&] {
+      // Serialised with the event loop's removal of emptied spool dirs, and
+      // the directory is kept from it until the run is over, so it cannot
+      // vanish while the chip writes into it.
+      std::lock_guard<std::mutex> lock(spool_mu_);
       // The k numbering restarts every run: a stale directory of an earlier
       // pass on this agent must not leak into this one.
+      std::error_code ec;
       fs::remove_all(c.dir, ec);
-      const config::RunConfig& cfg = d.config;
-      Status prep = Status::Ok();
-      if (cfg.AnyDfx()) {
-        // Serialised with the event loop's removal of emptied spool dirs, so
-        // a parent cannot vanish between its creation and the first file.
-        std::lock_guard<std::mutex> lock(spool_mu_);
-        prep = MakeDirs(c.dir);
-        // The name map only where the spec says so (§2.8): swimlane or dep_gen on.
-        if (prep.ok() && (cfg.enable_chip_swimlane > 0 || cfg.enable_dep_gen))
-          prep = collectors::WriteNameMap(c.dir / collectors::kDispatchNameMapFile,
-                                          NameMapFor(*program));
-      }
-      if (prep.ok()) prep = GraphPassFault(d.pass == protocol::PassKind::kGraph);
-      if (!prep.ok()) {
-        fail(protocol::DispatchStatus::kFailed, prep.message());
-      } else {
-        DFX_LOG_INFO("rank {} d{}: running program {} ({} pass)", d.rank, d.k, d.program_name,
-                     protocol::PassKindName(d.pass));
-        device::DispatchResult r = w.chip->RunProgram(*program, cfg, c.dir);
-        c.tasks = r.tasks_executed;
-        c.wall_ns = r.wall_ns;
-        if (!r.status.ok()) fail(protocol::DispatchStatus::kFailed, r.status.message());
-      }
+      running_dirs_.insert(c.dir);
+      DFX_LOG_INFO("rank {} d{}: running program {} ({} pass)", d.rank, d.k, d.program_name,
+                   protocol::PassKindName(d.pass));
+      return d.config.AnyDfx() ? MakeDirs(c.dir) : Status::Ok();
+    };
+    DispatchOutcome r = RunDispatch(*w.chip, request);
+    {
+      std::lock_guard<std::mutex> lock(spool_mu_);
+      running_dirs_.erase(c.dir);
+    }
+    c.tasks = r.tasks_executed;
+    c.wall_ns = r.wall_ns;
+    if (!r.status.ok()) {
+      c.status = r.failure == DispatchFailure::kRefused ? protocol::DispatchStatus::kRejected
+                                                        : protocol::DispatchStatus::kFailed;
+      c.error = Truncate(fmt::format("rank {} d{}: {}", d.rank, d.k, r.status.message()),
+                         protocol::kMaxErrorBytes);
     }
     // Whatever the chip managed to write is streamed back, even on failure
     // (the reference exports what it has when a run fails).
-    c.files = collectors::ListArtifactFiles(c.dir);
+    c.files = std::move(r.artifacts);
     c.dispatch = std::move(d);
     return c;
   }
@@ -509,7 +496,8 @@ struct RankAgent::Impl {
       // Other agents of the session share <spool>/<session>/: only this
       // agent's rank<N>/ subtree is removed while the run goes on.
       RemoveEmptyDirs(it->second.file.parent_path(),
-                      options_.mode == AgentMode::kRecover ? options_.spool_root : SessionDir());
+                      options_.mode == AgentMode::kRecover ? options_.spool_root : SessionDir(),
+                      running_dirs_);
     } else {
       DFX_LOG_WARN("coordinator rejected {}: {}; the file stays in the spool",
                    it->second.file.string(), ack.error);
@@ -667,7 +655,8 @@ struct RankAgent::Impl {
             } else {
               std::lock_guard<std::mutex> lock(spool_mu_);
               for (int32_t r : ranks_) {
-                RemoveEmptyDirs(SessionDir() / collectors::RankDirName(r), SessionDir());
+                RemoveEmptyDirs(SessionDir() / collectors::RankDirName(r), SessionDir(),
+                                running_dirs_);
               }
               std::error_code ec;
               fs::remove(SessionDir(), ec);  // only succeeds once every agent has emptied it

@@ -10,7 +10,8 @@
 // a long dispatch never silences the agent. Stop() may be called from any
 // thread (e.g. a signal-watching thread).
 //
-// Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/ and each
+// Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/
+// (collectors/artifact_layout.h: SessionSpoolDir, DispatchDirPath) and each
 // file is deleted only after the coordinator acknowledged it (ArtifactAck ok),
 // so a coordinator crash loses nothing (`dfx-coordinator gather`).
 #pragma once
@@ -26,6 +27,7 @@
 #include "device/chip.h"
 #include "protocol/channel.h"
 #include "protocol/messages.h"
+#include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
 
@@ -45,6 +47,7 @@ struct AgentOptions {
   int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
   uint64_t chunk_bytes = protocol::kDefaultChunkBytes;
   device::ChipOptions chip;
+  FaultInjection faults;  // tests only; set by main
   const Clock* clock = &MonotonicClock::Instance();
 };
 
@@ -67,8 +70,5 @@ class RankAgent {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// "<spool_root>/<session hex>".
-std::filesystem::path SessionSpoolDir(const std::filesystem::path& spool_root, uint64_t session_id);
 
 }  // namespace dfx::rank_agent

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <thread>
 
+#include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "protocol/codec.h"
 #include "rank_agent/exec.h"
+#include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
 namespace {
@@ -111,7 +113,8 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
   t.join();
   EXPECT_TRUE(result.ok()) << result.ToString();
   // Acknowledged files are gone from the spool.
-  EXPECT_FALSE(fs::exists(SessionSpoolDir(options.spool_root, 0x77) / "rank3/d0/deps.json"));
+  EXPECT_FALSE(fs::exists(collectors::SessionSpoolDir(options.spool_root, 0x77) /
+                          collectors::DispatchDirPath(3, 0) / collectors::kDepsFile));
   fs::remove_all(dir);
 }
 
@@ -204,6 +207,37 @@ TEST(ExecTest, NameMapListsKernelsByFuncId) {
   EXPECT_EQ(m.orchestrator_name, "prog");
   ASSERT_EQ(m.callable_id_to_name.size(), 2u);
   EXPECT_EQ(m.callable_id_to_name[1], (std::pair<int, std::string>{7, "softmax"}));
+}
+
+// The graph-pass fault is an explicit option: only what main() sets counts,
+// never the environment of the process the library runs in.
+TEST(ExecTest, AnInjectedGraphPassFaultFailsOnlyTheGraphPass) {
+  fs::path dir = TempDir("fault");
+  ExecOptions options;
+  options.program_path = fs::path(DFX_SOURCE_DIR) / "examples/vector_pipeline.json";
+  options.output_dir = dir / "w/dfx_outputs";
+  options.config.enable_dep_gen = true;
+  options.config.Normalize();
+  options.pass = config::PassKind::kGraph;
+  options.faults.graph_pass_error = "injected: no graph pass today";
+  auto failed = RunExec(options);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "injected: no graph pass today");
+  EXPECT_FALSE(fs::exists(options.output_dir / "deps.json"));
+
+  options.pass = config::PassKind::kTiming;
+  auto timing = RunExec(options);
+  ASSERT_TRUE(timing.ok()) << timing.status().ToString();
+  EXPECT_TRUE(fs::exists(options.output_dir / "deps.json"));
+
+  ::setenv("DFX_FAULT_GRAPH_PASS", "1", 1);
+  options.pass = config::PassKind::kGraph;
+  options.faults = {};
+  auto graph = RunExec(options);
+  ::unsetenv("DFX_FAULT_GRAPH_PASS");
+  EXPECT_TRUE(graph.ok()) << "the library must not read the environment: "
+                          << graph.status().ToString();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -2,71 +2,38 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <system_error>
-
 #include "collectors/artifact_layout.h"
-#include "device/program_loader.h"
+#include "common/file_util.h"
+#include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
 
-namespace fs = std::filesystem;
-
-collectors::NameMap NameMapFor(const device::Program& program) {
-  collectors::NameMap map;
-  map.level = 2;
-  map.orchestrator_name = program.name;
-  for (const auto& kernel : program.kernels) {
-    if (!kernel.name.empty()) map.callable_id_to_name.emplace_back(kernel.func_id, kernel.name);
-  }
-  return map;
-}
-
-Status GraphPassFault(bool graph_pass) {
-  const char* fault = std::getenv("DFX_FAULT_GRAPH_PASS");
-  if (!graph_pass || fault == nullptr || std::string(fault) != "1") return Status::Ok();
-  return Internal(
-      "fault injection: DFX_FAULT_GRAPH_PASS=1 makes the graph pass (dep_gen capture) fail "
-      "before it runs; unset it to capture deps.json");
-}
-
-fs::path ResidentStateFile(const fs::path& device_state_dir) {
-  return device_state_dir / "chip0.json";
-}
-
 Result<ExecResult> RunExec(const ExecOptions& options) {
-  DFX_ASSIGN_OR_RETURN(device::Program program, device::LoadProgram(options.program_path));
-  DFX_RETURN_IF_ERROR(GraphPassFault(options.pass == "graph"));
+  DispatchRequest request;
+  DFX_ASSIGN_OR_RETURN(request.program_json, ReadFile(options.program_path));
+  request.program_origin = options.program_path.string();
+  request.config = options.config;
+  request.pass = options.pass;
+  request.output_dir = options.output_dir;
+  // L2 form: name_map_<work_dir name>.json beside the artifacts (artifacts.md §3).
+  request.name_map_file = collectors::L2NameMapFileName(
+      options.work_dir.empty() ? options.output_dir.parent_path() : options.work_dir);
+  if (!options.device_state_dir.empty())
+    request.resident_state_file = options.device_state_dir / collectors::kDeviceStateFile;
+  request.faults = options.faults;
+
   auto chip = device::MakeEmulatedChip(options.chip);
-  const bool resident = std::any_of(program.tensors.begin(), program.tensors.end(),
-                                    [](const device::TensorDecl& t) { return t.resident; });
-  const fs::path state_file =
-      options.device_state_dir.empty() ? fs::path() : ResidentStateFile(options.device_state_dir);
-  if (resident && !state_file.empty()) {
-    DFX_ASSIGN_OR_RETURN(chip->resident_state(), device::LoadResidentState(state_file));
-  }
-  device::DispatchResult run = chip->RunProgram(program, options.config, options.output_dir);
-  if (run.status.ok() && resident && !state_file.empty()) {
-    DFX_RETURN_IF_ERROR(device::SaveResidentState(state_file, chip->resident_state()));
-  }
-  if (!run.status.ok()) {
+  DispatchOutcome run = RunDispatch(*chip, request);
+  if (run.failure == DispatchFailure::kRun) {
     return Status(
         run.status.code(),
         fmt::format("{}: the run failed: {}", options.program_path.string(), run.status.message()));
   }
-  const config::RunConfig& c = options.config;
-  if (c.enable_chip_swimlane > 0 || c.enable_dep_gen) {
-    // L2 form: name_map_<work_dir name>.json beside the artifacts (artifacts.md §3).
-    const fs::path work_dir =
-        options.work_dir.empty() ? options.output_dir.parent_path() : options.work_dir;
-    DFX_RETURN_IF_ERROR(collectors::WriteNameMap(
-        options.output_dir / collectors::L2NameMapFileName(work_dir), NameMapFor(program)));
-  }
+  if (!run.status.ok()) return run.status;
   ExecResult result;
   result.tasks_executed = run.tasks_executed;
-  result.warnings = run.warnings;
-  result.artifacts = collectors::ListArtifactFiles(options.output_dir);
+  result.warnings = std::move(run.warnings);
+  result.artifacts = std::move(run.artifacts);
   return result;
 }
 

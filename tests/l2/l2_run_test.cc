@@ -136,5 +136,61 @@ TEST(L2RunTest, AgentExecRunsDirectly) {
   fs::remove_all(dir);
 }
 
+// Usage errors name the flag, the value and what is allowed, and exit 2;
+// --help works on the binary and on each subcommand.
+TEST(L2RunTest, AgentUsageErrorsExitTwoAndHelpWorks) {
+  fs::path dir = TestDir("l2_agent_usage");
+  auto bad = RunCommand({Bin("dfx-rank-agent"), "serve", "--coordinator", "tcp://127.0.0.1:1",
+                         "--heartbeat-timeout", "2e6"},
+                        dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--heartbeat-timeout 2e6: expected a positive number of seconds, at most "
+                         "1000000"),
+            std::string::npos)
+      << bad.err;
+  auto unknown = RunCommand({Bin("dfx-rank-agent"), "--coordinator", "x", "--sesion", "1"}, dir);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--sesion"), std::string::npos) << unknown.err;
+  auto no_program =
+      RunCommand({Bin("dfx-rank-agent"), "exec", "--output-dir", (dir / "o").string()}, dir);
+  EXPECT_EQ(no_program.exit_code, 2);
+  EXPECT_NE(no_program.err.find("--program P.json is required"), std::string::npos)
+      << no_program.err;
+  auto bad_config = RunCommand({Bin("dfx-rank-agent"), "exec", "--program", kVector.string(),
+                                "--output-dir", (dir / "o").string(), "--enable-pmu", "3"},
+                               dir);
+  EXPECT_EQ(bad_config.exit_code, 2);
+  EXPECT_NE(bad_config.err.find("--enable-pmu 3"), std::string::npos) << bad_config.err;
+  EXPECT_FALSE(fs::exists(dir / "o"));
+  for (const std::vector<std::string>& help :
+       {std::vector<std::string>{"--help"}, {"serve", "--help"}, {"exec", "--help"}}) {
+    std::vector<std::string> argv = {Bin("dfx-rank-agent")};
+    argv.insert(argv.end(), help.begin(), help.end());
+    auto r = RunCommand(argv, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(help.front() == "exec" ? "--output-dir" : "--coordinator"),
+              std::string::npos)
+        << r.out;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(L2RunTest, GenProgramUsageErrorsExitTwo) {
+  fs::path dir = TestDir("l2_gen_usage");
+  const std::string gen = DFX_BINARY_DIR "/device/dfx-gen-program";
+  auto bad = RunCommand({gen, "layered", "--tasks", "0"}, dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--tasks"), std::string::npos) << bad.err;
+  auto unknown = RunCommand({gen, "vector", "--colums", "3"}, dir);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("--colums"), std::string::npos) << unknown.err;
+  auto none = RunCommand({gen}, dir);
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  auto help = RunCommand({gen, "vector", "--help"}, dir);
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--rows"), std::string::npos) << help.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dfx::e2e

@@ -1,0 +1,87 @@
+#include "rank_agent/run_dispatch.h"
+
+#include <algorithm>
+
+#include "collectors/artifact_layout.h"
+#include "common/json.h"
+#include "device/program_loader.h"
+
+namespace dfx::rank_agent {
+
+namespace {
+
+DispatchOutcome Failed(DispatchOutcome out, DispatchFailure failure, Status status) {
+  out.failure = failure;
+  out.status = std::move(status);
+  return out;
+}
+
+}  // namespace
+
+collectors::NameMap NameMapFor(const device::Program& program) {
+  collectors::NameMap map;
+  map.level = 2;
+  map.orchestrator_name = program.name;
+  for (const auto& kernel : program.kernels) {
+    if (!kernel.name.empty()) map.callable_id_to_name.emplace_back(kernel.func_id, kernel.name);
+  }
+  return map;
+}
+
+DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) {
+  DispatchOutcome out = [&]() -> DispatchOutcome {
+    DispatchOutcome o;
+    // 1. The program and the config, in the order a reader fixes them.
+    auto json = ParseJson(request.program_json, request.program_origin);
+    if (!json.ok()) return Failed(std::move(o), DispatchFailure::kRefused, json.status());
+    if (Status s = request.config.Validate(); !s.ok())
+      return Failed(std::move(o), DispatchFailure::kRefused, s);
+    auto program = device::ParseProgram(*json, request.program_origin);
+    if (!program.ok()) return Failed(std::move(o), DispatchFailure::kRefused, program.status());
+
+    // 2.-4. Before the run.
+    if (request.on_accepted) {
+      if (Status s = request.on_accepted(); !s.ok())
+        return Failed(std::move(o), DispatchFailure::kOther, s);
+    }
+    if (request.pass == config::PassKind::kGraph && !request.faults.graph_pass_error.empty())
+      return Failed(std::move(o), DispatchFailure::kOther,
+                    Internal(request.faults.graph_pass_error));
+    const bool resident = !request.resident_state_file.empty() &&
+                          std::any_of(program->tensors.begin(), program->tensors.end(),
+                                      [](const device::TensorDecl& t) { return t.resident; });
+    if (resident) {
+      auto state = device::LoadResidentState(request.resident_state_file);
+      if (!state.ok()) return Failed(std::move(o), DispatchFailure::kOther, state.status());
+      chip.resident_state() = std::move(*state);
+    }
+
+    // 5. The run.
+    device::DispatchResult run = chip.RunProgram(*program, request.config, request.output_dir);
+    o.tasks_executed = run.tasks_executed;
+    o.wall_ns = run.wall_ns;
+    o.warnings = std::move(run.warnings);
+    if (!run.status.ok()) return Failed(std::move(o), DispatchFailure::kRun, run.status);
+
+    // 6. After a successful run.
+    if (resident) {
+      if (Status s = device::SaveResidentState(request.resident_state_file, chip.resident_state());
+          !s.ok())
+        return Failed(std::move(o), DispatchFailure::kOther, s);
+    }
+    const config::RunConfig& c = request.config;
+    if (c.enable_chip_swimlane > 0 || c.enable_dep_gen) {
+      // Only where the spec says so (l3-and-runconfig.md §2.8).
+      if (Status s = collectors::WriteNameMap(request.output_dir / request.name_map_file,
+                                              NameMapFor(*program));
+          !s.ok())
+        return Failed(std::move(o), DispatchFailure::kOther, s);
+    }
+    return o;
+  }();
+  // 7. Whatever is there, even after a failure.
+  out.artifacts = collectors::ListArtifactFiles(request.output_dir);
+  return out;
+}
+
+}  // namespace dfx::rank_agent

@@ -1,0 +1,77 @@
+// One dispatch on one chip: the pipeline an L2 run (`dfx-rank-agent exec`,
+// exec.h) and an L3 dispatch (the agent's chip worker, agent.h) share, so
+// both do the same steps in the same order (design.md §1 step 3):
+//
+//   1. parse the program and check the RunConfig (a bad one is refused);
+//   2. on_accepted (the caller's hook: L3 clears a stale dispatch directory);
+//   3. the injected graph-pass fault, if any (fault_injection.h);
+//   4. device-resident tensors from the L2 state file, if one is given;
+//   5. Chip::RunProgram, artifacts flat into output_dir;
+//   6. after a successful run only: save the resident tensors, then write the
+//      name map when swimlane or dep_gen is on (the reference writes it in
+//      its post-processing, after the run);
+//   7. list what is in output_dir (also after a failure: whatever the chip
+//      wrote is exported, as the reference does).
+//
+// Callers: one thread per chip (Chip is not thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectors/recorders.h"
+#include "common/status.h"
+#include "config/pass_plan.h"
+#include "config/run_config.h"
+#include "device/chip.h"
+#include "device/program.h"
+#include "rank_agent/fault_injection.h"
+
+namespace dfx::rank_agent {
+
+struct DispatchRequest {
+  std::string program_json;    // the program (design.md §6); up to 32 MiB: move it in
+  std::string program_origin;  // names it in errors: its file (L2) or plan name (L3)
+  config::RunConfig config;    // refused unless it validates
+  config::PassKind pass = config::PassKind::kSingle;
+  std::filesystem::path output_dir;  // the artifacts, flat
+  // The name map's file name in output_dir (collectors/artifact_layout.h:
+  // L2NameMapFileName at L2, kDispatchNameMapFile at L3).
+  std::string name_map_file;
+  // The L2 device memory between processes (<work_dir>/device_state/
+  // collectors::kDeviceStateFile): loaded before and saved after a successful run when the
+  // program has resident tensors. Empty: the Chip keeps them (L3).
+  std::filesystem::path resident_state_file;
+  // Called once the program and config are accepted, before anything runs
+  // or is written; an error fails the dispatch. May be empty.
+  std::function<Status()> on_accepted;
+  FaultInjection faults;
+};
+
+// Where a dispatch failed, for the caller's report.
+enum class DispatchFailure {
+  kNone,
+  kRefused,  // step 1: the program or the config is bad (L3: DispatchStatus::kRejected)
+  kRun,      // step 5: the chip's run (kernel error, ring deadlock, dump timeout, ...)
+  kOther,    // steps 2-4 and 6: the hook, an injected fault, device state, the name map
+};
+
+struct DispatchOutcome {
+  Status status;  // OK, or why the dispatch failed
+  DispatchFailure failure = DispatchFailure::kNone;
+  uint64_t tasks_executed = 0;
+  uint64_t wall_ns = 0;
+  std::vector<std::string> warnings;   // advice from the chip (print, do not fail)
+  std::vector<std::string> artifacts;  // every file in output_dir, relative, sorted
+};
+
+DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request);
+
+// The program's kernel names as a name map (artifacts.md §3): func_id ->
+// name, orchestrator_name = the program's name.
+collectors::NameMap NameMapFor(const device::Program& program);
+
+}  // namespace dfx::rank_agent

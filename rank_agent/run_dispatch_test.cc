@@ -1,0 +1,164 @@
+#include "rank_agent/run_dispatch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "collectors/artifact_layout.h"
+#include "collectors/testing/test_util.h"
+#include "common/file_util.h"
+#include "common/json.h"
+
+namespace dfx::rank_agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Source(const std::string& rel) {
+  auto text = ReadFile(fs::path(DFX_SOURCE_DIR) / rel);
+  EXPECT_TRUE(text.ok()) << rel;
+  return text.ok() ? *text : "";
+}
+
+DispatchRequest Request(const std::string& program, const fs::path& out) {
+  DispatchRequest r;
+  r.program_json = Source(program);
+  r.program_origin = program;
+  r.config.enable_chip_swimlane = 2;
+  r.config.enable_dep_gen = true;
+  r.config.Normalize();
+  r.output_dir = out;
+  r.name_map_file = collectors::kDispatchNameMapFile;
+  return r;
+}
+
+TEST(RunDispatchTest, RunsTheProgramThenWritesTheNameMap) {
+  collectors::testing::TempDir tmp;
+  const fs::path dir = tmp.path();
+  auto chip = device::MakeEmulatedChip({});
+  DispatchRequest request = Request("examples/vector_pipeline.json", dir / "rank0/d0");
+  bool accepted = false;
+  request.on_accepted = [&] {
+    accepted = true;
+    EXPECT_FALSE(fs::exists(dir / "rank0/d0/name_map.json")) << "the name map follows the run";
+    return Status::Ok();
+  };
+  DispatchOutcome out = RunDispatch(*chip, request);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.failure, DispatchFailure::kNone);
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(out.tasks_executed, 5u);
+  EXPECT_EQ(out.artifacts,
+            (std::vector<std::string>{"chip_swimlane_records.json", "deps.json", "name_map.json"}));
+  auto map = ReadJsonFile(dir / "rank0/d0/name_map.json");
+  ASSERT_TRUE(map.ok());
+  EXPECT_EQ((*map)["orchestrator_name"], "vector_pipeline");
+
+  // No swimlane and no dep_gen: no name map (l3-and-runconfig.md §2.8).
+  request = Request("examples/vector_pipeline.json", dir / "pmu");
+  request.config = {};
+  request.config.enable_pmu = 2;
+  request.config.Normalize();
+  out = RunDispatch(*chip, request);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.artifacts, std::vector<std::string>{"pmu.csv"});
+}
+
+TEST(RunDispatchTest, AFailedRunHasNoNameMapButKeepsWhatTheChipWrote) {
+  collectors::testing::TempDir tmp;
+  const fs::path dir = tmp.path();
+  auto chip = device::MakeEmulatedChip({});
+  DispatchOutcome out = RunDispatch(*chip, Request("tests/l3/testdata/fail.json", dir));
+  EXPECT_EQ(out.failure, DispatchFailure::kRun);
+  EXPECT_NE(out.status.message().find("injected kernel failure"), std::string::npos)
+      << out.status.ToString();
+  EXPECT_FALSE(fs::exists(dir / "name_map.json"));
+  EXPECT_EQ(out.artifacts, collectors::ListArtifactFiles(dir));
+}
+
+TEST(RunDispatchTest, ABadProgramOrConfigIsRefusedBeforeAnythingHappens) {
+  collectors::testing::TempDir tmp;
+  const fs::path dir = tmp.path();
+  auto chip = device::MakeEmulatedChip({});
+  bool accepted = false;
+  auto refuse = [&](DispatchRequest request) {
+    request.on_accepted = [&] {
+      accepted = true;
+      return Status::Ok();
+    };
+    return RunDispatch(*chip, request);
+  };
+  DispatchRequest request = Request("examples/vector_pipeline.json", dir / "out");
+  request.program_json = "{not json";
+  request.program_origin = "broken.json";
+  DispatchOutcome out = refuse(request);
+  EXPECT_EQ(out.failure, DispatchFailure::kRefused);
+  EXPECT_NE(out.status.message().find("broken.json"), std::string::npos) << out.status.message();
+
+  request = Request("examples/vector_pipeline.json", dir / "out");
+  request.config.enable_chip_swimlane = 7;
+  out = refuse(request);
+  EXPECT_EQ(out.failure, DispatchFailure::kRefused);
+  EXPECT_NE(out.status.message().find("7"), std::string::npos) << out.status.message();
+
+  request = Request("examples/vector_pipeline.json", dir / "out");
+  const size_t at =
+      request.program_json.find("\"vector_add\"", request.program_json.find("submit"));
+  ASSERT_NE(at, std::string::npos);
+  request.program_json.replace(at, 12, "\"nope\"");  // an unknown kernel
+  out = refuse(request);
+  EXPECT_EQ(out.failure, DispatchFailure::kRefused);
+  EXPECT_NE(out.status.message().find("nope"), std::string::npos) << out.status.message();
+
+  EXPECT_FALSE(accepted);
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(RunDispatchTest, TheHookAndAnInjectedFaultStopTheDispatchBeforeTheRun) {
+  collectors::testing::TempDir tmp;
+  const fs::path dir = tmp.path();
+  auto chip = device::MakeEmulatedChip({});
+  DispatchRequest request = Request("examples/vector_pipeline.json", dir / "hook");
+  request.on_accepted = [] { return Unavailable("disk full"); };
+  DispatchOutcome out = RunDispatch(*chip, request);
+  EXPECT_EQ(out.failure, DispatchFailure::kOther);
+  EXPECT_EQ(out.status.message(), "disk full");
+  EXPECT_EQ(out.tasks_executed, 0u);
+
+  request = Request("examples/vector_pipeline.json", dir / "graph");
+  request.pass = config::PassKind::kGraph;
+  request.faults.graph_pass_error = "injected";
+  out = RunDispatch(*chip, request);
+  EXPECT_EQ(out.failure, DispatchFailure::kOther);
+  EXPECT_EQ(out.status.message(), "injected");
+  EXPECT_TRUE(out.artifacts.empty());
+
+  request.pass = config::PassKind::kTiming;  // the fault is the graph pass's only
+  out = RunDispatch(*chip, request);
+  EXPECT_TRUE(out.status.ok()) << out.status.ToString();
+}
+
+// L2: each pass is its own process with its own chip; the device memory
+// travels in the state file.
+TEST(RunDispatchTest, ResidentTensorsTravelInTheStateFileBetweenChips) {
+  collectors::testing::TempDir tmp;
+  const fs::path dir = tmp.path();
+  const fs::path state = dir / "device_state/chip0.json";
+  std::vector<float> counter;
+  for (int run = 0; run < 2; ++run) {
+    auto chip = device::MakeEmulatedChip({});
+    DispatchRequest request = Request("tests/dfx/testdata/counter.json", dir / "out");
+    request.resident_state_file = state;
+    DispatchOutcome out = RunDispatch(*chip, request);
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    auto saved = device::LoadResidentState(state);
+    ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+    const device::ResidentTensor& t = saved->at("counter");
+    counter.assign(t.bytes.size() / sizeof(float), 0);
+    std::memcpy(counter.data(), t.bytes.data(), t.bytes.size());
+  }
+  EXPECT_EQ(counter, std::vector<float>({2, 2, 2, 2}));
+}
+
+}  // namespace
+}  // namespace dfx::rank_agent
