@@ -29,18 +29,15 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     fs::remove_all(state_dir, ec);
   }
   for (const config::PassPlan& pass : passes) {
-    std::vector<std::string> argv = {options.agent_binary.string(),
-                                     "exec",
-                                     "--program",
-                                     options.program.string(),
-                                     "--output-dir",
-                                     dfx_dir.string(),
-                                     "--work-dir",
-                                     work_dir.string()};
-    for (const auto& f : config::RunConfigToFlags(pass.config)) argv.push_back(f);
-    argv.insert(argv.end(), {"--pass", config::PassKindName(pass.kind), "--device-state-dir",
-                             state_dir.string()});
-    argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
+    protocol::AgentExecCommandLine exec = options.agent;
+    exec.program = options.program.string();
+    exec.output_dir = dfx_dir.string();
+    exec.work_dir = work_dir.string();
+    exec.config = pass.config;
+    exec.pass = pass.kind;
+    exec.device_state_dir = state_dir.string();
+    std::vector<std::string> argv = {options.agent_binary.string()};
+    for (std::string& a : exec.ToArgv()) argv.push_back(std::move(a));
     if (pass.kind == config::PassKind::kGraph) {
       std::printf("chip swimlane enabled, running the kernel twice\n");
       std::printf("run 1/2: capturing deps.json in a subprocess; its timing is discarded\n");
@@ -91,11 +88,12 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     plain.execution_mode = options.config.execution_mode;
     plain.aicpu_thread_num = options.config.aicpu_thread_num;
     plain.rings = options.config.rings;
-    std::vector<std::string> argv = {
-        options.agent_binary.string(), "exec",         "--program",
-        options.program.string(),      "--output-dir", (work_dir / ".bench_unused").string()};
-    for (const auto& f : config::RunConfigToFlags(plain)) argv.push_back(f);
-    argv.insert(argv.end(), options.agent_args.begin(), options.agent_args.end());
+    protocol::AgentExecCommandLine exec = options.agent;
+    exec.program = options.program.string();
+    exec.output_dir = (work_dir / ".bench_unused").string();
+    exec.config = plain;
+    std::vector<std::string> argv = {options.agent_binary.string()};
+    for (std::string& a : exec.ToArgv()) argv.push_back(std::move(a));
     DFX_ASSIGN_OR_RETURN(CompletedRun run, RunCaptured(argv, options.timeout_s));
     if (run.exit_code != 0) {
       return Internal(fmt::format(

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "config/run_config.h"
+#include "protocol/agent_command_line.h"
 
 namespace dfx::coordinator {
 
@@ -20,8 +21,10 @@ struct L2Options {
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
   config::RunConfig config;
   std::filesystem::path agent_binary;
-  std::vector<std::string> agent_args;  // extra exec flags (e.g. --virtual-clock)
-  double timeout_s = 3600;              // per pass
+  // What every `dfx-rank-agent exec` of the run shares (chip flags, the
+  // args-dump drain model); RunL2 fills in the program, dirs, config, pass.
+  protocol::AgentExecCommandLine agent;
+  double timeout_s = 3600;  // per pass
   // After the run, a separate plain run (no DFX flags, fresh device state)
   // whose wall time is reported (`run --bench`).
   bool bench = false;

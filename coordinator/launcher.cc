@@ -22,30 +22,25 @@ const char* LauncherName(Launcher launcher) {
   return "?";
 }
 
-std::vector<std::string> AgentLauncher::CommonArgs(const AgentLaunch& l) const {
-  std::vector<std::string> args = {"--coordinator",
-                                   l.endpoint,
-                                   "--session",
-                                   Hex64(l.session),
-                                   "--chips",
-                                   std::to_string(l.chips_per_agent),
-                                   "--spool",
-                                   l.spool_root.string(),
-                                   "--connect-timeout",
-                                   fmt::format("{:g}", l.connect_timeout_s),
-                                   "--heartbeat-interval",
-                                   fmt::format("{:g}", l.heartbeat_interval_s),
-                                   "--heartbeat-timeout",
-                                   fmt::format("{:g}", l.heartbeat_timeout_s),
-                                   "--log-level",
-                                   l.log_level};
-  args.insert(args.end(), l.extra_args.begin(), l.extra_args.end());
-  return args;
+// The agent's command line (protocol/agent_command_line.h owns its flag
+// names, bounds and formatting; the agent parses it with the same table).
+protocol::AgentCommandLine AgentLauncher::CommandLine(const AgentLaunch& l) const {
+  protocol::AgentCommandLine line;
+  line.coordinator = l.endpoint;
+  line.session_id = l.session;
+  line.chips = l.chips_per_agent;
+  line.spool = l.spool_root.string();
+  line.connect_timeout_s = l.connect_timeout_s;
+  line.heartbeat_interval_s = l.heartbeat_interval_s;
+  line.heartbeat_timeout_s = l.heartbeat_timeout_s;
+  line.chip.log_level = l.log_level;
+  line.chip.virtual_clock = l.virtual_clock;
+  return line;
 }
 
 Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& launch) {
   if (launcher == Launcher::kAttach) return Status::Ok();
-  const std::vector<std::string> common = CommonArgs(launch);
+  const protocol::AgentCommandLine line = CommandLine(launch);
   const int agents = (ranks + launch.chips_per_agent - 1) / launch.chips_per_agent;
   if (launcher == Launcher::kMpirun) {
     // --enable-recovery: without it Open MPI 4.1 aborts every rank as soon
@@ -57,7 +52,7 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
       argv.push_back("--oversubscribe");
     }
     argv.insert(argv.end(), {"-np", std::to_string(agents), launch.agent_binary.string()});
-    argv.insert(argv.end(), common.begin(), common.end());
+    for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));  // no --rank: from MPI
     DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
     DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
     children_.push_back(std::move(child));
@@ -65,8 +60,10 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
     return Status::Ok();
   }
   for (int i = 0; i < agents; ++i) {
-    std::vector<std::string> argv = {launch.agent_binary.string(), "--rank", std::to_string(i)};
-    argv.insert(argv.end(), common.begin(), common.end());
+    protocol::AgentCommandLine local = line;
+    local.rank = i;
+    std::vector<std::string> argv = {launch.agent_binary.string()};
+    for (std::string& a : local.ToArgv()) argv.push_back(std::move(a));
     DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
     children_.push_back(std::move(child));
     reported_.push_back(false);
@@ -75,22 +72,11 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
 }
 
 Status AgentLauncher::StartRecovery(const AgentLaunch& l, int32_t rank) {
-  std::vector<std::string> argv = {l.agent_binary.string(),
-                                   "--recover",
-                                   "--rank",
-                                   std::to_string(rank),
-                                   "--coordinator",
-                                   l.endpoint,
-                                   "--session",
-                                   Hex64(l.session),
-                                   "--spool",
-                                   l.spool_root.string(),
-                                   "--connect-timeout",
-                                   fmt::format("{:g}", l.connect_timeout_s),
-                                   "--heartbeat-timeout",
-                                   fmt::format("{:g}", l.heartbeat_timeout_s),
-                                   "--log-level",
-                                   l.log_level};
+  protocol::AgentCommandLine line = CommandLine(l);
+  line.mode = protocol::AgentMode::kRecover;
+  line.rank = rank;
+  std::vector<std::string> argv = {l.agent_binary.string()};
+  for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));
   DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
   children_.push_back(std::move(child));
   reported_.push_back(false);

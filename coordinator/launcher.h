@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "common/subprocess.h"
+#include "protocol/agent_command_line.h"
 
 namespace dfx::coordinator {
 
@@ -31,7 +32,7 @@ struct AgentLaunch {
   double heartbeat_interval_s = 0.2;
   double heartbeat_timeout_s = 10;
   std::string log_level = "warn";
-  std::vector<std::string> extra_args;  // e.g. --virtual-clock
+  bool virtual_clock = false;
 };
 
 class AgentLauncher {
@@ -60,7 +61,7 @@ class AgentLauncher {
   std::string DescribeFirst() const;
 
  private:
-  std::vector<std::string> CommonArgs(const AgentLaunch& launch) const;
+  protocol::AgentCommandLine CommandLine(const AgentLaunch& launch) const;
   std::vector<ChildProcess> children_;
   std::vector<bool> reported_;
 };

@@ -30,14 +30,15 @@
 #include "coordinator/plan.h"
 #include "coordinator/report.h"
 #include "coordinator/session.h"
+#include "protocol/agent_command_line.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace dc = dfx::coordinator;
 
-// Seconds flags are forwarded to agents, whose command line accepts the same range.
-constexpr double kMaxSeconds = 1e6;
+// Seconds flags are forwarded to agents: the same range as their command line.
+constexpr double kMaxSeconds = dfx::protocol::kMaxAgentSeconds;
 
 int Fail(const std::string& message, int code = 1) {
   std::fflush(stdout);
@@ -62,7 +63,9 @@ const CLI::Validator& PositiveSeconds() {
 
 const CLI::Validator& LogLevel() {
   static const CLI::Validator v =
-      CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}).name("LEVEL");
+      CLI::IsMember(std::vector<std::string>(std::begin(dfx::protocol::kAgentLogLevels),
+                                             std::end(dfx::protocol::kAgentLogLevels)))
+          .name("LEVEL");
   return v;
 }
 
@@ -144,7 +147,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   so.config = parsed.config;
   so.work_dir = f.work_dir;
   dfx::log::Init("dfx-coordinator", f.log_level);
-  if (f.virtual_clock) so.agent_args.push_back("--virtual-clock");
+  so.virtual_clock = f.virtual_clock;
   for (auto [flag, value] : {std::pair{"--dump-drain-bytes-per-sec", f.dump_drain},
                              std::pair{"--dump-timeout-ms", f.dump_timeout},
                              std::pair{"--dump-arena-bytes", f.dump_arena}}) {
@@ -186,8 +189,10 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     l2.work_dir = so.work_dir;
     l2.config = so.config;
     l2.agent_binary = so.agent_binary;
-    l2.agent_args = so.agent_args;
-    l2.agent_args.insert(l2.agent_args.end(), f.chip_knobs.begin(), f.chip_knobs.end());
+    l2.agent.chip.virtual_clock = f.virtual_clock;
+    if (f.dump_drain >= 0) l2.agent.dump_drain_bytes_per_sec = f.dump_drain;
+    if (f.dump_timeout >= 0) l2.agent.dump_timeout_ms = static_cast<uint64_t>(f.dump_timeout);
+    if (f.dump_arena >= 0) l2.agent.dump_arena_bytes = static_cast<uint64_t>(f.dump_arena);
     l2.timeout_s = so.dispatch_timeout_s;
     l2.bench = f.bench;
     auto out = dc::RunL2(l2);

@@ -283,7 +283,7 @@ Status RunCoordinator::Launch() {
   launch.heartbeat_interval_s = options_.heartbeat_interval_s;
   launch.heartbeat_timeout_s = options_.heartbeat_timeout_s;
   launch.log_level = options_.agent_log_level;
-  launch.extra_args = options_.agent_args;
+  launch.virtual_clock = options_.virtual_clock;
   return launcher_.StartRun(options_.launcher, options_.ranks, launch);
 }
 

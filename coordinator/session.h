@@ -33,7 +33,7 @@ struct SessionOptions {
   std::string bind = "tcp://127.0.0.1:0";  // ephemeral port by default
   std::filesystem::path agent_binary;      // dfx-rank-agent (local / mpirun)
   std::filesystem::path spool_root;        // default <work_dir>/.dfx_spool
-  std::vector<std::string> agent_args;     // extra agent flags (e.g. --virtual-clock)
+  bool virtual_clock = false;              // agents run virtual-clock chips
   std::string agent_log_level = "warn";
   // Deadlines (every wait has one).
   double startup_timeout_s = 60;      // spawn + HELLO + READY of every rank
