@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/json_stream.h"
+#include "view/json_stream.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // A minimal streaming reader of chip_swimlane_records.json (artifacts.md §2.3)
 // and the (core_id, reg_task_id) join of §2.6. Used by the collectors' tests to
-// check what the writer wrote; the full viewers live in tools/.
+// check what the writer wrote; the full viewers live in view/.
 //
 // Streaming: rows are converted into the compact structs below as the parser
 // meets them and discarded from the JSON tree, so memory is proportional to

@@ -1,4 +1,4 @@
-#include "tools/pmu_summary.h"
+#include "view/pmu_summary.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
-#include "tools/deps_data.h"
+#include "view/deps_data.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
-#include "tools/json_stream.h"
+#include "view/json_stream.h"
 
 namespace dfx::view {
 

@@ -1,4 +1,4 @@
-#include "tools/deps_viewer.h"
+#include "view/deps_viewer.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 
 #include "common/file_util.h"
 #include "common/json.h"
-#include "tools/deps_data.h"
-#include "tools/json_stream.h"
-#include "tools/name_map.h"
-#include "tools/perf_data.h"
-#include "tools/process_util.h"
+#include "view/deps_data.h"
+#include "view/json_stream.h"
+#include "view/name_map.h"
+#include "view/perf_data.h"
+#include "view/process_util.h"
 
 namespace dfx::view {
 namespace {

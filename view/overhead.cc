@@ -1,4 +1,4 @@
-#include "tools/overhead.h"
+#include "view/overhead.h"
 
 #include <algorithm>
 #include <limits>

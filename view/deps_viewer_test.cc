@@ -1,4 +1,4 @@
-#include "tools/deps_viewer.h"
+#include "view/deps_viewer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tools/json_stream.h"
+#include "view/json_stream.h"
 
 #include <gtest/gtest.h>
 

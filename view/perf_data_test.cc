@@ -1,4 +1,4 @@
-#include "tools/perf_data.h"
+#include "view/perf_data.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "tools/name_map.h"
+#include "view/name_map.h"
 
 namespace dfx::view {
 namespace {

@@ -15,7 +15,7 @@
 //             "agent_start_ns": 5001234   // (fallback) start on the agent clock;
 //           } ] } ] }                     //  coordinator = agent_start_ns - clock_offset_ns
 // The earliest start over the whole run is time zero of the merged trace.
-#include "tools/swimlane.h"
+#include "view/swimlane.h"
 
 #include <fmt/format.h>
 
@@ -30,11 +30,11 @@
 #include <set>
 
 #include "common/json.h"
-#include "tools/deps_data.h"
-#include "tools/json_stream.h"
-#include "tools/name_map.h"
-#include "tools/overhead.h"
-#include "tools/perf_data.h"
+#include "view/deps_data.h"
+#include "view/json_stream.h"
+#include "view/name_map.h"
+#include "view/overhead.h"
+#include "view/perf_data.h"
 
 namespace dfx::view {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/discovery.h"
+#include "view/discovery.h"
 
 namespace dfx::view {
 

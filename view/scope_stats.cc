@@ -1,4 +1,4 @@
-#include "tools/scope_stats.h"
+#include "view/scope_stats.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "tools/overhead.h"
+#include "view/overhead.h"
 
 #include <gtest/gtest.h>
 
-#include "tools/sched_overhead.h"
+#include "view/sched_overhead.h"
 
 namespace dfx::view {
 namespace {

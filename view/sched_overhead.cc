@@ -1,4 +1,4 @@
-#include "tools/sched_overhead.h"
+#include "view/sched_overhead.h"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "tools/deps_data.h"
-#include "tools/overhead.h"
-#include "tools/perf_data.h"
+#include "view/deps_data.h"
+#include "view/overhead.h"
+#include "view/perf_data.h"
 
 namespace dfx::view {
 namespace {

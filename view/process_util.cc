@@ -1,4 +1,4 @@
-#include "tools/process_util.h"
+#include "view/process_util.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "tools/perf_data.h"
+#include "view/perf_data.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "tools/json_stream.h"
+#include "view/json_stream.h"
 
 namespace dfx::view {
 namespace {

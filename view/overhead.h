@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "tools/deps_data.h"
-#include "tools/perf_data.h"
+#include "view/deps_data.h"
+#include "view/perf_data.h"
 
 namespace dfx::view {
 

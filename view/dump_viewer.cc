@@ -1,4 +1,4 @@
-#include "tools/dump_viewer.h"
+#include "view/dump_viewer.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "tools/name_map.h"
+#include "view/name_map.h"
 
 #include <algorithm>
 #include <cstdlib>

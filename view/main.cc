@@ -6,13 +6,13 @@
 #include <exception>
 #include <iostream>
 
-#include "tools/deps_viewer.h"
-#include "tools/discovery.h"
-#include "tools/dump_viewer.h"
-#include "tools/pmu_summary.h"
-#include "tools/sched_overhead.h"
-#include "tools/scope_stats.h"
-#include "tools/swimlane.h"
+#include "view/deps_viewer.h"
+#include "view/discovery.h"
+#include "view/dump_viewer.h"
+#include "view/pmu_summary.h"
+#include "view/sched_overhead.h"
+#include "view/scope_stats.h"
+#include "view/swimlane.h"
 
 namespace {
 
