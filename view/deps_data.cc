@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "view/json_stream.h"
+#include "common/json_stream.h"
 
 namespace dfx::view {
 

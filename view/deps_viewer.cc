@@ -11,8 +11,8 @@
 
 #include "common/file_util.h"
 #include "common/json.h"
+#include "common/json_stream.h"
 #include "view/deps_data.h"
-#include "view/json_stream.h"
 #include "view/name_map.h"
 #include "view/perf_data.h"
 #include "view/process_util.h"

@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "view/json_stream.h"
+#include "common/json_stream.h"
 
 namespace dfx::view {
 namespace {

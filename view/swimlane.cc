@@ -30,8 +30,8 @@
 #include <set>
 
 #include "common/json.h"
+#include "common/json_stream.h"
 #include "view/deps_data.h"
-#include "view/json_stream.h"
 #include "view/name_map.h"
 #include "view/overhead.h"
 #include "view/perf_data.h"
@@ -44,7 +44,7 @@ constexpr double kMinMarkerUs = 0.02;
 
 // Shared state of one output trace (several dispatches in run mode).
 struct TraceContext {
-  StreamWriter* writer = nullptr;
+  ChunkedWriter* writer = nullptr;
   bool first_event = true;
   uint64_t next_event_id = 1;
   uint64_t next_flow_id = 1;
@@ -1183,7 +1183,7 @@ void PrintStatistics(const PerfData& d, const DepsData* deps, const NameMap& nam
   }
 }
 
-Status WriteHeader(StreamWriter& w) {
+Status WriteHeader(ChunkedWriter& w) {
   w.Append("{\"traceEvents\": [\n");
   return Status::Ok();
 }
@@ -1249,7 +1249,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
            "Analysis track skipped.\n";
   }
   std::filesystem::path output = options.output ? *options.output : dir / "merged_swimlane.json";
-  StreamWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(output));
   DFX_RETURN_IF_ERROR(WriteHeader(w));
   TraceContext ctx;
@@ -1370,7 +1370,7 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& [k, v] : starts) t0 = std::min(t0, v);
   std::filesystem::path out_path = output ? *output : run_dir / "merged_run_swimlane.json";
-  StreamWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(out_path));
   DFX_RETURN_IF_ERROR(WriteHeader(w));
   TraceContext ctx;

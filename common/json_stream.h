@@ -1,14 +1,20 @@
-// Streaming JSON for the viewers: a pull reader that walks a file token by
-// token without building a DOM, and an append-only writer that flushes to an
-// AtomicFileWriter in large chunks. Both exist so that a records file of a
-// million tasks converts with memory far below the file's size (style.md §7).
+// Streaming JSON, the one implementation for every writer and reader of an
+// artifact (style.md §7, §11): a pull reader that walks a file token by token
+// without building a DOM, and ChunkedWriter, an append-only text writer that
+// hands 1 MiB chunks to an AtomicFileWriter. Both exist so that a records file
+// of a million rows never exists as one string or one JSON DOM, neither when
+// a collector writes it nor when a viewer converts it.
 //
-// Thread-compatible: one thread uses one instance.
+// Thread-compatible: one thread uses one instance. The free functions are
+// thread-safe.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +23,7 @@
 #include "common/json.h"
 #include "common/status.h"
 
-namespace dfx::view {
+namespace dfx {
 
 // A JSON number as read: integral values keep full 64-bit precision.
 struct JsonNumber {
@@ -88,33 +94,50 @@ class JsonPullReader {
   Status status_;
 };
 
-// Append-only text writer that streams to `path` through AtomicFileWriter.
-class StreamWriter {
+// Append-only text writer that streams to `path` through AtomicFileWriter:
+// text is appended to a bounded in-memory chunk and every full chunk is
+// written out, so memory stays at one chunk whatever the file's size. The
+// file appears under its final name only on Commit().
+//
+// Errors latch: the first failed write is returned by Commit() and every
+// later write is dropped.
+class ChunkedWriter {
  public:
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+  // Opens "<path>.tmp.<pid>" (see AtomicFileWriter).
   Status Open(const std::filesystem::path& path);
-  // Opens `path` positioned at byte `offset`, which must be the start of a
-  // value (an offset taken from bytes_read() right after Peek()).
-  Status OpenAt(const std::filesystem::path& path, uint64_t offset);
   void Append(std::string_view s) {
-    buf_.append(s);
-    if (buf_.size() >= kFlushBytes) Flush();
+    buffer_.append(s);
+    MaybeFlush();
   }
-  void Put(char c) {
-    buf_.push_back(c);
-    if (buf_.size() >= kFlushBytes) Flush();
+  void Append(char c) {
+    buffer_.push_back(c);
+    MaybeFlush();
   }
-  std::string& buffer() { return buf_; }
+  template <typename... Args>
+  void Format(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(buffer_), format, std::forward<Args>(args)...);
+    MaybeFlush();
+  }
+  // Appends `s` as a JSON string literal (quotes and escapes included).
+  void String(std::string_view s);
+  // The pending chunk, for callers that build an event in place; call
+  // MaybeFlush() after appending to it.
+  std::string& buffer() { return buffer_; }
   void MaybeFlush() {
-    if (buf_.size() >= kFlushBytes) Flush();
+    if (buffer_.size() >= kChunkBytes) Flush();
   }
+  // Flushes, closes and renames into place.
   Status Commit();
-  uint64_t bytes_written() const { return writer_.bytes_written() + buf_.size(); }
+  // Removes the temporary file.
+  void Abort() { file_.Abort(); }
 
  private:
-  static constexpr size_t kFlushBytes = 1 << 20;
   void Flush();
-  AtomicFileWriter writer_;
-  std::string buf_;
+
+  AtomicFileWriter file_;
+  std::string buffer_;
   Status status_;
 };
 
@@ -124,4 +147,4 @@ void AppendJsonString(std::string* out, std::string_view s);
 void AppendDouble(std::string* out, double v);
 std::string FormatDouble(double v);
 
-}  // namespace dfx::view
+}  // namespace dfx

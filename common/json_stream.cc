@@ -1,4 +1,4 @@
-#include "view/json_stream.h"
+#include "common/json_stream.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace dfx::view {
+namespace dfx {
 
 JsonPullReader::~JsonPullReader() {
   if (file_ != nullptr) std::fclose(file_);
@@ -397,23 +397,29 @@ bool JsonPullReader::ReadJson(Json* out) {
   return true;
 }
 
-Status StreamWriter::Open(const std::filesystem::path& path) {
-  buf_.reserve(kFlushBytes + 4096);
-  return writer_.Open(path);
+Status ChunkedWriter::Open(const std::filesystem::path& path) {
+  buffer_.reserve(kChunkBytes + 4096);
+  status_ = file_.Open(path);
+  return status_;
 }
 
-void StreamWriter::Flush() {
-  if (status_.ok() && !buf_.empty()) status_ = writer_.Write(buf_);
-  buf_.clear();
+void ChunkedWriter::String(std::string_view s) {
+  AppendJsonString(&buffer_, s);
+  MaybeFlush();
 }
 
-Status StreamWriter::Commit() {
+void ChunkedWriter::Flush() {
+  if (status_.ok() && !buffer_.empty()) status_ = file_.Write(buffer_);
+  buffer_.clear();
+}
+
+Status ChunkedWriter::Commit() {
   Flush();
   if (!status_.ok()) {
-    writer_.Abort();
+    file_.Abort();
     return status_;
   }
-  return writer_.Commit();
+  return file_.Commit();
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -464,4 +470,4 @@ std::string FormatDouble(double v) {
   return s;
 }
 
-}  // namespace dfx::view
+}  // namespace dfx

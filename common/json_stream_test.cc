@@ -1,10 +1,10 @@
-#include "view/json_stream.h"
+#include "common/json_stream.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-namespace dfx::view {
+namespace dfx {
 namespace {
 
 std::filesystem::path WriteTemp(const std::string& name, const std::string& text) {
@@ -76,5 +76,25 @@ TEST(JsonWriterTest, StringsAndDoublesAreValidJson) {
   EXPECT_EQ(FormatDouble(0.1 + 0.2), "0.30000000000000004");
 }
 
+TEST(ChunkedWriterTest, StreamsAcrossChunksAndAppearsOnlyOnCommit) {
+  auto p = std::filesystem::temp_directory_path() / ("chunked" + std::to_string(getpid()));
+  std::filesystem::remove(p);
+  ChunkedWriter w;
+  ASSERT_TRUE(w.Open(p).ok());
+  std::string expected;
+  for (int i = 0; expected.size() < 3 * ChunkedWriter::kChunkBytes; ++i) {
+    w.Format("{},", i);
+    expected += std::to_string(i) + ",";
+  }
+  w.String("q\"\n");
+  expected += R"("q\"\n")";
+  EXPECT_FALSE(std::filesystem::exists(p));  // only the temporary name exists until Commit
+  ASSERT_TRUE(w.Commit().ok());
+  auto text = ReadFile(p);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, expected);
+  std::filesystem::remove(p);
+}
+
 }  // namespace
-}  // namespace dfx::view
+}  // namespace dfx
