@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/name_map.h"
 #include "collectors/recorders.h"
 #include "common/status.h"
 #include "config/run_config.h"

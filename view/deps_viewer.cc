@@ -9,13 +9,14 @@
 #include <ostream>
 #include <unordered_map>
 
+#include "collectors/name_map.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "view/deps_data.h"
-#include "view/name_map.h"
 #include "view/perf_data.h"
 #include "view/process_util.h"
+#include "view/task_label.h"
 
 namespace dfx::view {
 namespace {
@@ -114,7 +115,8 @@ std::string ArgTensorId(const Graph& g, uint64_t task, const Json& arg, bool* in
   return it->second;
 }
 
-Result<Graph> BuildGraph(const Json& root, const std::string& file, const NameMap& names) {
+Result<Graph> BuildGraph(const Json& root, const std::string& file,
+                         const collectors::NameMap& names) {
   Graph g;
   if (!root.is_object()) return JsonError(file, "$", "an object", root);
   if (root.contains("tasks") && root["tasks"].is_array()) {
@@ -949,11 +951,11 @@ Status RunDepsViewer(const DepsViewerOptions& o, std::ostream& out, std::ostream
     return NotFound(o.input.string() + " not found.");
   }
   auto dir = o.input.parent_path();
-  NameMap names;
+  collectors::NameMap names;
   std::optional<std::filesystem::path> map_path = o.func_names;
-  if (!map_path) map_path = NewestNameMap(dir);
+  if (!map_path) map_path = collectors::NewestNameMap(dir);
   if (map_path) {
-    auto loaded = LoadNameMap(*map_path);
+    auto loaded = collectors::ReadNameMap(*map_path);
     if (loaded.ok()) {
       names = std::move(loaded).value();
     } else {

@@ -142,12 +142,6 @@ PhaseKind ParsePhaseKind(const std::string& name) {
   return PhaseKind::kOther;
 }
 
-std::string FormatTaskDisplay(uint64_t task_id) {
-  int ring = RingOf(task_id);
-  if (ring == 0) return fmt::format("t{}", LocalOf(task_id));
-  return fmt::format("r{}t{}", ring, LocalOf(task_id));
-}
-
 bool PerfData::Rel(uint64_t cycles, uint32_t* rel) const {
   if (cycles == 0) {
     *rel = 0;

@@ -206,9 +206,4 @@ Result<PerfData> ReadPerfData(const std::filesystem::path& path, const ReadOptio
 // "Warning: N aicpu_task(s) had no matching AICore record (...)" or "" when all joined.
 std::string UnmatchedWarning(const PerfData& data);
 
-// "t<local>" for ring 0, else "r<ring>t<local>" (ring = bits 32..39).
-std::string FormatTaskDisplay(uint64_t task_id);
-inline int RingOf(uint64_t task_id) { return static_cast<int>((task_id >> 32) & 0xFF); }
-inline uint32_t LocalOf(uint64_t task_id) { return static_cast<uint32_t>(task_id); }
-
 }  // namespace dfx::view

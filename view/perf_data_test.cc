@@ -7,8 +7,6 @@
 #include <fstream>
 #include <tuple>
 
-#include "view/name_map.h"
-
 namespace dfx::view {
 namespace {
 
@@ -141,33 +139,6 @@ TEST(ReadPerfDataTest, RejectsCoreIdsBeyondSixteenBits) {
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("core_id 70000, expected 0..65535"), std::string::npos)
       << d.status().message();
-}
-
-TEST(LabelsTest, TaskDisplayAndBijectiveLetters) {
-  EXPECT_EQ(FormatTaskDisplay(3), "t3");
-  EXPECT_EQ(FormatTaskDisplay((uint64_t{2} << 32) | 10), "r2t10");
-  EXPECT_EQ(FuncLetters(0), "a");
-  EXPECT_EQ(FuncLetters(25), "z");
-  EXPECT_EQ(FuncLetters(26), "aa");
-  EXPECT_EQ(FuncLetters(27), "ab");
-  EXPECT_EQ(FuncLetters(701), "zz");
-  EXPECT_EQ(FuncLetters(702), "aaa");
-}
-
-TEST(NameMapTest, AcceptsSceneTestAndFlatShapes) {
-  auto m = LoadNameMap(Fixture("l4/name_map_Demo_case.json"));
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(*m->orchestrator_name, "Attn");
-  EXPECT_EQ(*m->Find(2), "softmax");
-  auto p = std::filesystem::temp_directory_path() / ("flat" + std::to_string(getpid()) + ".json");
-  std::ofstream(p) << R"({"3": "gemm"})";
-  m = LoadNameMap(p);
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(*m->Find(3), "gemm");
-  std::ofstream(p) << R"({"x": "gemm"})";
-  m = LoadNameMap(p);
-  EXPECT_FALSE(m.ok());
-  std::filesystem::remove(p);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "view/deps_data.h"
 #include "view/overhead.h"
 #include "view/perf_data.h"
+#include "view/task_label.h"
 
 namespace dfx::view {
 namespace {

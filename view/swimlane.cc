@@ -29,12 +29,13 @@
 #include <regex>
 #include <set>
 
+#include "collectors/name_map.h"
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "view/deps_data.h"
-#include "view/name_map.h"
 #include "view/overhead.h"
 #include "view/perf_data.h"
+#include "view/task_label.h"
 
 namespace dfx::view {
 namespace {
@@ -170,8 +171,9 @@ struct Anchor {
 // Converts one dispatch (one records file) into events of `ctx`.
 class DispatchConverter {
  public:
-  DispatchConverter(PerfData& data, const DepsData* deps, const NameMap& names, bool overhead,
-                    bool verbose, TraceContext& ctx, std::ostream& out, std::ostream& err)
+  DispatchConverter(PerfData& data, const DepsData* deps, const collectors::NameMap& names,
+                    bool overhead, bool verbose, TraceContext& ctx, std::ostream& out,
+                    std::ostream& err)
       : d_(data),
         deps_(deps),
         names_(names),
@@ -1050,7 +1052,7 @@ class DispatchConverter {
 
   PerfData& d_;
   const DepsData* deps_;
-  const NameMap& names_;
+  const collectors::NameMap& names_;
   bool overhead_, verbose_;
   TraceContext& ctx_;
   std::ostream& out_;
@@ -1107,7 +1109,7 @@ const char* LevelDescription(int level) {
   }
 }
 
-void PrintStatistics(const PerfData& d, const DepsData* deps, const NameMap& names,
+void PrintStatistics(const PerfData& d, const DepsData* deps, const collectors::NameMap& names,
                      std::ostream& out) {
   struct Acc {
     uint64_t count = 0;
@@ -1224,13 +1226,13 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
         << " orchestrator pool(s)\n";
   }
   // Name map.
-  NameMap names;
+  collectors::NameMap names;
   if (options.func_names) {
-    DFX_ASSIGN_OR_RETURN(names, LoadNameMap(*options.func_names));
+    DFX_ASSIGN_OR_RETURN(names, collectors::ReadNameMap(*options.func_names));
   } else {
-    auto maps = SiblingNameMaps(dir);
+    auto maps = collectors::SiblingNameMaps(dir);
     if (maps.size() == 1) {
-      auto loaded = LoadNameMap(maps[0]);
+      auto loaded = collectors::ReadNameMap(maps[0]);
       if (loaded.ok()) {
         names = std::move(loaded).value();
       } else {
@@ -1402,10 +1404,10 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
           err << "Warning: couldn't read " << deps_path.string() << ": "
               << loaded.status().message() << "\n";
       }
-      NameMap names;
-      auto maps = SiblingNameMaps(path.parent_path());
+      collectors::NameMap names;
+      auto maps = collectors::SiblingNameMaps(path.parent_path());
       if (maps.size() == 1) {
-        auto loaded = LoadNameMap(maps[0]);
+        auto loaded = collectors::ReadNameMap(maps[0]);
         if (loaded.ok()) names = std::move(loaded).value();
       }
       ctx.max_ts = ctx.ts_offset;

@@ -1,14 +1,38 @@
-#include "view/name_map.h"
+#include "collectors/name_map.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <system_error>
 
+#include "collectors/artifact_layout.h"
 #include "common/json.h"
 
-namespace dfx::view {
+namespace dfx::collectors {
 
-Result<NameMap> LoadNameMap(const std::filesystem::path& path) {
+namespace fs = std::filesystem;
+
+const std::string* NameMap::Find(int func_id) const {
+  for (auto it = callable_id_to_name.rbegin(); it != callable_id_to_name.rend(); ++it) {
+    if (it->first == func_id) return &it->second;
+  }
+  return nullptr;
+}
+
+Status WriteNameMap(const fs::path& path, const NameMap& map) {
+  Json j = Json::object();
+  j["level"] = map.level;
+  j["orchestrator_name"] = map.orchestrator_name && !map.orchestrator_name->empty()
+                               ? Json(*map.orchestrator_name)
+                               : Json(nullptr);
+  if (!map.callable_id_to_name.empty()) {
+    Json names = Json::object();
+    for (const auto& [id, name] : map.callable_id_to_name) names[std::to_string(id)] = name;
+    j["callable_id_to_name"] = std::move(names);
+  }
+  return WriteJsonFileAtomic(path, j, 2);
+}
+
+Result<NameMap> ReadNameMap(const fs::path& path) {
   DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));
   if (!j.is_object()) return JsonError(path.string(), "$", "an object", j);
   NameMap map;
@@ -16,6 +40,7 @@ Result<NameMap> LoadNameMap(const std::filesystem::path& path) {
   bool scene_shape =
       j.contains("callable_id_to_name") || j.contains("orchestrator_name") || j.contains("level");
   if (scene_shape) {
+    if (j.contains("level") && j["level"].is_number_integer()) map.level = j["level"].get<int>();
     if (j.contains("orchestrator_name") && j["orchestrator_name"].is_string()) {
       map.orchestrator_name = j["orchestrator_name"].get<std::string>();
     }
@@ -32,18 +57,16 @@ Result<NameMap> LoadNameMap(const std::filesystem::path& path) {
       return JsonError(path.string(), "$." + key, "an integer func_id key", Json(key));
     }
     if (!value.is_string()) return JsonError(path.string(), "$." + key, "a name string", value);
-    map.names[static_cast<int>(id)] = value.get<std::string>();
+    map.callable_id_to_name.emplace_back(static_cast<int>(id), value.get<std::string>());
   }
   return map;
 }
 
-std::vector<std::filesystem::path> SiblingNameMaps(const std::filesystem::path& dir) {
-  std::vector<std::filesystem::path> out;
+std::vector<fs::path> SiblingNameMaps(const fs::path& dir) {
+  std::vector<fs::path> out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir.empty() ? "." : dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("name_map", 0) == 0 && name.size() > 5 &&
-        name.substr(name.size() - 5) == ".json") {
+  for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    if (e.is_regular_file() && IsNameMapFileName(e.path().filename().string())) {
       out.push_back(e.path());
     }
   }
@@ -51,14 +74,14 @@ std::vector<std::filesystem::path> SiblingNameMaps(const std::filesystem::path& 
   return out;
 }
 
-std::optional<std::filesystem::path> NewestNameMap(const std::filesystem::path& dir) {
+std::optional<fs::path> NewestNameMap(const fs::path& dir) {
   auto maps = SiblingNameMaps(dir);
   if (maps.empty()) return std::nullopt;
   std::error_code ec;
   auto best = maps.front();
-  auto best_time = std::filesystem::last_write_time(best, ec);
+  auto best_time = fs::last_write_time(best, ec);
   for (const auto& p : maps) {
-    auto t = std::filesystem::last_write_time(p, ec);
+    auto t = fs::last_write_time(p, ec);
     if (t > best_time || (t == best_time && p.filename() > best.filename())) {
       best = p;
       best_time = t;
@@ -67,17 +90,4 @@ std::optional<std::filesystem::path> NewestNameMap(const std::filesystem::path& 
   return best;
 }
 
-std::string FuncLetters(int n) {
-  if (n < 0) return "";
-  std::string s;
-  long v = static_cast<long>(n) + 1;
-  while (v > 0) {
-    --v;
-    s.push_back(static_cast<char>('a' + v % 26));
-    v /= 26;
-  }
-  std::reverse(s.begin(), s.end());
-  return s;
-}
-
-}  // namespace dfx::view
+}  // namespace dfx::collectors
