@@ -10,15 +10,17 @@
 #include <unordered_map>
 
 #include "collectors/name_map.h"
+#include "collectors/swimlane/swimlane_reader.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "view/deps_data.h"
-#include "view/perf_data.h"
 #include "view/process_util.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
+
+using collectors::ReadSwimlaneRecords;
 namespace {
 
 uint64_t IdOf(const Json& v) {
@@ -215,7 +217,7 @@ void AttachPerfSidecar(Graph& g, const std::filesystem::path& dir, std::ostream&
   std::error_code ec;
   auto path = dir / "chip_swimlane_records.json";
   if (!std::filesystem::exists(path, ec)) return;
-  auto perf = ReadPerfData(path);
+  auto perf = ReadSwimlaneRecords(path);
   if (!perf.ok()) {
     err << "Warning: couldn't read " << path.string() << ": " << perf.status().message() << "\n";
     return;

@@ -7,7 +7,9 @@
 
 namespace dfx::view {
 
-OverheadResult ComputeOverhead(const PerfData& data, const DepsData& deps) {
+using collectors::SwimlaneRecords;
+
+OverheadResult ComputeOverhead(const SwimlaneRecords& data, const DepsData& deps) {
   OverheadResult res;
   const auto& rows = data.tasks;
   if (rows.empty()) return res;

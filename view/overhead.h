@@ -8,8 +8,8 @@
 
 #include <vector>
 
+#include "collectors/swimlane/swimlane_reader.h"
 #include "view/deps_data.h"
-#include "view/perf_data.h"
 
 namespace dfx::view {
 
@@ -33,6 +33,6 @@ struct OverheadResult {
   double Pct(double us) const { return Makespan() > 0 ? 100.0 * us / Makespan() : 0.0; }
 };
 
-OverheadResult ComputeOverhead(const PerfData& data, const DepsData& deps);
+OverheadResult ComputeOverhead(const collectors::SwimlaneRecords& data, const DepsData& deps);
 
 }  // namespace dfx::view

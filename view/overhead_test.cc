@@ -5,11 +5,14 @@
 #include "view/sched_overhead.h"
 
 namespace dfx::view {
+
+using collectors::SwimlaneRecords;
+using collectors::TaskRow;
 namespace {
 
 // 1 GHz clock: cycles == ns; µs = cycles / 1000.
-PerfData TwoAivCores() {
-  PerfData d;
+SwimlaneRecords TwoAivCores() {
+  SwimlaneRecords d;
   d.level = 3;
   d.clock_freq_hz = 1000000000;
   d.core_types = {"aiv", "aiv"};
@@ -18,12 +21,13 @@ PerfData TwoAivCores() {
   return d;
 }
 
-TaskRow Row(PerfData& d, uint64_t id, int core, uint64_t dispatch, uint64_t start, uint64_t end) {
+TaskRow Row(SwimlaneRecords& d, uint64_t id, int core, uint64_t dispatch, uint64_t start,
+            uint64_t end) {
   return d.MakeRow(id, core, start, end, dispatch, end + 10, 0);
 }
 
 TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
-  PerfData d = TwoAivCores();
+  SwimlaneRecords d = TwoAivCores();
   // t1 on core 0 [1000, 3000]; t2 depends on t1, ready at 3000 but dispatched
   // at 4000 while core 1 is idle → 1 µs of AIV overhead out of a 4 µs makespan.
   d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
@@ -40,7 +44,7 @@ TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
 }
 
 TEST(OverheadTest, NoProducerMeansNoReadyWindow) {
-  PerfData d = TwoAivCores();
+  SwimlaneRecords d = TwoAivCores();
   d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
   OverheadResult r = ComputeOverhead(d, DepsData{});
   EXPECT_DOUBLE_EQ(r.has_overhead_us, 0.0);

@@ -10,12 +10,19 @@
 #include <set>
 #include <unordered_map>
 
+#include "collectors/swimlane/swimlane_reader.h"
 #include "view/deps_data.h"
 #include "view/overhead.h"
-#include "view/perf_data.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
+
+using collectors::PhaseKind;
+using collectors::PhaseName;
+using collectors::ReadSwimlaneRecords;
+using collectors::SchedPhase;
+using collectors::SwimlaneRecords;
+using collectors::TaskRow;
 namespace {
 
 double Percentile(std::vector<double> v, double p) {
@@ -60,12 +67,12 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
   if (!std::filesystem::is_regular_file(o.records, ec)) {
     return NotFound("Perf JSON not found: " + o.records.string());
   }
-  auto perf_or = ReadPerfData(o.records);
+  auto perf_or = ReadSwimlaneRecords(o.records);
   if (!perf_or.ok()) {
     return InvalidArgument("failed to read perf JSON " + o.records.string() + ": " +
                            perf_or.status().message());
   }
-  PerfData& d = *perf_or;
+  SwimlaneRecords& d = *perf_or;
   if (d.tasks.empty()) return InvalidArgument("No tasks found in perf data");
   if (d.level < 2) {
     return InvalidArgument(

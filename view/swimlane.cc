@@ -30,14 +30,23 @@
 #include <set>
 
 #include "collectors/name_map.h"
+#include "collectors/swimlane/swimlane_reader.h"
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "view/deps_data.h"
 #include "view/overhead.h"
-#include "view/perf_data.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
+
+using collectors::PhaseKind;
+using collectors::PhaseName;
+using collectors::ReadSwimlaneRecords;
+using collectors::SchedPhase;
+using collectors::SwimlaneReadOptions;
+using collectors::SwimlaneRecords;
+using collectors::TaskRow;
+using collectors::UnmatchedWarning;
 namespace {
 
 constexpr double kFlowEps = 0.01;
@@ -152,7 +161,7 @@ constexpr uint8_t kPlacedFlag = 0x04;
 constexpr int kLaneShift = 4;  // Scheduler View lane in bits 4..7
 
 // func_id of a row (§4.6): from deps.json kernel_ids by core type, else -1.
-int RowFuncId(const PerfData& d, const DepsData* deps, const TaskRow& r) {
+int RowFuncId(const SwimlaneRecords& d, const DepsData* deps, const TaskRow& r) {
   if (deps == nullptr) return -1;
   const DepTask* t = deps->FindTask(d.TaskId(r));
   if (t == nullptr) return -1;
@@ -171,7 +180,7 @@ struct Anchor {
 // Converts one dispatch (one records file) into events of `ctx`.
 class DispatchConverter {
  public:
-  DispatchConverter(PerfData& data, const DepsData* deps, const collectors::NameMap& names,
+  DispatchConverter(SwimlaneRecords& data, const DepsData* deps, const collectors::NameMap& names,
                     bool overhead, bool verbose, TraceContext& ctx, std::ostream& out,
                     std::ostream& err)
       : d_(data),
@@ -1050,7 +1059,7 @@ class DispatchConverter {
     }
   }
 
-  PerfData& d_;
+  SwimlaneRecords& d_;
   const DepsData* deps_;
   const collectors::NameMap& names_;
   bool overhead_, verbose_;
@@ -1109,8 +1118,8 @@ const char* LevelDescription(int level) {
   }
 }
 
-void PrintStatistics(const PerfData& d, const DepsData* deps, const collectors::NameMap& names,
-                     std::ostream& out) {
+void PrintStatistics(const SwimlaneRecords& d, const DepsData* deps,
+                     const collectors::NameMap& names, std::ostream& out) {
   struct Acc {
     uint64_t count = 0;
     double exec = 0, latency = 0, head = 0, tail = 0, prop = 0, local = 0;
@@ -1215,9 +1224,9 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   }
   std::filesystem::path dir = options.input.parent_path();
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
-  ReadOptions read_options;
+  SwimlaneReadOptions read_options;
   read_options.stream_sched_phases = true;  // bounded memory: phases are re-read, not kept
-  DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(options.input, read_options));
+  DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(options.input, read_options));
   std::string warn = UnmatchedWarning(data);
   if (!warn.empty()) err << warn << "\n";
   if (options.verbose) {
@@ -1383,9 +1392,9 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
     ctx.process_prefix = fmt::format("Rank {} · ", rank);
     double rank_cursor = 0.0;
     for (const auto& [k, path] : disps) {
-      ReadOptions read_options;
+      SwimlaneReadOptions read_options;
       read_options.stream_sched_phases = true;
-      DFX_ASSIGN_OR_RETURN(PerfData data, ReadPerfData(path, read_options));
+      DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
       std::string warn = UnmatchedWarning(data);
       if (!warn.empty()) err << path.string() << ": " << warn << "\n";
       auto it = starts.find({rank, k});

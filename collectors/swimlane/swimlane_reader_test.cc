@@ -1,4 +1,4 @@
-#include "view/perf_data.h"
+#include "collectors/swimlane/swimlane_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -7,15 +7,15 @@
 #include <fstream>
 #include <tuple>
 
-namespace dfx::view {
+namespace dfx::collectors {
 namespace {
 
 std::filesystem::path Fixture(const std::string& rel) {
   return std::filesystem::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
 }
 
-TEST(ReadPerfDataTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
-  auto d = ReadPerfData(Fixture("l4/chip_swimlane_records.json"));
+TEST(ReadSwimlaneRecordsTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
+  auto d = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->level, 4);
   EXPECT_EQ(d->clock_freq_hz, 50000000u);
@@ -38,8 +38,8 @@ TEST(ReadPerfDataTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
   EXPECT_EQ(UnmatchedWarning(*d), "");
 }
 
-TEST(ReadPerfDataTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
-  auto d = ReadPerfData(Fixture("l1/chip_swimlane_records.json"));
+TEST(ReadSwimlaneRecordsTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
+  auto d = ReadSwimlaneRecords(Fixture("l1/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->tasks.size(), 3u);
   EXPECT_EQ(d->TaskId(d->tasks[2]), 8u);
@@ -47,23 +47,23 @@ TEST(ReadPerfDataTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
   EXPECT_EQ(d->DispatchUs(d->tasks[0]), 0.0);
 }
 
-TEST(ReadPerfDataTest, CountsUnmatchedAicpuRowsPerCore) {
-  auto d = ReadPerfData(Fixture("l2/chip_swimlane_records.json"));
+TEST(ReadSwimlaneRecordsTest, CountsUnmatchedAicpuRowsPerCore) {
+  auto d = ReadSwimlaneRecords(Fixture("l2/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->tasks.size(), 2u);
   EXPECT_EQ(d->unmatched_aicpu_rows, 1u);
   EXPECT_NE(UnmatchedWarning(*d).find("(top offenders: core 1: 1)"), std::string::npos);
 }
 
-TEST(ReadPerfDataTest, RejectsUnsupportedLevelAndMissingClock) {
-  auto d = ReadPerfData(Fixture("bad_level/chip_swimlane_records.json"));
+TEST(ReadSwimlaneRecordsTest, RejectsUnsupportedLevelAndMissingClock) {
+  auto d = ReadSwimlaneRecords(Fixture("bad_level/chip_swimlane_records.json"));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "Unsupported chip_swimlane_level: 7 (expected 1, 2, 3, or 4)");
   auto p =
       std::filesystem::temp_directory_path() / ("noclock" + std::to_string(getpid()) + ".json");
   std::ofstream(p)
       << R"({"chip_swimlane_level": 2, "metadata": {"num_cores": 1}, "aicore_tasks": []})";
-  d = ReadPerfData(p);
+  d = ReadSwimlaneRecords(p);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "metadata missing/zero clock_freq_hz: 0");
   std::filesystem::remove(p);
@@ -75,7 +75,7 @@ std::filesystem::path WriteTemp(const std::string& name, const std::string& text
   return p;
 }
 
-TEST(ReadPerfDataTest, RowsBeyondTheCompactEncodingKeepExactValues) {
+TEST(ReadSwimlaneRecordsTest, RowsBeyondTheCompactEncodingKeepExactValues) {
   // Task 2 runs 2^33 cycles after task 1 (beyond 32-bit offsets) and task
   // 0x30000000005 has a 42-bit id: both become wide rows with exact values.
   const uint64_t late = 1000 + (uint64_t{1} << 33);
@@ -85,7 +85,7 @@ TEST(ReadPerfDataTest, RowsBeyondTheCompactEncodingKeepExactValues) {
     "aicpu_tasks": [[0, 1, 990, 71050], [1, 1, {}, {}], [1, 2, 29000, 100060]],
     "aicore_tasks": [[0, 1, 1, 1000, 1050, 0], [1, 2, 1, {}, {}, 7], [1, {}, 2, 100000, 100050, 70000]]}})",
                                          late - 10, late + 100, late, late + 50, big_id));
-  auto d = ReadPerfData(p);
+  auto d = ReadSwimlaneRecords(p);
   std::filesystem::remove(p);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->tasks.size(), 3u);
@@ -110,11 +110,11 @@ TEST(ReadPerfDataTest, RowsBeyondTheCompactEncodingKeepExactValues) {
   EXPECT_EQ(d->End(d->tasks[0]), 1050u);
 }
 
-TEST(ReadPerfDataTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
-  ReadOptions streamed;
+TEST(ReadSwimlaneRecordsTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
+  SwimlaneReadOptions streamed;
   streamed.stream_sched_phases = true;
-  auto a = ReadPerfData(Fixture("l4/chip_swimlane_records.json"));
-  auto b = ReadPerfData(Fixture("l4/chip_swimlane_records.json"), streamed);
+  auto a = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
+  auto b = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"), streamed);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_TRUE(b->sched_phases.empty());
   EXPECT_EQ(b->num_sched_threads, 2u);
@@ -131,10 +131,10 @@ TEST(ReadPerfDataTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
   EXPECT_EQ(a->base_cycles, b->base_cycles);
 }
 
-TEST(ReadPerfDataTest, RejectsCoreIdsBeyondSixteenBits) {
+TEST(ReadSwimlaneRecordsTest, RejectsCoreIdsBeyondSixteenBits) {
   auto p = WriteTemp("bigcore", R"({"chip_swimlane_level": 1,
     "metadata": {"clock_freq_hz": 50000000}, "aicore_tasks": [[70000, 1, 1, 10, 20, 0]]})");
-  auto d = ReadPerfData(p);
+  auto d = ReadSwimlaneRecords(p);
   std::filesystem::remove(p);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("core_id 70000, expected 0..65535"), std::string::npos)
@@ -142,4 +142,4 @@ TEST(ReadPerfDataTest, RejectsCoreIdsBeyondSixteenBits) {
 }
 
 }  // namespace
-}  // namespace dfx::view
+}  // namespace dfx::collectors
