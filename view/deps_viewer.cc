@@ -9,29 +9,26 @@
 #include <ostream>
 #include <unordered_map>
 
+#include "collectors/dep_gen/deps_reader.h"
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/json_stream.h"
-#include "view/deps_data.h"
 #include "view/process_util.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
 
+using collectors::DepsArg;
+using collectors::DepsEdge;
+using collectors::DepsFile;
+using collectors::DepsSlice;
+using collectors::DepsTask;
+using collectors::DepsTensor;
 using collectors::ReadSwimlaneRecords;
-namespace {
 
-uint64_t IdOf(const Json& v) {
-  uint64_t id = 0;
-  if (v.is_string()) {
-    ParseU64Text(v.get<std::string>(), &id);
-  } else if (v.is_number_integer()) {
-    id = static_cast<uint64_t>(v.get<int64_t>());
-  }
-  return id;
-}
+namespace {
 
 struct Node {
   uint64_t id = 0;
@@ -40,23 +37,23 @@ struct Node {
   std::array<int, 3> kernel_ids = {-1, -1, -1};
   int block_num = 1;
   bool early_dispatch = false;
-  std::string core_type;  // aic | aiv | mix | ""
-  std::string func_name;  // "" when no name map hit
-  const Json* task = nullptr;
+  std::string core_type;           // aic | aiv | mix | ""
+  std::string func_name;           // "" when no name map hit
+  const DepsTask* task = nullptr;  // in the DepsFile the graph was built from
   std::optional<double> duration_us;
 };
 
 struct Graph {
   std::map<uint64_t, Node> nodes;
   std::vector<std::pair<uint64_t, uint64_t>> edges;  // unique, sorted
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<const Json*>> annotations;
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<const DepsEdge*>> annotations;
   size_t annotated_edges = 0;
   size_t tensors = 0;
-  std::map<std::string, std::string> tensor_short;  // tensor_id → T<k>
-  std::map<std::string, const Json*> tensor_info;
+  std::map<uint64_t, std::string> tensor_short;  // tensor_id → T<k>
+  std::map<uint64_t, const DepsTensor*> tensor_info;
   // OUTPUT args without tensor_id whose tensor was inferred from edges (§7.2):
   // (task id, arg idx) → tensor_id; shown with a "?" marker.
-  std::map<std::pair<uint64_t, int>, std::string> inferred_tensor;
+  std::map<std::pair<uint64_t, int>, uint64_t> inferred_tensor;
   bool all_ring0 = true;
   bool perf_sidecar = false;
   bool func_name_map = false;
@@ -73,32 +70,28 @@ std::string FuncIdText(const Node& n) {
   return fmt::format("[{},{},{}]", n.kernel_ids[0], n.kernel_ids[1], n.kernel_ids[2]);
 }
 
-std::string TensorIdText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // §7.2: an OUTPUT arg recorded without tensor info gets the tensor its
 // outgoing tensormap edges carry, when that is unambiguous: the task has
 // exactly one such arg and its outgoing edges name exactly one tensor that none
 // of its other args already names.
 void InferOutputTensors(Graph& g) {
-  std::map<uint64_t, std::set<std::string>> out_tensors;
+  std::map<uint64_t, std::set<uint64_t>> out_tensors;
   for (const auto& [key, anns] : g.annotations) {
-    for (const Json* a : anns) {
-      if (a->value("source", std::string()) == "tensormap" && a->contains("tensor_id")) {
-        out_tensors[key.first].insert(TensorIdText((*a)["tensor_id"]));
-      }
+    for (const DepsEdge* a : anns) {
+      if (a->source == "tensormap" && a->tensor_id) out_tensors[key.first].insert(*a->tensor_id);
     }
   }
   for (const auto& [id, n] : g.nodes) {
-    if (n.task == nullptr || !n.task->contains("args") || !(*n.task)["args"].is_array()) continue;
+    if (n.task == nullptr || !n.task->args) continue;
     auto it = out_tensors.find(id);
     if (it == out_tensors.end()) continue;
-    std::set<std::string> candidates = it->second;
+    std::set<uint64_t> candidates = it->second;
     std::vector<int> missing;
-    for (const auto& a : (*n.task)["args"]) {
-      if (a.contains("tensor_id")) {
-        candidates.erase(TensorIdText(a["tensor_id"]));
-      } else if (a.value("type", std::string()) == "OUTPUT") {
-        missing.push_back(a.value("idx", -1));
+    for (const DepsArg& a : *n.task->args) {
+      if (a.tensor_id) {
+        candidates.erase(*a.tensor_id);
+      } else if (a.type == "OUTPUT") {
+        missing.push_back(a.idx.value_or(-1));
       }
     }
     if (missing.size() == 1 && candidates.size() == 1) {
@@ -108,88 +101,66 @@ void InferOutputTensors(Graph& g) {
 }
 
 // Tensor id of an arg: recorded, else inferred from edges (`inferred` set).
-std::string ArgTensorId(const Graph& g, uint64_t task, const Json& arg, bool* inferred) {
+std::optional<uint64_t> ArgTensorId(const Graph& g, uint64_t task, const DepsArg& arg,
+                                    bool* inferred) {
   *inferred = false;
-  if (arg.contains("tensor_id")) return TensorIdText(arg["tensor_id"]);
-  auto it = g.inferred_tensor.find({task, arg.value("idx", -1)});
-  if (it == g.inferred_tensor.end()) return "";
+  if (arg.tensor_id) return arg.tensor_id;
+  auto it = g.inferred_tensor.find({task, arg.idx.value_or(-1)});
+  if (it == g.inferred_tensor.end()) return std::nullopt;
   *inferred = true;
   return it->second;
 }
 
-Result<Graph> BuildGraph(const Json& root, const std::string& file,
-                         const collectors::NameMap& names) {
+// The graph of `file` (which must outlive it: nodes and annotations point into it).
+Graph BuildGraph(const DepsFile& file, const collectors::NameMap& names) {
   Graph g;
-  if (!root.is_object()) return JsonError(file, "$", "an object", root);
-  if (root.contains("tasks") && root["tasks"].is_array()) {
-    for (const auto& t : root["tasks"]) {
-      if (!t.is_object() || !t.contains("task_id")) continue;
-      Node n;
-      n.id = IdOf(t["task_id"]);
-      n.task = &t;
-      if (t.contains("kernel_ids") && t["kernel_ids"].is_array()) {
-        n.has_kernel_ids = true;
-        for (size_t i = 0; i < 3 && i < t["kernel_ids"].size(); ++i) {
-          n.kernel_ids[i] = t["kernel_ids"][i].is_number() ? t["kernel_ids"][i].get<int>() : -1;
-        }
-      }
-      n.block_num = t.value("block_num", 1);
-      n.early_dispatch = t.value("early_dispatch", false);
-      bool any = n.kernel_ids[0] >= 0 || n.kernel_ids[1] >= 0 || n.kernel_ids[2] >= 0;
-      n.kind = any ? "submit" : "dummy";
-      bool aic = n.kernel_ids[0] >= 0, aiv = n.kernel_ids[1] >= 0 || n.kernel_ids[2] >= 0;
-      n.core_type = aic && aiv ? "mix" : aic ? "aic" : aiv ? "aiv" : "";
-      std::vector<std::string> parts;
-      for (int k : n.kernel_ids) {
-        if (k < 0) continue;
-        if (const std::string* nm = names.Find(k)) {
-          if (std::find(parts.begin(), parts.end(), *nm) == parts.end()) parts.push_back(*nm);
-        }
-      }
-      for (size_t i = 0; i < parts.size(); ++i) n.func_name += (i ? " + " : "") + parts[i];
-      if (!n.func_name.empty()) g.func_name_map = true;
-      // Tasks with valid kernel ids are nodes even without edges.
-      if (any) g.nodes[n.id] = n;
+  for (const DepsTask& t : file.tasks) {
+    Node n;
+    n.id = t.task_id;
+    n.task = &t;
+    if (t.has_kernel_ids) {
+      n.has_kernel_ids = true;
+      for (size_t i = 0; i < 3; ++i) n.kernel_ids[i] = t.kernel_ids[i];
     }
+    n.block_num = t.block_num;
+    n.early_dispatch = t.early_dispatch;
+    bool any = n.kernel_ids[0] >= 0 || n.kernel_ids[1] >= 0 || n.kernel_ids[2] >= 0;
+    n.kind = any ? "submit" : "dummy";
+    bool aic = n.kernel_ids[0] >= 0, aiv = n.kernel_ids[1] >= 0 || n.kernel_ids[2] >= 0;
+    n.core_type = aic && aiv ? "mix" : aic ? "aic" : aiv ? "aiv" : "";
+    std::vector<std::string> parts;
+    for (int k : n.kernel_ids) {
+      if (k < 0) continue;
+      if (const std::string* nm = names.Find(k)) {
+        if (std::find(parts.begin(), parts.end(), *nm) == parts.end()) parts.push_back(*nm);
+      }
+    }
+    for (size_t i = 0; i < parts.size(); ++i) n.func_name += (i ? " + " : "") + parts[i];
+    if (!n.func_name.empty()) g.func_name_map = true;
+    // Tasks with valid kernel ids are nodes even without edges.
+    if (any) g.nodes[n.id] = n;
   }
   std::map<uint64_t, Node> dummies;
-  if (root.contains("tasks") && root["tasks"].is_array()) {
-    for (const auto& t : root["tasks"]) {
-      if (!t.is_object() || !t.contains("task_id")) continue;
-      uint64_t id = IdOf(t["task_id"]);
-      if (g.nodes.count(id)) continue;
-      Node n;
-      n.id = id;
-      n.task = &t;
-      n.kind = "dummy";
-      n.has_kernel_ids = t.contains("kernel_ids");
-      n.block_num = t.value("block_num", 1);
-      n.early_dispatch = t.value("early_dispatch", false);
-      dummies[id] = n;
-    }
+  for (const DepsTask& t : file.tasks) {
+    if (g.nodes.count(t.task_id)) continue;
+    Node n;
+    n.id = t.task_id;
+    n.task = &t;
+    n.kind = "dummy";
+    n.has_kernel_ids = t.has_kernel_ids;
+    n.block_num = t.block_num;
+    n.early_dispatch = t.early_dispatch;
+    dummies[t.task_id] = n;
   }
-  if (root.contains("tensors") && root["tensors"].is_array()) {
-    g.tensors = root["tensors"].size();
-    size_t k = 0;
-    for (const auto& t : root["tensors"]) {
-      if (!t.is_object() || !t.contains("tensor_id")) continue;
-      std::string tid =
-          t["tensor_id"].is_string() ? t["tensor_id"].get<std::string>() : t["tensor_id"].dump();
-      g.tensor_short[tid] = fmt::format("T{}", k++);
-      g.tensor_info[tid] = &t;
-    }
+  g.tensors = file.tensors.size();
+  size_t ordinal = 0;
+  for (const DepsTensor& t : file.tensors) {
+    g.tensor_short[t.tensor_id] = fmt::format("T{}", ordinal++);
+    g.tensor_info[t.tensor_id] = &t;
   }
-  if (root.contains("edges") && root["edges"].is_array()) {
-    size_t i = 0;
-    for (const auto& e : root["edges"]) {
-      if (!e.is_object() || !e.contains("pred") || !e.contains("succ")) {
-        return JsonError(file, fmt::format("$.edges[{}]", i), "an object with pred and succ", e);
-      }
-      auto key = std::make_pair(IdOf(e["pred"]), IdOf(e["succ"]));
-      g.annotations[key].push_back(&e);
-      ++g.annotated_edges;
-      ++i;
-    }
+  for (const DepsEdge& e : file.edges) {
+    g.annotations[{e.pred, e.succ}].push_back(&e);
+    ++g.annotated_edges;
   }
   for (const auto& [k, v] : g.annotations) g.edges.push_back(k);
   for (const auto& [p, s] : g.edges) {
@@ -239,9 +210,9 @@ void AttachPerfSidecar(Graph& g, const std::filesystem::path& dir, std::ostream&
   }
 }
 
-bool IsCreator(const std::vector<const Json*>& anns) {
-  for (const Json* a : anns) {
-    if (a->value("source", std::string()) == "creator") return true;
+bool IsCreator(const std::vector<const DepsEdge*>& anns) {
+  for (const DepsEdge* a : anns) {
+    if (a->source == "creator") return true;
   }
   return false;
 }
@@ -258,36 +229,20 @@ int DtypeBits(const std::string& d) {
   return it == kBits.end() ? 0 : it->second;
 }
 
-bool JsonU64(const Json* v, uint64_t* out) {
-  if (v == nullptr) return false;
-  if (v->is_string()) return ParseU64Text(v->get<std::string>(), out);
-  if (v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0)) {
-    *out = v->get<uint64_t>();
-    return true;
-  }
-  return false;
-}
-
-const Json* Field(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) ? &o[key] : nullptr;
-}
-
 // Region of one slice as bit intervals [begin, end), appended to `out`.
 // Contiguous inner dimensions are merged into runs; returns false when the
 // geometry is missing or malformed, or when the slice needs more intervals
 // than `*budget` (which it decrements) — "too complex".
-bool SliceIntervals(uint64_t buffer_addr, int bits, const Json* shape, const Json* offset,
-                    const Json* strides, size_t* budget,
+bool SliceIntervals(uint64_t buffer_addr, int bits, const DepsSlice& slice, size_t* budget,
                     std::vector<std::pair<uint64_t, uint64_t>>* out) {
-  uint64_t off = 0;
-  if (bits <= 0 || shape == nullptr || strides == nullptr || !shape->is_array() ||
-      !strides->is_array() || shape->size() != strides->size() || !JsonU64(offset, &off)) {
+  if (bits <= 0 || !slice.shape || !slice.strides || slice.shape->size() != slice.strides->size() ||
+      !slice.start_offset) {
     return false;
   }
+  const uint64_t off = *slice.start_offset;
   std::vector<uint64_t> dims, st;
-  for (size_t i = 0; i < shape->size(); ++i) {
-    uint64_t d = 0, t = 0;
-    if (!JsonU64(&(*shape)[i], &d) || !JsonU64(&(*strides)[i], &t)) return false;
+  for (size_t i = 0; i < slice.shape->size(); ++i) {
+    uint64_t d = (*slice.shape)[i], t = (*slice.strides)[i];
     if (d == 0) return true;  // empty slice
     dims.push_back(d);
     st.push_back(t);
@@ -365,10 +320,10 @@ class DataflowVerifier {
   bool Proves(uint64_t creator, uint64_t consumer) {
     const auto& anns = g_.annotations.at({creator, consumer});
     const Node& cn = g_.nodes.at(consumer);
-    if (cn.task == nullptr || !cn.task->contains("args")) return false;
+    if (cn.task == nullptr || !cn.task->args) return false;
     bool any = false;
-    for (const Json* a : anns) {
-      if (a->value("source", std::string()) != "creator") continue;
+    for (const DepsEdge* a : anns) {
+      if (a->source != "creator") continue;
       any = true;
       if (!ProvesOne(creator, consumer, cn, *a)) return false;
     }
@@ -376,35 +331,32 @@ class DataflowVerifier {
   }
 
  private:
-  const Json* ArgOf(const Node& n, int idx) const {
-    for (const auto& a : (*n.task)["args"]) {
-      if (a.value("idx", -2) == idx) return &a;
+  const DepsArg* ArgOf(const Node& n, int idx) const {
+    for (const DepsArg& a : *n.task->args) {
+      if (a.idx.value_or(-2) == idx) return &a;
     }
     return nullptr;
   }
-  const Json* Tensor(const Json& tensor_id) const {
-    auto it = g_.tensor_info.find(TensorIdText(tensor_id));
-    return it == g_.tensor_info.end() ? nullptr : it->second;
-  }
-  bool BufferOf(const Json* tensor_id, uint64_t* addr, std::string* dtype) const {
-    if (tensor_id == nullptr) return false;
-    const Json* t = Tensor(*tensor_id);
-    if (t == nullptr) return false;
-    if (dtype != nullptr) *dtype = t->value("dtype", std::string());
-    return JsonU64(Field(*t, "buffer_addr"), addr);
+  bool BufferOf(const std::optional<uint64_t>& tensor_id, uint64_t* addr,
+                std::string* dtype) const {
+    if (!tensor_id) return false;
+    auto it = g_.tensor_info.find(*tensor_id);
+    if (it == g_.tensor_info.end()) return false;
+    const DepsTensor& t = *it->second;
+    if (dtype != nullptr) *dtype = t.dtype.value_or("");
+    if (!t.buffer_addr) return false;
+    *addr = *t.buffer_addr;
+    return true;
   }
   // The producer has a writing arg (OUTPUT / INOUT) on buffer `addr`.
   bool WritesBuffer(uint64_t producer, uint64_t addr) const {
     const Node& pn = g_.nodes.at(producer);
-    if (pn.task == nullptr || !pn.task->contains("args")) return false;
-    for (const auto& a : (*pn.task)["args"]) {
-      std::string type = a.value("type", std::string());
-      if (type != "OUTPUT" && type != "INOUT") continue;
+    if (pn.task == nullptr || !pn.task->args) return false;
+    for (const DepsArg& a : *pn.task->args) {
+      if (a.type != "OUTPUT" && a.type != "INOUT") continue;
       bool inferred = false;
-      std::string tid = ArgTensorId(g_, producer, a, &inferred);
       uint64_t b = 0;
-      Json tj = tid;
-      if (!tid.empty() && BufferOf(&tj, &b, nullptr) && b == addr) return true;
+      if (BufferOf(ArgTensorId(g_, producer, a, &inferred), &b, nullptr) && b == addr) return true;
     }
     return false;
   }
@@ -425,36 +377,28 @@ class DataflowVerifier {
     return seen;
   }
 
-  bool ProvesOne(uint64_t creator, uint64_t consumer, const Node& cn, const Json& ann) {
-    int slot = ann.value("arg", -1);
-    const Json* arg = ArgOf(cn, slot);
-    if (arg == nullptr || arg->value("type", std::string()) != "INOUT") return false;
+  bool ProvesOne(uint64_t creator, uint64_t consumer, const Node& cn, const DepsEdge& ann) {
+    int slot = ann.arg;
+    const DepsArg* arg = ArgOf(cn, slot);
+    if (arg == nullptr || arg->type != "INOUT") return false;
     uint64_t addr = 0;
     std::string tensor_dtype;
-    if (!BufferOf(Field(ann, "tensor_id"), &addr, &tensor_dtype)) return false;
-    std::string cdtype = ann.value("consumer_dtype", tensor_dtype);
+    if (!BufferOf(ann.tensor_id, &addr, &tensor_dtype)) return false;
+    std::string cdtype = ann.consumer_dtype.value_or(tensor_dtype);
     size_t budget = kMaxIntervals;
     std::vector<std::pair<uint64_t, uint64_t>> need, cover;
-    if (!SliceIntervals(addr, DtypeBits(cdtype), Field(ann, "consumer_shape"),
-                        Field(ann, "consumer_start_offset"), Field(ann, "consumer_strides"),
-                        &budget, &need)) {
-      return false;
-    }
+    if (!SliceIntervals(addr, DtypeBits(cdtype), ann.consumer, &budget, &need)) return false;
     NormalizeIntervals(&need);
     if (need.empty()) return false;
     const std::set<uint64_t>& from_creator = Reach(creator);
     for (uint64_t p : preds_[consumer]) {
       if (p == creator || !from_creator.count(p)) continue;
-      for (const Json* pa : g_.annotations.at({p, consumer})) {
-        if (pa->value("source", std::string()) != "tensormap" || pa->value("arg", -1) != slot) {
-          continue;
-        }
+      for (const DepsEdge* pa : g_.annotations.at({p, consumer})) {
+        if (pa->source != "tensormap" || pa->arg != slot) continue;
         uint64_t paddr = 0;
-        if (!BufferOf(Field(*pa, "tensor_id"), &paddr, nullptr) || paddr != addr) continue;
+        if (!BufferOf(pa->tensor_id, &paddr, nullptr) || paddr != addr) continue;
         if (!WritesBuffer(p, addr)) continue;
-        if (!SliceIntervals(addr, DtypeBits(cdtype), Field(*pa, "producer_shape"),
-                            Field(*pa, "producer_start_offset"), Field(*pa, "producer_strides"),
-                            &budget, &cover)) {
+        if (!SliceIntervals(addr, DtypeBits(cdtype), pa->producer, &budget, &cover)) {
           return false;  // too complex (or malformed): keep the edge
         }
       }
@@ -547,28 +491,41 @@ std::string HtmlEscape(const std::string& s) {
   return o;
 }
 
-std::string TensorLabel(const Graph& g, uint64_t task, const Json& arg) {
+// "[64,128]", as the dims are written.
+std::string DimsText(const std::vector<uint64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ","));
+}
+
+std::string TensorLabel(const Graph& g, uint64_t task, const DepsArg& arg) {
   bool inferred = false;
-  std::string tid = ArgTensorId(g, task, arg, &inferred);
-  std::string shortname = "?";
-  auto it = g.tensor_short.find(tid);
-  if (it != g.tensor_short.end()) shortname = it->second + (inferred ? "?" : "");
-  std::string dtype = arg.value("dtype", std::string("?"));
-  if (inferred) {
-    auto ti = g.tensor_info.find(tid);
-    if (ti != g.tensor_info.end()) dtype = ti->second->value("dtype", dtype);
+  const std::optional<uint64_t> tid = ArgTensorId(g, task, arg, &inferred);
+  const DepsTensor* tensor = nullptr;
+  if (tid) {
+    auto ti = g.tensor_info.find(*tid);
+    if (ti != g.tensor_info.end()) tensor = ti->second;
   }
-  std::string row = fmt::format("arg{} {} {}:{}", arg.value("idx", -1),
-                                arg.value("type", std::string("UNKNOWN")), shortname, dtype);
-  auto ti = g.tensor_info.find(tid);
-  if (ti != g.tensor_info.end())
-    row += " elems=" + ti->second->value("buffer_numel", std::string("?"));
-  if (arg.contains("shape")) row += " shape=" + arg["shape"].dump();
-  if (arg.contains("strides")) row += " strides=" + arg["strides"].dump();
-  if (arg.contains("start_offset"))
-    row += " off=" + (arg["start_offset"].is_string() ? arg["start_offset"].get<std::string>()
-                                                      : arg["start_offset"].dump());
+  std::string shortname = "?";
+  if (tid) {
+    auto it = g.tensor_short.find(*tid);
+    if (it != g.tensor_short.end()) shortname = it->second + (inferred ? "?" : "");
+  }
+  std::string dtype = arg.dtype.value_or("?");
+  if (inferred && tensor != nullptr) dtype = tensor->dtype.value_or(dtype);
+  std::string row = fmt::format("arg{} {} {}:{}", arg.idx.value_or(-1),
+                                arg.type.value_or("UNKNOWN"), shortname, dtype);
+  if (tensor != nullptr) {
+    row += " elems=" +
+           (tensor->buffer_numel ? std::to_string(*tensor->buffer_numel) : std::string("?"));
+  }
+  if (arg.slice.shape) row += " shape=" + DimsText(*arg.slice.shape);
+  if (arg.slice.strides) row += " strides=" + DimsText(*arg.slice.strides);
+  if (arg.slice.start_offset) row += " off=" + std::to_string(*arg.slice.start_offset);
   return row;
+}
+
+// The arg types a task writes its tensor through (an output port in the HTML).
+bool IsWritingArg(const DepsArg& a) {
+  return a.type == "INOUT" || a.type == "OUTPUT" || a.type == "OUTPUT_EXISTING";
 }
 
 std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const DepsViewerOptions& o,
@@ -627,22 +584,20 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
       fill = "#66CC99";
     }
     std::string border = n.block_num > 1 ? ", color=\"#C62828\", penwidth=1.5" : "";
-    if (o.show_tensor_info && n.task != nullptr && n.task->contains("args")) {
+    if (o.show_tensor_info && n.task != nullptr && n.task->args) {
       std::string html =
           "<<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">";
-      for (const auto& a : (*n.task)["args"]) {
-        std::string type = a.value("type", std::string());
-        if (type == "INPUT" || type == "INOUT") {
+      for (const DepsArg& a : *n.task->args) {
+        if (a.type == "INPUT" || a.type == "INOUT") {
           html += fmt::format("<TR><TD PORT=\"in_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.value("idx", -1), HtmlEscape(TensorLabel(g, id, a)));
+                              a.idx.value_or(-1), HtmlEscape(TensorLabel(g, id, a)));
         }
       }
       html += "<TR><TD BGCOLOR=\"" + fill + "\"><B>" + HtmlEscape(label) + "</B></TD></TR>";
-      for (const auto& a : (*n.task)["args"]) {
-        std::string type = a.value("type", std::string());
-        if (type == "INOUT" || type == "OUTPUT" || type == "OUTPUT_EXISTING") {
+      for (const DepsArg& a : *n.task->args) {
+        if (IsWritingArg(a)) {
           html += fmt::format("<TR><TD PORT=\"out_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.value("idx", -1), HtmlEscape(TensorLabel(g, id, a)));
+                              a.idx.value_or(-1), HtmlEscape(TensorLabel(g, id, a)));
         }
       }
       html += "</TABLE>>";
@@ -661,12 +616,11 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
     std::string overlap_label;
     int arg = -1;
     std::string out_port;
-    for (const Json* a : anns) {
-      std::string src = a->value("source", std::string());
-      if (src != "explicit") explicit_only = false;
-      std::string ov = a->value("overlap", std::string("covered"));
-      if (src == "tensormap" && ov != "covered") overlap_label = ov;
-      if (arg < 0) arg = a->value("arg", -1);
+    for (const DepsEdge* a : anns) {
+      if (a->source != "explicit") explicit_only = false;
+      std::string ov = a->overlap.value_or("covered");
+      if (a->source == "tensormap" && ov != "covered") overlap_label = ov;
+      if (arg < 0) arg = a->arg;
     }
     std::string attrs = fmt::format("id=\"E{}\"", i);
     if (explicit_only) attrs += ", style=dashed, color=\"#B0B0B0\"";
@@ -679,15 +633,11 @@ std::string BuildDot(const Graph& g, const std::vector<bool>& selected, const De
       const Node& pn = g.nodes.at(p);
       if (arg >= 0 && cn.task != nullptr) to += fmt::format(":in_{}", arg);
       // Producer port: the producer's output arg writing the same tensor.
-      if (pn.task != nullptr && pn.task->contains("args") && !anns.empty() &&
-          anns[0]->contains("tensor_id")) {
-        std::string want = TensorIdText((*anns[0])["tensor_id"]);
-        for (const auto& a : (*pn.task)["args"]) {
-          std::string type = a.value("type", std::string());
+      if (pn.task != nullptr && pn.task->args && !anns.empty() && anns[0]->tensor_id) {
+        for (const DepsArg& a : *pn.task->args) {
           bool inferred = false;
-          if ((type == "INOUT" || type == "OUTPUT" || type == "OUTPUT_EXISTING") &&
-              ArgTensorId(g, p, a, &inferred) == want) {
-            from += fmt::format(":out_{}", a.value("idx", -1));
+          if (IsWritingArg(a) && ArgTensorId(g, p, a, &inferred) == anns[0]->tensor_id) {
+            from += fmt::format(":out_{}", a.idx.value_or(-1));
             break;
           }
         }
@@ -965,8 +915,8 @@ Status RunDepsViewer(const DepsViewerOptions& o, std::ostream& out, std::ostream
           << "\n";
     }
   }
-  DFX_ASSIGN_OR_RETURN(Json root, ReadJsonFile(o.input));
-  DFX_ASSIGN_OR_RETURN(Graph g, BuildGraph(root, o.input.string(), names));
+  DFX_ASSIGN_OR_RETURN(DepsFile file, collectors::ReadDepsFile(o.input));
+  Graph g = BuildGraph(file, names);
   AttachPerfSidecar(g, dir, err);
   std::vector<bool> selected(g.edges.size(), true);
   if (o.edge_mode != EdgeMode::kFull) {

@@ -8,8 +8,9 @@
 namespace dfx::view {
 
 using collectors::SwimlaneRecords;
+using collectors::TaskGraph;
 
-OverheadResult ComputeOverhead(const SwimlaneRecords& data, const DepsData& deps) {
+OverheadResult ComputeOverhead(const SwimlaneRecords& data, const TaskGraph& deps) {
   OverheadResult res;
   const auto& rows = data.tasks;
   if (rows.empty()) return res;

@@ -8,8 +8,8 @@
 
 #include <vector>
 
+#include "collectors/dep_gen/deps_reader.h"
 #include "collectors/swimlane/swimlane_reader.h"
-#include "view/deps_data.h"
 
 namespace dfx::view {
 
@@ -33,6 +33,7 @@ struct OverheadResult {
   double Pct(double us) const { return Makespan() > 0 ? 100.0 * us / Makespan() : 0.0; }
 };
 
-OverheadResult ComputeOverhead(const collectors::SwimlaneRecords& data, const DepsData& deps);
+OverheadResult ComputeOverhead(const collectors::SwimlaneRecords& data,
+                               const collectors::TaskGraph& deps);
 
 }  // namespace dfx::view

@@ -7,6 +7,7 @@
 namespace dfx::view {
 
 using collectors::SwimlaneRecords;
+using collectors::TaskGraph;
 using collectors::TaskRow;
 namespace {
 
@@ -31,7 +32,7 @@ TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
   // t1 on core 0 [1000, 3000]; t2 depends on t1, ready at 3000 but dispatched
   // at 4000 while core 1 is idle → 1 µs of AIV overhead out of a 4 µs makespan.
   d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
-  DepsData deps;
+  TaskGraph deps;
   deps.edges = {{1, 2}};
   deps.Finalize();
   OverheadResult r = ComputeOverhead(d, deps);
@@ -46,7 +47,7 @@ TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
 TEST(OverheadTest, NoProducerMeansNoReadyWindow) {
   SwimlaneRecords d = TwoAivCores();
   d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
-  OverheadResult r = ComputeOverhead(d, DepsData{});
+  OverheadResult r = ComputeOverhead(d, TaskGraph{});
   EXPECT_DOUBLE_EQ(r.has_overhead_us, 0.0);
 }
 

@@ -10,8 +10,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "collectors/dep_gen/deps_reader.h"
 #include "collectors/swimlane/swimlane_reader.h"
-#include "view/deps_data.h"
 #include "view/overhead.h"
 #include "view/task_label.h"
 
@@ -20,8 +20,10 @@ namespace dfx::view {
 using collectors::PhaseKind;
 using collectors::PhaseName;
 using collectors::ReadSwimlaneRecords;
+using collectors::ReadTaskGraph;
 using collectors::SchedPhase;
 using collectors::SwimlaneRecords;
+using collectors::TaskGraph;
 using collectors::TaskRow;
 namespace {
 
@@ -90,12 +92,12 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
         "--deps-json <path>. Looked for: " +
         deps_path.string());
   }
-  auto deps_or = LoadDeps(deps_path);
+  auto deps_or = ReadTaskGraph(deps_path);
   if (!deps_or.ok()) {
     return InvalidArgument("failed to read deps.json " + deps_path.string() + ": " +
                            deps_or.status().message());
   }
-  const DepsData& deps = *deps_or;
+  const TaskGraph& deps = *deps_or;
   std::vector<double> tails;
   for (const auto& r : d.tasks) tails.push_back(std::max(0.0, d.FinishUs(r) - d.EndUs(r)));
   if (tails.empty()) return InvalidArgument("Empty tail-overhead set");

@@ -29,22 +29,26 @@
 #include <regex>
 #include <set>
 
+#include "collectors/dep_gen/deps_reader.h"
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "common/json.h"
 #include "common/json_stream.h"
-#include "view/deps_data.h"
 #include "view/overhead.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
 
+using collectors::FuncIdForCore;
 using collectors::PhaseKind;
 using collectors::PhaseName;
 using collectors::ReadSwimlaneRecords;
+using collectors::ReadTaskGraph;
 using collectors::SchedPhase;
 using collectors::SwimlaneReadOptions;
 using collectors::SwimlaneRecords;
+using collectors::TaskGraph;
+using collectors::TaskInfo;
 using collectors::TaskRow;
 using collectors::UnmatchedWarning;
 namespace {
@@ -161,9 +165,9 @@ constexpr uint8_t kPlacedFlag = 0x04;
 constexpr int kLaneShift = 4;  // Scheduler View lane in bits 4..7
 
 // func_id of a row (§4.6): from deps.json kernel_ids by core type, else -1.
-int RowFuncId(const SwimlaneRecords& d, const DepsData* deps, const TaskRow& r) {
+int RowFuncId(const SwimlaneRecords& d, const TaskGraph* deps, const TaskRow& r) {
   if (deps == nullptr) return -1;
-  const DepTask* t = deps->FindTask(d.TaskId(r));
+  const TaskInfo* t = deps->FindTask(d.TaskId(r));
   if (t == nullptr) return -1;
   int f = FuncIdForCore(*t, d.IsAic(r) ? "aic" : "aiv");
   return f < 0 ? -1 : f;
@@ -180,7 +184,7 @@ struct Anchor {
 // Converts one dispatch (one records file) into events of `ctx`.
 class DispatchConverter {
  public:
-  DispatchConverter(SwimlaneRecords& data, const DepsData* deps, const collectors::NameMap& names,
+  DispatchConverter(SwimlaneRecords& data, const TaskGraph* deps, const collectors::NameMap& names,
                     bool overhead, bool verbose, TraceContext& ctx, std::ostream& out,
                     std::ostream& err)
       : d_(data),
@@ -263,7 +267,7 @@ class DispatchConverter {
     uint32_t j = i + 1;
     while (j < NumRows() && IdOf(j) == id) ++j;
     Group g{id, i, j, false, 1};
-    if (const DepTask* dt = DepTaskOf(g.task_id)) {
+    if (const TaskInfo* dt = DepTaskOf(g.task_id)) {
       g.block_num = std::max(1, dt->block_num);
       g.spmd = dt->block_num > 1;
     } else if (j - i > 1) {
@@ -277,7 +281,7 @@ class DispatchConverter {
     return g;
   }
 
-  const DepTask* DepTaskOf(uint64_t id) const {
+  const TaskInfo* DepTaskOf(uint64_t id) const {
     if (deps_ == nullptr) return nullptr;
     return deps_->FindTask(id);
   }
@@ -694,7 +698,7 @@ class DispatchConverter {
 
   std::string MarkerLabel(uint64_t task_id) const {
     int f = -1;
-    if (const DepTask* t = DepTaskOf(task_id)) {
+    if (const TaskInfo* t = DepTaskOf(task_id)) {
       for (int k : t->kernel_ids) {
         if (k >= 0) {
           f = k;
@@ -756,7 +760,7 @@ class DispatchConverter {
         uint64_t tid = static_cast<uint64_t>(p.task_id);
         orch_end_.push_back({tid, 4000 + static_cast<int>(o), end});
         // Alloc bars: neither a regular, a dummy nor a predicated-skip task.
-        const DepTask* dt = DepTaskOf(tid);
+        const TaskInfo* dt = DepTaskOf(tid);
         bool regular = FindGroup(tid).has_value();
         bool dummy = dummy_records.count(tid) > 0 || (dt != nullptr && dt->IsDummy());
         bool skipped = skip_records.count(tid) > 0;
@@ -898,7 +902,7 @@ class DispatchConverter {
 
   int FanCount(uint64_t id) const {
     if (auto g = FindGroup(id)) return g->spmd ? g->block_num : 1;
-    if (const DepTask* t = DepTaskOf(id)) return std::max(1, t->block_num);
+    if (const TaskInfo* t = DepTaskOf(id)) return std::max(1, t->block_num);
     return 1;
   }
 
@@ -1060,7 +1064,7 @@ class DispatchConverter {
   }
 
   SwimlaneRecords& d_;
-  const DepsData* deps_;
+  const TaskGraph* deps_;
   const collectors::NameMap& names_;
   bool overhead_, verbose_;
   TraceContext& ctx_;
@@ -1118,7 +1122,7 @@ const char* LevelDescription(int level) {
   }
 }
 
-void PrintStatistics(const SwimlaneRecords& d, const DepsData* deps,
+void PrintStatistics(const SwimlaneRecords& d, const TaskGraph* deps,
                      const collectors::NameMap& names, std::ostream& out) {
   struct Acc {
     uint64_t count = 0;
@@ -1200,11 +1204,11 @@ Status WriteHeader(ChunkedWriter& w) {
 }
 
 // Loads deps at `path`; prints the "no usable deps.json" warning on failure.
-std::optional<DepsData> LoadDepsOrWarn(const std::filesystem::path& path, bool verbose,
-                                       std::ostream& err) {
+std::optional<TaskGraph> LoadDepsOrWarn(const std::filesystem::path& path, bool verbose,
+                                        std::ostream& err) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
-    auto deps = LoadDeps(path);
+    auto deps = ReadTaskGraph(path);
     if (deps.ok()) return std::move(deps).value();
     if (verbose)
       err << "Warning: couldn't read " << path.string() << ": " << deps.status().message() << "\n";
@@ -1254,7 +1258,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
     }
   }
   std::filesystem::path deps_path = options.deps_json ? *options.deps_json : dir / "deps.json";
-  std::optional<DepsData> deps = LoadDepsOrWarn(deps_path, options.verbose, err);
+  std::optional<TaskGraph> deps = LoadDepsOrWarn(deps_path, options.verbose, err);
   if (options.overhead && !deps) {
     err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
            "Analysis track skipped.\n";
@@ -1403,10 +1407,10 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
       } else {
         ctx.ts_offset = rank_cursor;
       }
-      std::optional<DepsData> deps;
+      std::optional<TaskGraph> deps;
       auto deps_path = path.parent_path() / "deps.json";
       if (std::filesystem::exists(deps_path, ec)) {
-        auto loaded = LoadDeps(deps_path);
+        auto loaded = ReadTaskGraph(deps_path);
         if (loaded.ok())
           deps = std::move(loaded).value();
         else
