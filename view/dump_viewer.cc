@@ -2,22 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <set>
 #include <vector>
 
+#include "collectors/args_dump/args_dump_reader.h"
 #include "common/file_util.h"
-#include "common/json.h"
 
 namespace dfx::view {
 namespace {
 
+using collectors::ArgsDumpEntry;
+
 struct Entry {
-  size_t index;
-  const Json* j;
+  size_t index;  // position in the manifest
+  const ArgsDumpEntry* a;
 };
 
 size_t DtypeSize(const std::string& d) {
@@ -85,49 +87,44 @@ std::string RoleShort(const std::string& r) {
   return r == "input" ? "in" : r == "output" ? "out" : r;
 }
 
-std::string ShapeText(const Json& a) { return a.contains("shape") ? a["shape"].dump() : "[]"; }
+// "[4,8]", or "[]" when the manifest has none.
+std::string DimsText(const std::optional<std::vector<int64_t>>& dims) {
+  return dims ? fmt::format("[{}]", fmt::join(*dims, ",")) : "[]";
+}
 
-Result<std::string> RenderTxt(const Json& a, std::ifstream* bin, bool have_bin) {
+Result<std::string> RenderTxt(const ArgsDumpEntry& a, collectors::ArgsDumpBin* bin) {
   std::string s;
-  std::string dtype = a.value("dtype", std::string("UNKNOWN"));
-  s += "# task_id: " + a.value("task_id", std::string()) + "\n";
-  s += "# role: " + a.value("role", std::string()) + "\n";
-  s += "# stage: " + a.value("stage", std::string()) + "\n";
-  s += fmt::format("# arg_index: {}\n", a.value("arg_index", -1));
+  std::string dtype = a.dtype.value_or("UNKNOWN");
+  s += "# task_id: " + a.task_id + "\n";
+  s += "# role: " + a.role + "\n";
+  s += "# stage: " + a.stage + "\n";
+  s += fmt::format("# arg_index: {}\n", a.arg_index);
   s += "# dtype: " + dtype + "\n";
-  s += "# kind: " + a.value("kind", std::string()) + "\n";
-  s += fmt::format("# is_contiguous: {}\n", a.value("is_contiguous", false) ? "true" : "false");
-  s += "# shape: " + ShapeText(a) + "\n";
-  s += "# strides: " + (a.contains("strides") ? a["strides"].dump() : std::string("[]")) + "\n";
-  s += fmt::format("# start_offset: {}\n", a.value("start_offset", int64_t{0}));
-  if (a.value("overwritten", false)) {
+  s += "# kind: " + a.kind + "\n";
+  s += fmt::format("# is_contiguous: {}\n", a.is_contiguous ? "true" : "false");
+  s += "# shape: " + DimsText(a.shape) + "\n";
+  s += "# strides: " + DimsText(a.strides) + "\n";
+  s += fmt::format("# start_offset: {}\n", a.start_offset);
+  if (a.overwritten) {
     s += "# DATA OVERWRITTEN (host too slow)\n";
     return s;
   }
-  if (a.value("truncated", false)) s += "# DATA TRUNCATED (tensor too large for arena)\n";
-  if (a.value("kind", std::string()) == "scalar") {
-    const Json& v = a.contains("value") ? a["value"] : Json();
-    std::string text = v.is_boolean() ? (v.get<bool>() ? "true" : "false") : v.dump();
-    if (v.is_string()) text = v.get<std::string>();
-    s += "# value: " + text + "\n";
+  if (a.truncated) s += "# DATA TRUNCATED (tensor too large for arena)\n";
+  if (a.kind == "scalar") {
+    s += "# value: " + a.value_text + "\n";
     return s;
   }
-  int64_t size = a.value("bin_size", int64_t{0});
-  if (size <= 0) {
+  if (a.bin_size <= 0) {
     s += "# (no data)\n";
     return s;
   }
-  if (!have_bin) return InvalidArgument("bin_path is None but bin_size > 0 (corrupt manifest?)");
-  std::vector<unsigned char> data(static_cast<size_t>(size));
-  bin->clear();
-  bin->seekg(a.value("bin_offset", int64_t{0}));
-  bin->read(reinterpret_cast<char*>(data.data()), size);
-  size_t got = static_cast<size_t>(bin->gcount());
-  size_t esize = DtypeSize(dtype);
-  std::vector<int64_t> shape;
-  if (a.contains("shape")) {
-    for (const auto& d : a["shape"]) shape.push_back(d.get<int64_t>());
+  if (!bin->is_open()) {
+    return InvalidArgument("bin_path is None but bin_size > 0 (corrupt manifest?)");
   }
+  std::vector<unsigned char> data = bin->Read(a);
+  size_t got = data.size();
+  size_t esize = DtypeSize(dtype);
+  std::vector<int64_t> shape = a.shape.value_or(std::vector<int64_t>{});
   size_t numel = 1;
   for (auto d : shape) numel *= static_cast<size_t>(std::max<int64_t>(d, 0));
   size_t count = std::min(numel, got / esize);
@@ -180,17 +177,11 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
   if (!std::filesystem::is_regular_file(manifest_path, ec)) {
     return NotFound("args_dump.json not found in " + o.dump_dir.string());
   }
-  DFX_ASSIGN_OR_RETURN(Json m, ReadJsonFile(manifest_path));
-  if (!m.is_object()) return JsonError(manifest_path.string(), "$", "an object", m);
-  const char* list_key = m.contains("args") ? "args" : "tensors";
-  if (!m.contains(list_key) || !m[list_key].is_array()) {
-    return JsonError(manifest_path.string(), "$.args", "an array",
-                     m.contains(list_key) ? m[list_key] : Json());
-  }
-  const Json& args = m[list_key];
-  bool have_bin = m.contains("bin_file") && m["bin_file"].is_string();
-  std::ifstream bin;
-  if (have_bin) bin.open(o.dump_dir / m["bin_file"].get<std::string>(), std::ios::binary);
+  DFX_ASSIGN_OR_RETURN(collectors::ArgsDumpManifest m,
+                       collectors::ReadArgsDumpManifest(manifest_path));
+  const std::vector<ArgsDumpEntry>& args = m.args;
+  collectors::ArgsDumpBin bin;
+  bin.Open(o.dump_dir, m);
   std::vector<Entry> sel;
   bool do_export = o.do_export;
   if (o.index) {
@@ -206,7 +197,7 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       std::vector<Entry> next;
       std::vector<std::string> valid;
       for (const auto& e : sel) {
-        std::string t = e.j->value("task_id", std::string());
+        std::string t = e.a->task_id;
         if (t == *o.task) next.push_back(e);
         if (std::find(valid.begin(), valid.end(), t) == valid.end()) valid.push_back(t);
       }
@@ -225,7 +216,7 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       std::string full = *o.stage == "before" ? "before_dispatch" : "after_completion";
       std::vector<Entry> next;
       for (const auto& e : sel) {
-        if (e.j->value("stage", std::string()) == full) next.push_back(e);
+        if (e.a->stage == full) next.push_back(e);
       }
       sel = next;
     }
@@ -236,7 +227,7 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       }
       std::vector<Entry> next;
       for (const auto& e : sel) {
-        if (e.j->value("role", std::string()) == *o.role) next.push_back(e);
+        if (e.a->role == *o.role) next.push_back(e);
       }
       sel = next;
     }
@@ -244,7 +235,7 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       std::vector<Entry> next;
       std::set<long> valid;
       for (const auto& e : sel) {
-        long a = e.j->value("arg_index", -1L);
+        long a = e.a->arg_index;
         valid.insert(a);
         if (a == *o.arg) next.push_back(e);
       }
@@ -263,12 +254,10 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
     out << fmt::format("{:>5}  {:<20} {:<6} {:<6} {:>4} {:<10} {:<20} {:>10}\n", "idx", "task_id",
                        "stage", "role", "arg", "dtype", "shape", "bytes");
     for (const auto& e : sel) {
-      const Json& a = *e.j;
-      out << fmt::format(
-          "{:>5}  {:<20} {:<6} {:<6} {:>4} {:<10} {:<20} {:>10}\n", e.index,
-          a.value("task_id", std::string()), StageShort(a.value("stage", std::string())),
-          a.value("role", std::string()), a.value("arg_index", -1), a.value("dtype", std::string()),
-          ShapeText(a), a.value("bin_size", int64_t{0}));
+      const ArgsDumpEntry& a = *e.a;
+      out << fmt::format("{:>5}  {:<20} {:<6} {:<6} {:>4} {:<10} {:<20} {:>10}\n", e.index,
+                         a.task_id, StageShort(a.stage), a.role, a.arg_index, a.dtype.value_or(""),
+                         DimsText(a.shape), a.bin_size);
     }
     if (filtered) {
       out << "Filtered: " << sel.size() << "/" << args.size() << " args\n";
@@ -279,12 +268,10 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
   auto txt_dir = o.dump_dir / "txt";
   DFX_RETURN_IF_ERROR(MakeDirs(txt_dir));
   for (const auto& e : sel) {
-    const Json& a = *e.j;
-    DFX_ASSIGN_OR_RETURN(std::string text, RenderTxt(a, &bin, have_bin && bin.is_open()));
-    auto path =
-        txt_dir / fmt::format("task_{}_{}_{}{}.txt", a.value("task_id", std::string()),
-                              StageShort(a.value("stage", std::string())),
-                              RoleShort(a.value("role", std::string())), a.value("arg_index", -1));
+    const ArgsDumpEntry& a = *e.a;
+    DFX_ASSIGN_OR_RETURN(std::string text, RenderTxt(a, &bin));
+    auto path = txt_dir / fmt::format("task_{}_{}_{}{}.txt", a.task_id, StageShort(a.stage),
+                                      RoleShort(a.role), a.arg_index);
     DFX_RETURN_IF_ERROR(WriteFileAtomic(path, text));
     out << "Saved: " << path.string() << "\n";
   }

@@ -1,27 +1,14 @@
 #include "view/pmu_summary.h"
 
+#include "collectors/pmu/pmu_reader.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <ostream>
-#include <sstream>
 
 namespace dfx::view {
 namespace {
-
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::stringstream ss(line);
-  while (std::getline(ss, cell, ',')) {
-    while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' ')) cell.pop_back();
-    out.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
 
 // Busy-cycle counters per pipe, a2a3 then a5 names.
 const std::pair<const char*, const char*> kPipes[] = {
@@ -36,60 +23,21 @@ const std::pair<const char*, const char*> kPipes[] = {
 
 }  // namespace
 
-Result<PmuSummary> ReadPmuCsv(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("PMU CSV not found: " + path.string());
-  std::string line;
-  if (!std::getline(in, line))
-    return InvalidArgument(path.string() + ": empty file (expected a header line)");
-  auto header = SplitCsv(line);
-  const std::vector<std::string> fixed = {"thread_id", "core_id",   "task_id",
-                                          "func_id",   "core_type", "pmu_total_cycles"};
-  if (header.size() < fixed.size() + 1 || !std::equal(fixed.begin(), fixed.end(), header.begin()) ||
-      header.back() != "event_type") {
-    return InvalidArgument(path.string() +
-                           ": line 1: expected header thread_id,core_id,task_id,func_id,core_type,"
-                           "pmu_total_cycles,<counters...>,event_type; got \"" +
-                           line + "\"");
-  }
+Result<PmuSummary> SummarizePmuCsv(const std::filesystem::path& path) {
   PmuSummary s;
-  for (size_t i = 5; i + 1 < header.size(); ++i) s.counters.push_back(header[i]);
-  size_t lineno = 1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line == "\r") continue;
-    auto cells = SplitCsv(line);
-    if (cells.size() != header.size()) {
-      return InvalidArgument(fmt::format("{}: line {}: {} columns, expected {}", path.string(),
-                                         lineno, cells.size(), header.size()));
-    }
-    auto num = [&](size_t col, double* v) -> Status {
-      char* end = nullptr;
-      *v = std::strtod(cells[col].c_str(), &end);
-      if (cells[col].empty() || *end != '\0') {
-        return InvalidArgument(fmt::format("{}: line {}: column {}: expected a number, got \"{}\"",
-                                           path.string(), lineno, header[col], cells[col]));
-      }
-      return Status::Ok();
-    };
-    double func, type, ev;
-    DFX_RETURN_IF_ERROR(num(3, &func));
-    DFX_RETURN_IF_ERROR(num(4, &type));
-    DFX_RETURN_IF_ERROR(num(header.size() - 1, &ev));
-    auto& g = s.groups[{static_cast<long>(func), static_cast<int>(type)}];
-    g.sums.resize(s.counters.size(), 0.0);
+  collectors::PmuCsvHeader header;
+  DFX_RETURN_IF_ERROR(collectors::ReadPmuCsv(path, &header, [&](const collectors::PmuCsvRow& row) {
+    auto& g = s.groups[{row.func_id, row.core_type}];
+    g.sums.resize(header.counters.size(), 0.0);
     ++g.count;
-    for (size_t k = 0; k < s.counters.size(); ++k) {
-      double v;
-      DFX_RETURN_IF_ERROR(num(5 + k, &v));
-      g.sums[k] += v;
-    }
-    if (std::find(s.event_types.begin(), s.event_types.end(), static_cast<int>(ev)) ==
+    for (size_t k = 0; k < row.counters.size(); ++k) g.sums[k] += row.counters[k];
+    if (std::find(s.event_types.begin(), s.event_types.end(), row.event_type) ==
         s.event_types.end()) {
-      s.event_types.push_back(static_cast<int>(ev));
+      s.event_types.push_back(row.event_type);
     }
     ++s.rows;
-  }
+  }));
+  s.counters = header.counters;
   for (const auto& [pipe, col] : kPipes) {
     if (std::find(s.counters.begin(), s.counters.end(), col) != s.counters.end())
       s.pipes.emplace_back(pipe, col);
@@ -98,7 +46,7 @@ Result<PmuSummary> ReadPmuCsv(const std::filesystem::path& path) {
 }
 
 Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out) {
-  DFX_ASSIGN_OR_RETURN(PmuSummary s, ReadPmuCsv(path));
+  DFX_ASSIGN_OR_RETURN(PmuSummary s, SummarizePmuCsv(path));
   std::string types;
   for (int t : s.event_types) types += (types.empty() ? "" : ",") + std::to_string(t);
   out << "PMU summary: " << path.string() << " (" << s.rows << " row(s), event_type "

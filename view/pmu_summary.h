@@ -1,7 +1,8 @@
 // `dfx-view pmu`: per-function summary of pmu.csv (artifacts.md §10): count,
 // sum and mean of every counter column grouped by (func_id, core_type), plus
 // derived pipe utilisations (busy / total cycles) for event type 2 with the
-// a2a3 and a5 column names. Called from one thread.
+// a2a3 and a5 column names. The file is read by collectors/pmu/pmu_reader.
+// Called from one thread.
 #pragma once
 
 #include <filesystem>
@@ -29,7 +30,7 @@ struct PmuSummary {
   std::vector<std::pair<std::string, std::string>> pipes;
 };
 
-Result<PmuSummary> ReadPmuCsv(const std::filesystem::path& path);
+Result<PmuSummary> SummarizePmuCsv(const std::filesystem::path& path);
 Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out);
 
 }  // namespace dfx::view

@@ -12,7 +12,7 @@ std::filesystem::path Fixture(const std::string& rel) {
 }
 
 TEST(PmuSummaryTest, SumsCountersPerFunctionAndCoreType) {
-  auto s = ReadPmuCsv(Fixture("pmu/pmu.csv"));
+  auto s = SummarizePmuCsv(Fixture("pmu/pmu.csv"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->rows, 3u);
   EXPECT_EQ(s->counters.front(), "pmu_total_cycles");
@@ -27,7 +27,7 @@ TEST(PmuSummaryTest, SumsCountersPerFunctionAndCoreType) {
 TEST(PmuSummaryTest, RejectsWrongHeader) {
   auto p = std::filesystem::temp_directory_path() / ("pmu_bad" + std::to_string(getpid()) + ".csv");
   std::ofstream(p) << "a,b,c\n";
-  auto s = ReadPmuCsv(p);
+  auto s = SummarizePmuCsv(p);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("line 1: expected header thread_id,core_id"),
             std::string::npos);

@@ -1,26 +1,22 @@
 #include "view/scope_stats.h"
 
+#include "collectors/scope_stats/scope_stats_reader.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <ostream>
 
 #include "common/file_util.h"
-#include "common/json.h"
 
 namespace dfx::view {
 namespace {
 
-struct Rec {
-  std::string site, phase;
-  int depth = 0, ring = 0;
-  double tw_s = 0, tw_e = 0, heap_s = 0, heap_e = 0, dp_s = 0, dp_e = 0, tm = 0;
-};
+using collectors::ScopeStatsSample;
 
 struct Pair {
-  Rec begin, end;
+  ScopeStatsSample begin, end;
 };
 
 struct Series {
@@ -121,66 +117,21 @@ const char* UseClass(double pct) { return pct >= 80 ? "danger" : pct >= 50 ? "wa
 }  // namespace
 
 Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::ostream& err) {
-  std::ifstream in(jsonl);
-  if (!in) return NotFound("scope stats file not found: " + jsonl.string());
-  std::string line;
-  Json meta;
-  std::vector<Rec> recs;
-  size_t lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    DFX_ASSIGN_OR_RETURN(Json j, ParseJson(line, fmt::format("{}:{}", jsonl.string(), lineno)));
-    if (!j.is_object())
-      return JsonError(jsonl.string(), fmt::format("line {}", lineno), "an object", j);
-    if (meta.is_null()) {
-      if (!j.contains("version")) {
-        return JsonError(jsonl.string(), "line 1", "the metadata object with \"version\"", j);
-      }
-      meta = j;
-      continue;
-    }
-    Rec r;
-    r.site = j.value("site", std::string("?"));
-    r.phase = j.value("phase", std::string());
-    r.depth = j.value("depth", 0);
-    r.ring = std::clamp(j.value("ring", 0), 0, 3);
-    r.tw_s = j.value("task_window_start", 0.0);
-    r.tw_e = j.value("task_window_end", 0.0);
-    r.heap_s = j.value("heap_start", 0.0);
-    r.heap_e = j.value("heap_end", 0.0);
-    r.dp_s = j.value("dep_pool_start", 0.0);
-    r.dp_e = j.value("dep_pool_end", 0.0);
-    r.tm = j.value("tensormap", 0.0);
-    if (r.phase != "begin" && r.phase != "end") {
-      return JsonError(jsonl.string(), fmt::format("line {}: $.phase", lineno),
-                       "\"begin\" or \"end\"", j.value("phase", Json()));
-    }
-    recs.push_back(r);
-  }
-  if (meta.is_null())
-    return InvalidArgument(jsonl.string() + ": empty file (expected a metadata line)");
+  DFX_ASSIGN_OR_RETURN(collectors::ScopeStatsFile file, collectors::ReadScopeStats(jsonl));
+  const std::vector<ScopeStatsSample>& recs = file.samples;
+  const collectors::ScopeStatsMetadata& meta = file.metadata;
   ScopeReport rep;
   rep.records = recs.size();
-  rep.fatal = meta.value("fatal", false);
-  rep.dropped = meta.value("dropped", uint64_t{0});
-  auto cap = [&](const char* key, int ring) -> double {
-    if (!meta.contains(key)) return 0;
-    const Json& v = meta[key];
-    if (v.is_array())
-      return ring < static_cast<int>(v.size()) && v[static_cast<size_t>(ring)].is_number()
-                 ? v[static_cast<size_t>(ring)].get<double>()
-                 : 0;
-    return v.is_number() ? v.get<double>() : 0;
-  };
+  rep.fatal = meta.fatal;
+  rep.dropped = meta.dropped;
   // Pair per ring by site (LIFO).
-  std::map<std::pair<int, std::string>, std::vector<Rec>> stacks;
+  std::map<std::pair<int, std::string>, std::vector<ScopeStatsSample>> stacks;
   std::map<int, std::vector<Pair>> pairs;  // ring → pairs in end order
   std::vector<Pair> all_pairs;
   std::map<std::string, size_t> site_count;
   for (const auto& r : recs) {
     auto key = std::make_pair(r.ring, r.site);
-    if (r.phase == "begin") {
+    if (r.begin) {
       stacks[key].push_back(r);
       continue;
     }
@@ -217,7 +168,7 @@ Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::os
       if (key == "tensormap") {
         Series live{"Live entries", "#6a1b9a", {}, {}};
         for (const auto& p : ps) {
-          live.values.push_back(p.end.tm);
+          live.values.push_back(p.end.tensormap);
           live.sites.push_back(p.end.site);
         }
         main.push_back(live);
@@ -228,20 +179,20 @@ Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::os
         for (const auto& p : ps) {
           double bs, be, es, ee;
           if (key == "task_window") {
-            bs = p.begin.tw_s;
-            be = p.begin.tw_e;
-            es = p.end.tw_s;
-            ee = p.end.tw_e;
+            bs = p.begin.task_window_start;
+            be = p.begin.task_window_end;
+            es = p.end.task_window_start;
+            ee = p.end.task_window_end;
           } else if (key == "heap") {
-            bs = p.begin.heap_s;
-            be = p.begin.heap_e;
-            es = p.end.heap_s;
-            ee = p.end.heap_e;
+            bs = p.begin.heap_start;
+            be = p.begin.heap_end;
+            es = p.end.heap_start;
+            ee = p.end.heap_end;
           } else {
-            bs = p.begin.dp_s;
-            be = p.begin.dp_e;
-            es = p.end.dp_s;
-            ee = p.end.dp_e;
+            bs = p.begin.dep_pool_start;
+            be = p.begin.dep_pool_end;
+            es = p.end.dep_pool_start;
+            ee = p.end.dep_pool_end;
           }
           hw.values.push_back((ee - bs) / res.scale);
           live.values.push_back((ee - es) / res.scale);
@@ -294,11 +245,10 @@ Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::os
           ps.size() > 1 ? " open" : "", ring_label, ps.size(), charts, side);
     };
     if (key == "tensormap") {
-      panel("global", all_pairs, cap("tensormap_max", 0));
+      panel("global", all_pairs, meta.Capacity("tensormap", 0));
     } else {
-      std::string cap_key = key + "_max";
       for (const auto& [ring, ps] : pairs)
-        panel(std::to_string(ring), ps, cap(cap_key.c_str(), ring));
+        panel(std::to_string(ring), ps, meta.Capacity(key, ring));
       if (pairs.empty()) sections += "<p>No paired scopes.</p>";
     }
     sections += "</section>";
