@@ -9,6 +9,7 @@
 #include <ostream>
 #include <unordered_map>
 
+#include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
@@ -186,7 +187,7 @@ Graph BuildGraph(const DepsFile& file, const collectors::NameMap& names) {
 
 void AttachPerfSidecar(Graph& g, const std::filesystem::path& dir, std::ostream& err) {
   std::error_code ec;
-  auto path = dir / "chip_swimlane_records.json";
+  auto path = dir / collectors::kSwimlaneRecordsFile;
   if (!std::filesystem::exists(path, ec)) return;
   auto perf = ReadSwimlaneRecords(path);
   if (!perf.ok()) {

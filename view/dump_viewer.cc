@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectors/args_dump/args_dump_reader.h"
+#include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 
 namespace dfx::view {
@@ -172,10 +173,11 @@ std::string FormatSignificant(double v, int digits) {
 
 Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream& err) {
   (void)err;
-  auto manifest_path = o.dump_dir / "args_dump.json";
+  auto manifest_path = o.dump_dir / collectors::kArgsDumpManifestName;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(manifest_path, ec)) {
-    return NotFound("args_dump.json not found in " + o.dump_dir.string());
+    return NotFound(std::string(collectors::kArgsDumpManifestName) + " not found in " +
+                    o.dump_dir.string());
   }
   DFX_ASSIGN_OR_RETURN(collectors::ArgsDumpManifest m,
                        collectors::ReadArgsDumpManifest(manifest_path));

@@ -1,11 +1,13 @@
 // dfx-view: the viewers and converters for the Runtime DFX artifacts
 // (artifacts.md §4–§12) in one tool. Thin: parse flags, call the library.
 // Exit codes: 0 ok, 1 error ("Error: <message>" on stderr), 2 usage error.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <exception>
 #include <iostream>
 
+#include "collectors/artifact_layout.h"
 #include "view/deps_viewer.h"
 #include "view/discovery.h"
 #include "view/dump_viewer.h"
@@ -15,6 +17,14 @@
 #include "view/swimlane.h"
 
 namespace {
+
+namespace layout = dfx::collectors;
+using dfx::view::kDefaultOutputsRoot;
+
+// The base name of an artifact path: "scope_stats.jsonl" of "scope_stats/scope_stats.jsonl".
+std::string BaseName(const char* artifact) {
+  return std::filesystem::path(artifact).filename().string();
+}
 
 int Report(const dfx::Status& s) {
   if (s.ok()) return 0;
@@ -27,27 +37,36 @@ int Run(int argc, char** argv) {
   app.require_subcommand(1);
 
   // swimlane
-  auto* sw = app.add_subcommand("swimlane", "chip_swimlane_records.json -> merged Perfetto trace");
+  auto* sw = app.add_subcommand(
+      "swimlane", fmt::format("{} -> merged Perfetto trace", layout::kSwimlaneRecordsFile));
   std::string sw_input, sw_out, sw_deps, sw_names, sw_run;
   bool sw_overhead = false, sw_verbose = false;
   sw->add_option("input", sw_input,
-                 "records file (default: newest ./outputs/*/chip_swimlane_records.json)");
-  sw->add_option("-o,--output", sw_out, "output trace (default: <input dir>/merged_swimlane.json)");
-  sw->add_option("--deps-json", sw_deps, "deps.json (default: <input dir>/deps.json)");
+                 fmt::format("records file (default: newest ./{}/*/{})", kDefaultOutputsRoot,
+                             layout::kSwimlaneRecordsFile));
+  sw->add_option(
+      "-o,--output", sw_out,
+      fmt::format("output trace (default: <input dir>/{})", layout::kMergedSwimlaneFile));
+  sw->add_option("--deps-json", sw_deps,
+                 fmt::format("{} (default: <input dir>/{})", layout::kDepsFile, layout::kDepsFile));
   sw->add_option("--func-names", sw_names,
                  "name map JSON (default: unique sibling name_map*.json)");
   sw->add_option("--run", sw_run,
                  "merge every rank<N>/d<K>/ records under W/dfx_outputs into one trace");
-  sw->add_flag("--overhead", sw_overhead, "add the overhead counter tracks (needs deps.json)");
+  sw->add_flag("--overhead", sw_overhead,
+               fmt::format("add the overhead counter tracks (needs {})", layout::kDepsFile));
   sw->add_flag("-v,--verbose", sw_verbose, "progress and counts");
 
   // deps
-  auto* dp = app.add_subcommand("deps", "deps.json viewer (text report or HTML graph)");
+  auto* dp = app.add_subcommand(
+      "deps", fmt::format("{} viewer (text report or HTML graph)", layout::kDepsFile));
   std::string dp_input, dp_out, dp_format = "text", dp_mode = "full", dp_engine = "dot",
                                 dp_dir = "LR", dp_names;
   bool dp_tensor = false;
   double dp_timeout = 300;
-  dp->add_option("input", dp_input, "deps.json (default: newest ./outputs/**/deps.json)");
+  dp->add_option("input", dp_input,
+                 fmt::format("{} (default: newest ./{}/**/{})", layout::kDepsFile,
+                             kDefaultOutputsRoot, layout::kDepsFile));
   dp->add_option("-o,--output", dp_out, "output file");
   dp->add_option("--format", dp_format, "text | html")->check(CLI::IsMember({"text", "html"}));
   auto* o_mode = dp->add_option("--edge-mode", dp_mode,
@@ -71,7 +90,9 @@ int Run(int argc, char** argv) {
   std::string du_dir, du_task, du_stage, du_role;
   long du_arg = 0, du_index = 0;
   bool du_export = false;
-  du->add_option("dump_dir", du_dir, "args_dump directory (default: newest ./outputs/*/args_dump)");
+  du->add_option("dump_dir", du_dir,
+                 fmt::format("{} directory (default: newest ./{}/*/{})", layout::kArgsDumpDir,
+                             kDefaultOutputsRoot, layout::kArgsDumpDir));
   auto* o_task = du->add_option("-t,--task", du_task, "task_id exactly as in the manifest");
   auto* o_stage = du->add_option("-s,--stage", du_stage, "before | after");
   auto* o_role = du->add_option("-r,--role", du_role, "input | output | inout");
@@ -80,22 +101,25 @@ int Run(int argc, char** argv) {
   du->add_flag("-e,--export", du_export, "export selected args as text files");
 
   // scope-stats
-  auto* ss = app.add_subcommand("scope-stats", "scope_stats.jsonl -> scope_stats.html");
+  auto* ss = app.add_subcommand(
+      "scope-stats", fmt::format("{} -> scope_stats.html", BaseName(layout::kScopeStatsFile)));
   std::string ss_input, ss_out;
-  ss->add_option("jsonl", ss_input, "scope_stats.jsonl")->required();
+  ss->add_option("jsonl", ss_input, BaseName(layout::kScopeStatsFile))->required();
   auto* o_ssdir = ss->add_option("--out-dir", ss_out, "output directory (default: input dir)");
 
   // sched-overhead
   auto* so = app.add_subcommand("sched-overhead", "scheduler overhead deep-dive");
   std::string so_rec, so_deps;
   so->add_option("--chip-swimlane-records-json", so_rec,
-                 "records (default: newest ./outputs/*/chip_swimlane_records.json)");
-  so->add_option("--deps-json", so_deps, "deps.json (default: sibling deps.json)");
+                 fmt::format("records (default: newest ./{}/*/{})", kDefaultOutputsRoot,
+                             layout::kSwimlaneRecordsFile));
+  so->add_option("--deps-json", so_deps,
+                 fmt::format("{} (default: sibling {})", layout::kDepsFile, layout::kDepsFile));
 
   // pmu
-  auto* pm = app.add_subcommand("pmu", "per-function summary of pmu.csv");
+  auto* pm = app.add_subcommand("pmu", fmt::format("per-function summary of {}", layout::kPmuFile));
   std::string pm_input;
-  pm->add_option("csv", pm_input, "pmu.csv")->required();
+  pm->add_option("csv", pm_input, layout::kPmuFile)->required();
 
   try {
     app.parse(argc, argv);
@@ -116,10 +140,11 @@ int Run(int argc, char** argv) {
     }
     dfx::view::SwimlaneOptions o;
     if (sw_input.empty()) {
-      auto found = dfx::view::NewestUnder("outputs", "chip_swimlane_records.json", false);
+      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kSwimlaneRecordsFile, false);
       if (!found) {
         std::cerr
-            << "Error: No outputs/*/chip_swimlane_records.json found under "
+            << fmt::format("Error: No {}/*/{} found under ", kDefaultOutputsRoot,
+                           layout::kSwimlaneRecordsFile)
             << std::filesystem::current_path().string() << "\n"
             << "Run a test with --enable-chip-swimlane first, or specify an explicit input.\n";
         return 1;
@@ -145,9 +170,10 @@ int Run(int argc, char** argv) {
     }
     dfx::view::DepsViewerOptions o;
     if (dp_input.empty()) {
-      auto found = dfx::view::NewestUnder("outputs", "deps.json", true);
+      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kDepsFile, true);
       if (!found) {
-        std::cerr << "Error: No deps.json given and no candidate found under ./outputs/.\n";
+        std::cerr << fmt::format("Error: No {} given and no candidate found under ./{}/.\n",
+                                 layout::kDepsFile, kDefaultOutputsRoot);
         return 1;
       }
       dp_input = found->string();
@@ -168,9 +194,10 @@ int Run(int argc, char** argv) {
   if (du->parsed()) {
     dfx::view::DumpViewerOptions o;
     if (du_dir.empty()) {
-      auto found = dfx::view::NewestUnder("outputs", "args_dump", false);
+      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kArgsDumpDir, false);
       if (!found) {
-        std::cerr << "Error: no outputs/*/args_dump directory found\n";
+        std::cerr << fmt::format("Error: no {}/*/{} directory found\n", kDefaultOutputsRoot,
+                                 layout::kArgsDumpDir);
         return 1;
       }
       du_dir = found->string();
@@ -192,9 +219,10 @@ int Run(int argc, char** argv) {
   }
   if (so->parsed()) {
     if (so_rec.empty()) {
-      auto found = dfx::view::NewestUnder("outputs", "chip_swimlane_records.json", false);
+      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kSwimlaneRecordsFile, false);
       if (!found) {
-        std::cerr << "Error: No outputs/*/chip_swimlane_records.json found under "
+        std::cerr << fmt::format("Error: No {}/*/{} found under ", kDefaultOutputsRoot,
+                                 layout::kSwimlaneRecordsFile)
                   << std::filesystem::current_path().string() << "\n";
         return 1;
       }

@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "view/overhead.h"
@@ -84,7 +85,8 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
         " has AICore timing only).\n"
         "  Re-capture with --enable-chip-swimlane 3 (or bare --enable-chip-swimlane).");
   }
-  std::filesystem::path deps_path = o.deps.empty() ? o.records.parent_path() / "deps.json" : o.deps;
+  std::filesystem::path deps_path =
+      o.deps.empty() ? o.records.parent_path() / collectors::kDepsFile : o.deps;
   if (!std::filesystem::is_regular_file(deps_path, ec)) {
     return FailedPrecondition(
         "scheduler-overhead analysis needs the task DAG (deps.json). Capture it in a SEPARATE run "

@@ -26,9 +26,9 @@
 #include <map>
 #include <optional>
 #include <ostream>
-#include <regex>
 #include <set>
 
+#include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
@@ -1257,13 +1257,15 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
           << "; pass --func-names explicitly.\n";
     }
   }
-  std::filesystem::path deps_path = options.deps_json ? *options.deps_json : dir / "deps.json";
+  std::filesystem::path deps_path =
+      options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
   std::optional<TaskGraph> deps = LoadDepsOrWarn(deps_path, options.verbose, err);
   if (options.overhead && !deps) {
     err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
            "Analysis track skipped.\n";
   }
-  std::filesystem::path output = options.output ? *options.output : dir / "merged_swimlane.json";
+  std::filesystem::path output =
+      options.output ? *options.output : dir / collectors::kMergedSwimlaneFile;
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(output));
   DFX_RETURN_IF_ERROR(WriteHeader(w));
@@ -1362,29 +1364,21 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
   if (!std::filesystem::is_directory(run_dir, ec)) {
     return NotFound("--run: " + run_dir.string() + " is not a directory (expected W/dfx_outputs)");
   }
-  // rank<N>/d<K>/chip_swimlane_records.json
+  // rank<N>/d<K>/chip_swimlane_records.json, by rank then dispatch.
   std::map<int, std::map<int, std::filesystem::path>> files;
-  static const std::regex kRank("rank(\\d+)"), kDisp("d(\\d+)");
-  std::smatch m;
-  for (const auto& re : std::filesystem::directory_iterator(run_dir, ec)) {
-    std::string rn = re.path().filename().string();
-    if (!re.is_directory() || !std::regex_match(rn, m, kRank)) continue;
-    int rank = std::stoi(m[1]);
-    for (const auto& de : std::filesystem::directory_iterator(re.path(), ec)) {
-      std::string dn = de.path().filename().string();
-      if (!de.is_directory() || !std::regex_match(dn, m, kDisp)) continue;
-      auto rec = de.path() / "chip_swimlane_records.json";
-      if (std::filesystem::is_regular_file(rec, ec)) files[rank][std::stoi(m[1])] = rec;
-    }
+  for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(run_dir)) {
+    auto rec = run_dir / collectors::DispatchDirPath(d) / collectors::kSwimlaneRecordsFile;
+    if (std::filesystem::is_regular_file(rec, ec)) files[d.rank][static_cast<int>(d.k)] = rec;
   }
   if (files.empty()) {
-    return NotFound("no rank<N>/d<K>/chip_swimlane_records.json under " + run_dir.string() +
-                    "; run with --enable-chip-swimlane first");
+    return NotFound(
+        fmt::format("no rank<N>/d<K>/{} under {}; run with --enable-chip-swimlane first",
+                    collectors::kSwimlaneRecordsFile, run_dir.string()));
   }
-  auto starts = ReadManifestStarts(run_dir / "run_manifest.json", err);
+  auto starts = ReadManifestStarts(run_dir / collectors::kRunManifestFile, err);
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& [k, v] : starts) t0 = std::min(t0, v);
-  std::filesystem::path out_path = output ? *output : run_dir / "merged_run_swimlane.json";
+  std::filesystem::path out_path = output ? *output : run_dir / collectors::kRunSwimlaneFile;
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(out_path));
   DFX_RETURN_IF_ERROR(WriteHeader(w));
@@ -1408,7 +1402,7 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
         ctx.ts_offset = rank_cursor;
       }
       std::optional<TaskGraph> deps;
-      auto deps_path = path.parent_path() / "deps.json";
+      auto deps_path = path.parent_path() / collectors::kDepsFile;
       if (std::filesystem::exists(deps_path, ec)) {
         auto loaded = ReadTaskGraph(deps_path);
         if (loaded.ok())
