@@ -12,6 +12,7 @@
 #include "view/discovery.h"
 #include "view/dump_viewer.h"
 #include "view/pmu_summary.h"
+#include "view/run_timeline.h"
 #include "view/sched_overhead.h"
 #include "view/scope_stats.h"
 #include "view/swimlane.h"

@@ -25,4 +25,18 @@ std::string FuncLetters(int n) {
   return s;
 }
 
+int RowFuncId(const collectors::SwimlaneRecords& records, const collectors::TaskGraph* deps,
+              const collectors::TaskRow& row) {
+  if (deps == nullptr) return -1;
+  const collectors::TaskInfo* t = deps->FindTask(records.TaskId(row));
+  if (t == nullptr) return -1;
+  int f = FuncIdForCore(*t, records.IsAic(row) ? "aic" : "aiv");
+  return f < 0 ? -1 : f;
+}
+
+std::string KernelName(const collectors::NameMap& names, int func_id) {
+  if (const std::string* n = names.Find(func_id)) return *n;
+  return fmt::format("func_{}_{}", func_id, FuncLetters(func_id));
+}
+
 }  // namespace dfx::view
