@@ -1,25 +1,19 @@
 // `dfx-view deps`: the deps.json viewer (artifacts.md §7): a text report in the
-// documented shape and a self-contained pan/zoom HTML page laid out by a
-// Graphviz engine run as a child process; transitive reduction edge modes.
-// Called from one thread.
+// documented shape (deps_text_report) or a self-contained pan/zoom HTML page
+// laid out by a Graphviz engine (deps_html), over the edges an edge mode
+// selects (edge_reduction). Called from one thread.
 #pragma once
 
 #include <chrono>
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
-#include <set>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "common/status.h"
+#include "view/edge_reduction.h"
 
 namespace dfx::view {
-
-enum class EdgeMode { kFull, kReduced, kOmitted, kReducedDataflow, kOmittedDataflow };
-Result<EdgeMode> ParseEdgeMode(const std::string& text);
-const char* EdgeModeName(EdgeMode mode);
 
 struct DepsViewerOptions {
   std::filesystem::path input;
@@ -33,12 +27,8 @@ struct DepsViewerOptions {
   std::chrono::milliseconds layout_timeout{std::chrono::seconds(300)};
 };
 
+// Writes the report to o.output (default <input dir>/deps_viewer[_<mode>].txt
+// or .html). Progress and the removed edges go to `out`, warnings to `err`.
 Status RunDepsViewer(const DepsViewerOptions& options, std::ostream& out, std::ostream& err);
-
-// Transitive reduction over unique edges (sorted pairs). `keep` pairs (creator
-// edges) are never removed. Returns false when the graph has a cycle.
-bool TransitiveReduction(const std::vector<std::pair<uint64_t, uint64_t>>& edges,
-                         const std::set<std::pair<uint64_t, uint64_t>>& keep,
-                         std::vector<bool>* redundant);
 
 }  // namespace dfx::view

@@ -1,4 +1,4 @@
-#include "view/deps_viewer.h"
+#include "view/edge_reduction.h"
 
 #include <gtest/gtest.h>
 
