@@ -3,13 +3,18 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <climits>
+#include <fstream>
 #include <map>
 #include <ostream>
 
 #include "common/file_util.h"
 #include "common/json.h"
-#include "view/process_util.h"
+#include "common/subprocess.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
@@ -207,6 +212,47 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
   return s;
 }
 
+// What the layout engine did: its exit code (128 + signal when killed) and
+// the first 64 KiB of its stderr.
+struct LayoutRun {
+  int exit_code = 0;
+  std::string stderr_text;
+};
+
+// Runs `argv` (the engine, found on PATH) with stdout to `svg_path` and stdin
+// from /dev/null, waiting at most `timeout`: DeadlineExceeded after killing it
+// when it takes longer, NotFound when it cannot be started.
+Result<LayoutRun> RunLayout(const std::vector<std::string>& argv,
+                            const std::filesystem::path& svg_path,
+                            std::chrono::milliseconds timeout) {
+  std::filesystem::path err_path = svg_path;
+  err_path += ".stderr";
+  SpawnOptions options;
+  options.stdout_path = svg_path;
+  options.stderr_path = err_path;
+  options.stdin_from_dev_null = true;
+  auto child = ChildProcess::Spawn(argv, options);
+  if (!child.ok()) return NotFound("cannot start '" + argv[0] + "'");
+  std::error_code ec;
+  const int64_t wait_ms = std::clamp<int64_t>(timeout.count(), 0, INT_MAX);
+  if (!child->Wait(static_cast<int>(wait_ms))) {
+    child->Terminate(0);
+    std::filesystem::remove(err_path, ec);
+    return DeadlineExceeded("'" + argv[0] + "' did not finish within " +
+                            std::to_string(timeout.count() / 1000) + " s and was stopped");
+  }
+  const int status = child->exit_status().value_or(0);
+  LayoutRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream err_file(err_path);
+  std::string line;
+  while (std::getline(err_file, line) && run.stderr_text.size() < 65536) {
+    run.stderr_text += line + "\n";
+  }
+  std::filesystem::remove(err_path, ec);
+  return run;
+}
+
 std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
   size_t pos = 0;
   while ((pos = s.find(from, pos)) != std::string::npos) {
@@ -221,7 +267,7 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
 Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
                      const DepsViewerOptions& o, const std::filesystem::path& output,
                      std::ostream& err) {
-  auto engine_path = FindOnPath(o.engine);
+  auto engine_path = FindExecutable(o.engine);
   if (!engine_path) {
     return NotFound(fmt::format(
         "Graphviz '{}' not found on PATH. Install graphviz: brew install graphviz / apt install "
@@ -250,7 +296,7 @@ Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
   std::filesystem::path svg_path = dot_path;
   svg_path += ".svg";
   DFX_RETURN_IF_ERROR(WriteFileAtomic(dot_path, dot));
-  auto run = RunChild({o.engine, "-Tsvg", dot_path.string()}, svg_path, o.layout_timeout);
+  auto run = RunLayout({o.engine, "-Tsvg", dot_path.string()}, svg_path, o.layout_timeout);
   std::error_code ec;
   std::filesystem::remove(dot_path, ec);
   if (!run.ok()) {
