@@ -13,22 +13,9 @@
 namespace dfx::collectors {
 namespace {
 
+using testing::MakeTensorView;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-TensorView View(uint64_t id, std::vector<uint32_t> shape, std::vector<uint32_t> strides,
-                uint64_t offset) {
-  TensorView v;
-  v.tensor_id = id;
-  std::strcpy(v.dtype, "FLOAT16");
-  v.ndims = static_cast<uint8_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    v.shape[i] = shape[i];
-    v.strides[i] = strides[i];
-  }
-  v.start_offset = offset;
-  return v;
-}
 
 // Task 4294967296 (ring 1) consumes tensor 911 from task 5 (tensormap) and
 // from its creator 1; task 7 precedes it explicitly.
@@ -43,7 +30,7 @@ fs::path WriteSample(const TempDir& dir) {
   t.args[0].idx = 0;
   t.args[0].type = ArgType::kInout;
   t.args[0].has_tensor = true;
-  t.args[0].view = View(911, {4, 8}, {16, 1}, 32);
+  t.args[0].view = MakeTensorView(911, {4, 8}, {16, 1}, 32, "FLOAT16");
   t.args[1].idx = 1;
   t.args[1].type = ArgType::kOutput;
   DepGenEdgeRecord tm;
@@ -52,8 +39,8 @@ fs::path WriteSample(const TempDir& dir) {
   tm.arg = 0;
   tm.source = EdgeSource::kTensormap;
   tm.overlap = Overlap::kOther;
-  tm.consumer = View(911, {4, 8}, {16, 1}, 32);
-  tm.producer = View(911, {2, 8}, {16, 1}, 48);
+  tm.consumer = MakeTensorView(911, {4, 8}, {16, 1}, 32, "FLOAT16");
+  tm.producer = MakeTensorView(911, {2, 8}, {16, 1}, 48, "FLOAT16");
   DepGenEdgeRecord creator = tm;
   creator.pred = 1;
   creator.source = EdgeSource::kCreator;
