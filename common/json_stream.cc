@@ -105,16 +105,16 @@ JsonPullReader::Kind JsonPullReader::Peek() {
   }
 }
 
-bool JsonPullReader::BeginObject() {
-  if (!Expect('{')) return false;
+bool JsonPullReader::BeginContainer(char open) {
+  if (!Expect(open)) return false;
   first_.push_back(1);
   return true;
 }
 
-bool JsonPullReader::NextKey(std::string* key) {
+bool JsonPullReader::NextMember(char close) {
   if (!ok()) return false;
   SkipSpace();
-  if (PeekChar() == '}') {
+  if (PeekChar() == close) {
     ++pos_;
     first_.pop_back();
     return false;
@@ -123,30 +123,20 @@ bool JsonPullReader::NextKey(std::string* key) {
     if (!Expect(',')) return false;
   }
   first_.back() = 0;
+  return true;
+}
+
+bool JsonPullReader::BeginObject() { return BeginContainer('{'); }
+
+bool JsonPullReader::NextKey(std::string* key) {
+  if (!NextMember('}')) return false;
   if (!ReadString(key)) return false;
   return Expect(':');
 }
 
-bool JsonPullReader::BeginArray() {
-  if (!Expect('[')) return false;
-  first_.push_back(1);
-  return true;
-}
+bool JsonPullReader::BeginArray() { return BeginContainer('['); }
 
-bool JsonPullReader::NextElement() {
-  if (!ok()) return false;
-  SkipSpace();
-  if (PeekChar() == ']') {
-    ++pos_;
-    first_.pop_back();
-    return false;
-  }
-  if (!first_.back()) {
-    if (!Expect(',')) return false;
-  }
-  first_.back() = 0;
-  return true;
-}
+bool JsonPullReader::NextElement() { return NextMember(']'); }
 
 bool JsonPullReader::ReadNumber(JsonNumber* out) {
   if (!ok()) return false;

@@ -82,6 +82,11 @@ class JsonPullReader {
   int GetChar();
   void SkipSpace();
   bool Expect(char c);
+  // Consumes `open` ('{' or '[') and starts a container.
+  bool BeginContainer(char open);
+  // Consumes the separator before the next member, or `close` ('}' or ']')
+  // and the container (then false).
+  bool NextMember(char close);
   bool Refill();
   bool AppendValueText(std::string* text, int depth);
 
