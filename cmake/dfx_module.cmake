@@ -40,3 +40,21 @@ function(dfx_test name)
                              DFX_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${M_LABELS}")
 endfunction()
+
+# dfx_embed_resource(<target> <file> <function>): compiles the bytes of <file>
+# (relative to the calling CMakeLists.txt) into <target> as
+# `std::string_view <function>()`, generated at build time by
+# cmake/embed_resource.cmake (no generated code is committed, style.md §10).
+# Declare the function in a header of the module.
+function(dfx_embed_resource target file function)
+  get_filename_component(name ${file} NAME)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/resources/${name}.cc)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/${file} -DOUTPUT=${out}
+            -DFUNCTION=${function} -P ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${file} ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
+    COMMENT "Embedding ${file}"
+    VERBATIM)
+  target_sources(${target} PRIVATE ${out})
+endfunction()

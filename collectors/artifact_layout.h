@@ -28,6 +28,9 @@ inline constexpr const char* kDepsFile = "deps.json";
 inline constexpr const char* kArgsDumpDir = "args_dump";
 inline constexpr const char* kArgsDumpManifestFile = "args_dump/args_dump.json";
 inline constexpr const char* kArgsDumpBinFile = "args_dump/args.bin";
+// The same two inside the args_dump/ directory.
+inline constexpr const char* kArgsDumpManifestName = "args_dump.json";
+inline constexpr const char* kArgsDumpBinName = "args.bin";
 inline constexpr const char* kPmuFile = "pmu.csv";
 inline constexpr const char* kScopeStatsDir = "scope_stats";
 inline constexpr const char* kScopeStatsFile = "scope_stats/scope_stats.jsonl";
@@ -39,6 +42,9 @@ inline constexpr const char* kDispatchNameMapFile = "name_map.json";
 inline constexpr const char* kDispatchProgramFile = "dispatch_program.json";
 // The run-level trace of every rank and dispatch (dfx-view swimlane --run).
 inline constexpr const char* kRunSwimlaneFile = "merged_run_swimlane.json";
+// The converted trace beside a records file when no output is named
+// (dfx-view swimlane, as the reference converter names it).
+inline constexpr const char* kMergedSwimlaneFile = "merged_swimlane.json";
 
 // name_map_<work_dir.name>.json, the L2 name map (l3-and-runconfig.md §2.4).
 std::string L2NameMapFileName(const std::filesystem::path& work_dir);

@@ -1,23 +1,9 @@
-// DfxCollectors (the set armed for one dispatch) and the name map writer.
+// DfxCollectors: the set of recorders armed for one dispatch.
 #include "collectors/recorders.h"
-#include "common/json.h"
 #include "common/log.h"
 #include "config/run_config.h"
 
 namespace dfx::collectors {
-
-Status WriteNameMap(const fs::path& path, const NameMap& map) {
-  Json j = Json::object();
-  j["level"] = map.level;
-  j["orchestrator_name"] =
-      map.orchestrator_name.empty() ? Json(nullptr) : Json(map.orchestrator_name);
-  if (!map.callable_id_to_name.empty()) {
-    Json names = Json::object();
-    for (const auto& [id, name] : map.callable_id_to_name) names[std::to_string(id)] = name;
-    j["callable_id_to_name"] = std::move(names);
-  }
-  return WriteJsonFileAtomic(path, j, 2);
-}
 
 DfxCollectors::DfxCollectors(const config::RunConfig& config, const ChipLayout& layout,
                              const CapacityHint& hint, const fs::path& output_dir,

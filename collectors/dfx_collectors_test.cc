@@ -9,35 +9,8 @@
 namespace dfx::collectors {
 namespace {
 
-using testing::Keys;
-using testing::ReadJson;
-using testing::Slurp;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-TEST(NameMap, FormatIndentedWithStringKeys) {
-  TempDir dir;
-  NameMap map;
-  map.level = 2;
-  map.orchestrator_name = "Attn";
-  map.callable_id_to_name = {{0, "qk"}, {3, "softmax"}};
-  auto path = dir.path() / "name_map_case.json";
-  ASSERT_TRUE(WriteNameMap(path, map).ok());
-  EXPECT_EQ(Slurp(path),
-            "{\n  \"level\": 2,\n  \"orchestrator_name\": \"Attn\",\n  \"callable_id_to_name\": "
-            "{\n    \"0\": \"qk\",\n    \"3\": \"softmax\"\n  }\n}\n");
-}
-
-TEST(NameMap, NullOrchestratorAndEmptyMapOmitted) {
-  TempDir dir;
-  NameMap map;
-  map.level = 3;
-  auto path = dir.path() / "name_map.json";
-  ASSERT_TRUE(WriteNameMap(path, map).ok());
-  Json j = ReadJson(path);
-  EXPECT_EQ(Keys(j), (std::vector<std::string>{"level", "orchestrator_name"}));
-  EXPECT_TRUE(j["orchestrator_name"].is_null());
-}
 
 ChipLayout Layout() {
   ChipLayout l;

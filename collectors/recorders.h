@@ -315,18 +315,6 @@ class ScopeStatsRecorder {
 };
 
 // ---------------------------------------------------------------------------
-// Name map (artifacts.md §3)
-// ---------------------------------------------------------------------------
-
-struct NameMap {
-  int level = 2;
-  std::string orchestrator_name;  // empty -> null
-  std::vector<std::pair<int, std::string>> callable_id_to_name;
-};
-// Writes {"level", "orchestrator_name", "callable_id_to_name"} indented by 2.
-Status WriteNameMap(const fs::path& path, const NameMap& map);
-
-// ---------------------------------------------------------------------------
 // The set armed for one dispatch, from a RunConfig.
 // ---------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
     }
   }
   if (dirs.empty()) return written;
-  auto view = FindProjectBinary("dfx-view", "DFX_VIEW", {"../tools"});
+  auto view = FindProjectBinary("dfx-view", "DFX_VIEW", {"../view"});
   if (!view.ok()) {
     std::fprintf(out, "warning: no merged swimlane trace: %s; the raw records are kept\n",
                  view.status().message().c_str());

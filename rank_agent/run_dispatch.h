@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/recorders.h"
+#include "collectors/name_map.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"

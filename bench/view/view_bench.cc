@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/json_stream.h"
+#include "common/json_stream.h"
 
 namespace {
 
@@ -175,7 +175,7 @@ int GenDeps(const char* out_path, long n) {
 }
 
 int Tokenize(const char* path) {
-  dfx::view::JsonPullReader r;
+  dfx::JsonPullReader r;
   if (!r.Open(path).ok() || !r.Skip()) {
     std::fprintf(stderr, "tokenize failed: %s\n", r.status().message().c_str());
     return 1;

@@ -22,9 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/internal/chunked_writer.h"
+#include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
 #include "common/file_util.h"
+#include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
@@ -56,7 +57,7 @@ const char* StageName(DumpStage s) {
 }
 
 // The scalar `value` of a manifest entry, per the reference writer's rules.
-void WriteScalarValue(internal::ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
+void WriteScalarValue(ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
   if (dtype == "FLOAT32") {
     uint32_t b32 = static_cast<uint32_t>(bits);
     float f;
@@ -291,7 +292,7 @@ Status ArgsDumpRecorder::Export() {
     bytes += m.entries[i].bin_size;
   }
 
-  internal::ChunkedWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(m.dir / "args_dump.json"));
   w.Format(
       "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "

@@ -5,6 +5,7 @@
 #include <limits>
 #include <thread>
 
+#include "collectors/args_dump/args_dump_reader.h"
 #include "collectors/recorders.h"
 #include "collectors/testing/test_util.h"
 
@@ -327,6 +328,62 @@ TEST(ArgsDump, PartialLevelMessageDoesNotBlameFullDump) {
   ASSERT_EQ(s.code(), Code::kDeadlineExceeded);
   EXPECT_EQ(s.message().find("enable_dump_args=2"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("dump_tag"), std::string::npos);
+}
+
+TEST(ArgsDump, ReaderReadsBackTheManifestAndThePayloads) {
+  TempDir dir;
+  ArgsDumpRecorder r(Options(2), CapacityHint{.tensor_args = 8}, dir.path());
+  auto a = Bytes(64, 1);
+  ASSERT_TRUE(
+      r.Capture(TensorMeta(5, 0, DumpRole::kInput, DumpStage::kBeforeDispatch, {4, 8}), a).ok());
+  ASSERT_TRUE(r.Capture(ScalarMeta(3, 2, "FLOAT32", FloatBits(2.0f)), {}).ok());
+  ASSERT_TRUE(r.Export().ok());
+  fs::path d = dir.path() / "args_dump";
+  auto m = ReadArgsDumpManifest(d / "args_dump.json");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->bin_file, "args.bin");
+  ASSERT_EQ(m->args.size(), 2u);
+  const ArgsDumpEntry& scalar = m->args[0];  // task 3 sorts first
+  EXPECT_EQ(scalar.task_id, "0x0000000000000003");
+  EXPECT_EQ(scalar.kind, "scalar");
+  EXPECT_EQ(scalar.dtype, "FLOAT32");
+  EXPECT_EQ(scalar.arg_index, 2);
+  EXPECT_EQ(scalar.value_text, "2.0");  // the text the writer wrote
+  EXPECT_EQ(scalar.shape, std::vector<int64_t>{});
+  const ArgsDumpEntry& tensor = m->args[1];
+  EXPECT_EQ(tensor.role, "input");
+  EXPECT_EQ(tensor.stage, "before_dispatch");
+  EXPECT_TRUE(tensor.is_contiguous);
+  EXPECT_EQ(tensor.shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(tensor.strides, (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(tensor.bin_size, 64);
+  ArgsDumpBin bin;
+  bin.Open(d, *m);
+  ASSERT_TRUE(bin.is_open());
+  EXPECT_EQ(bin.Read(tensor), a);
+}
+
+TEST(ArgsDump, ReaderAcceptsTheLegacyTensorsListAndNamesWhatIsWrong) {
+  TempDir dir;
+  auto path = dir.path() / "args_dump.json";
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"tensors": [{"task_id": "0x1", "bin_size": 4}]})").ok());
+  auto m = ReadArgsDumpManifest(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->args.size(), 1u);
+  EXPECT_EQ(m->args[0].task_id, "0x1");
+  EXPECT_FALSE(m->bin_file.has_value());
+  ArgsDumpBin bin;
+  bin.Open(dir.path(), *m);
+  EXPECT_FALSE(bin.is_open());
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"args": {}})").ok());
+  m = ReadArgsDumpManifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), path.string() + ": at $.args: expected an array, got object {}");
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"args": [{"arg_index": "two"}]})").ok());
+  m = ReadArgsDumpManifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(path.string() + ": at $.args[0]: "), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

@@ -10,8 +10,9 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/chunked_writer.h"
+#include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
+#include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
@@ -27,7 +28,7 @@ struct TaskHeader {
   bool early_dispatch;
 };
 
-void WriteDims(internal::ChunkedWriter& w, const uint32_t* v, uint8_t n) {
+void WriteDims(ChunkedWriter& w, const uint32_t* v, uint8_t n) {
   w.Append('[');
   for (uint8_t i = 0; i < n && i < kMaxDims; ++i) w.Format("{}{}", i ? "," : "", v[i]);
   w.Append(']');
@@ -149,7 +150,7 @@ Status DepGenRecorder::Export(const fs::path& path) const {
     return FailedPrecondition(msg);
   }
 
-  internal::ChunkedWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
   w.Append("{\"tasks\":[");
   for (uint64_t t = 0; t < m.num_tasks; ++t) {

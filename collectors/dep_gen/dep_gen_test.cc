@@ -15,16 +15,7 @@ using testing::TempDir;
 
 TensorView View(uint64_t id, std::vector<uint32_t> shape, std::vector<uint32_t> strides,
                 uint64_t offset = 0) {
-  TensorView v;
-  v.tensor_id = id;
-  std::strcpy(v.dtype, "BFLOAT16");
-  v.ndims = static_cast<uint8_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    v.shape[i] = shape[i];
-    v.strides[i] = strides[i];
-  }
-  v.start_offset = offset;
-  return v;
+  return testing::MakeTensorView(id, std::move(shape), std::move(strides), offset);
 }
 
 DepGenTaskRecord Task(uint64_t id) {

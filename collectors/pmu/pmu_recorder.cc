@@ -62,8 +62,8 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/chunked_writer.h"
 #include "collectors/recorders.h"
+#include "common/json_stream.h"
 #include "common/log.h"
 #include "config/run_config.h"
 
@@ -418,7 +418,7 @@ Status PmuRecorder::Export(const fs::path& path) const {
         dropped);
   }
   if (rows == 0) return NotFound("no PMU rows collected (" + path.string() + " not written)");
-  internal::ChunkedWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
   w.Append("thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles");
   for (int i = 0; i < m.columns; ++i) {

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "collectors/pmu/pmu_reader.h"
 #include "collectors/recorders.h"
 #include "collectors/testing/test_util.h"
 
@@ -212,6 +213,45 @@ TEST(Pmu, SameWorkSameCounters) {
 TEST(Pmu, InvalidTypeFallsBackToPipeUtilization) {
   PmuRecorder r(3, Layout("a2a3"), CapacityHint{});
   EXPECT_EQ(r.CounterColumns().front(), "vec_busy_cycles");
+}
+
+TEST(Pmu, ReaderReadsBackWhatTheWriterWrote) {
+  TempDir dir;
+  PmuRecorder r(2, Layout("a2a3"), CapacityHint{.core_executions = 4});
+  r.Record(1, 0, 10, 4, CoreKind::kAic, VectorWork());
+  r.Record(0, 1, 11, 7, CoreKind::kAiv, VectorWork());
+  auto path = dir.path() / "pmu.csv";
+  ASSERT_TRUE(r.Export(path).ok());
+  PmuCsvHeader header;
+  std::vector<PmuCsvRow> rows;
+  ASSERT_TRUE(ReadPmuCsv(path, &header, [&](const PmuCsvRow& row) { rows.push_back(row); }).ok());
+  EXPECT_EQ(header.columns.size(), header.counters.size() + 6);
+  EXPECT_EQ(header.counters.front(), "pmu_total_cycles");
+  std::vector<std::string> written = r.CounterColumns();
+  written.insert(written.begin(), "pmu_total_cycles");
+  EXPECT_EQ(header.counters, written);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].func_id, 7);  // shard 0 first
+  EXPECT_EQ(rows[0].core_type, 1);
+  EXPECT_EQ(rows[0].event_type, 2);
+  EXPECT_EQ(rows[1].func_id, 4);
+  EXPECT_EQ(rows[1].core_type, 0);
+  ASSERT_EQ(rows[1].counters.size(), header.counters.size());
+  EXPECT_EQ(rows[1].counters[0], 9120.0);  // pmu_total_cycles
+}
+
+TEST(Pmu, ReaderNamesTheLineAndColumnOfABadCell) {
+  TempDir dir;
+  auto path = dir.path() / "pmu.csv";
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,c,"
+                              "event_type\n0,0,0x1,2,0,10,x,2\n")
+                  .ok());
+  PmuCsvHeader header;
+  Status s = ReadPmuCsv(path, &header, [](const PmuCsvRow&) {});
+  EXPECT_EQ(s.message(), path.string() + ": line 2: column c: expected a number, got \"x\"");
+  EXPECT_EQ(ReadPmuCsv(dir.path() / "none.csv", &header, [](const PmuCsvRow&) {}).code(),
+            Code::kNotFound);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/chunked_writer.h"
+#include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
+#include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
@@ -58,7 +59,7 @@ Status ScopeStatsRecorder::Export(const fs::path& path) const {
         "CapacityHint scope_samples bound if frequent.",
         dropped);
   }
-  internal::ChunkedWriter w;
+  ChunkedWriter w;
   Status s = w.Open(path);
   if (!s.ok()) {
     DFX_LOG_ERROR("scope_stats: failed to open {}: {}", path.string(), s.message());

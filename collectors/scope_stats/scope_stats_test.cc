@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "collectors/recorders.h"
+#include "collectors/scope_stats/scope_stats_reader.h"
 #include "collectors/testing/test_util.h"
 
 namespace dfx::collectors {
@@ -94,6 +95,52 @@ TEST(ScopeStats, AlwaysWrittenWhenEnabled) {
   auto lines = Lines(Slurp(path));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(Json::parse(lines[0])["total"], 0);
+}
+
+TEST(ScopeStats, ReaderReadsBackWhatTheWriterWrote) {
+  TempDir dir;
+  ScopeStatsRecorder r(Layout(), CapacityHint{.scope_samples = 4});
+  r.Record(Sample(true, 1, 2, 4096));
+  r.Record(Sample(false, 5, 9, 36864));
+  r.SetFatal();
+  auto path = dir.path() / "scope_stats.jsonl";
+  ASSERT_TRUE(r.Export(path).ok());
+  auto file = ReadScopeStats(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_TRUE(file->metadata.fatal);
+  EXPECT_EQ(file->metadata.dropped, 0u);
+  EXPECT_EQ(file->metadata.Capacity("task_window", 1), 16);
+  EXPECT_EQ(file->metadata.Capacity("heap", 3), 524288);
+  EXPECT_EQ(file->metadata.Capacity("dep_pool", 7), 0);      // beyond the four rings
+  EXPECT_EQ(file->metadata.Capacity("tensormap", 2), 4096);  // one value for every ring
+  ASSERT_EQ(file->samples.size(), 2u);
+  const ScopeStatsSample& end = file->samples[1];
+  EXPECT_EQ(end.site, "orch.cpp:42");
+  EXPECT_FALSE(end.begin);
+  EXPECT_EQ(end.depth, 5);
+  EXPECT_EQ(end.ring, 3);
+  EXPECT_EQ(end.task_window_end, 9);
+  EXPECT_EQ(end.heap_end, 36864);
+  EXPECT_EQ(end.dep_pool_end, 11);
+  EXPECT_EQ(end.tensormap, 8);
+  EXPECT_TRUE(file->samples[0].begin);
+}
+
+TEST(ScopeStats, ReaderRequiresTheMetadataLineAndAPhase) {
+  TempDir dir;
+  auto path = dir.path() / "s.jsonl";
+  ASSERT_TRUE(WriteFileAtomic(path, "\n{\"site\": \"a:1\"}\n").ok());
+  auto file = ReadScopeStats(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("at line 1: expected the metadata object"),
+            std::string::npos)
+      << file.status().message();
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"version\": 6}\n{\"phase\": \"middle\"}\n").ok());
+  file = ReadScopeStats(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("at line 2: $.phase: expected \"begin\" or \"end\""),
+            std::string::npos)
+      << file.status().message();
 }
 
 }  // namespace

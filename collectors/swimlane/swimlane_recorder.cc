@@ -11,8 +11,8 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/chunked_writer.h"
 #include "collectors/recorders.h"
+#include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
@@ -233,7 +233,7 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
   reconcile("SCHED_PHASE", m.dropped_sched.load());
   reconcile("ORCH_PHASE", m.dropped_orch.load());
 
-  internal::ChunkedWriter w;
+  ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
   w.Format(
       "{{\n  \"chip_swimlane_level\": {},\n  \"metadata\": {{\"clock_freq_hz\": {}, "

@@ -13,6 +13,20 @@ using testing::Keys;
 using testing::ReadJson;
 using testing::TempDir;
 
+// The raw rows of a records file, in file order.
+struct RawRows {
+  std::vector<SwimlaneAicoreRow> aicore;
+  std::vector<SwimlaneAicpuRow> aicpu;
+};
+RawRows ReadRawRows(const std::filesystem::path& path) {
+  RawRows raw;
+  Status s = ForEachTaskRecord(
+      path, [&](const SwimlaneAicoreRow& r) { raw.aicore.push_back(r); },
+      [&](const SwimlaneAicpuRow& r) { raw.aicpu.push_back(r); });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return raw;
+}
+
 ChipLayout TwoCores() {
   ChipLayout l;
   l.backend = "a2a3";
@@ -173,16 +187,16 @@ TEST(SwimlaneRecorder, ConcurrentCoresKeepPerCoreOrder) {
   for (auto& t : threads) t.join();
   auto path = dir.path() / "r.json";
   ASSERT_TRUE(r.Export(path).ok());
+  RawRows raw = ReadRawRows(path);
+  ASSERT_EQ(raw.aicore.size(), 4000u);
+  for (size_t k = 0; k < raw.aicore.size(); ++k) {
+    EXPECT_EQ(raw.aicore[k].core_id, k / 1000);
+    EXPECT_EQ(raw.aicore[k].reg_task_id, k % 1000);
+  }
   auto rec = ReadSwimlaneRecords(path);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
-  ASSERT_EQ(rec->aicore_tasks.size(), 4000u);
-  for (size_t k = 0; k < rec->aicore_tasks.size(); ++k) {
-    EXPECT_EQ(rec->aicore_tasks[k].core_id, k / 1000);
-    EXPECT_EQ(rec->aicore_tasks[k].reg_task_id, k % 1000);
-  }
-  SwimlaneJoin join = JoinSwimlaneTasks(*rec);
-  EXPECT_EQ(join.tasks.size(), 4000u);
-  EXPECT_EQ(join.unmatched_aicpu, 0u);
+  EXPECT_EQ(rec->tasks.size(), 4000u);
+  EXPECT_EQ(rec->unmatched_aicpu_rows, 0u);
 }
 
 TEST(SwimlaneRecorder, LargeExportStreamsAcrossChunks) {
@@ -199,15 +213,15 @@ TEST(SwimlaneRecorder, LargeExportStreamsAcrossChunks) {
   auto path = dir.path() / "r.json";
   ASSERT_TRUE(r.Export(path).ok());
   EXPECT_GT(std::filesystem::file_size(path), 4u << 20);
+  RawRows raw = ReadRawRows(path);
+  ASSERT_EQ(raw.aicore.size(), kRows);
+  ASSERT_EQ(raw.aicpu.size(), kRows);
+  EXPECT_EQ(raw.aicore.back().core_id, 7u);
+  EXPECT_EQ(raw.aicore.back().task_token_raw, 0xFFFFFFFF00000000ull | (kRows - 1));
   auto rec = ReadSwimlaneRecords(path);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
-  ASSERT_EQ(rec->aicore_tasks.size(), kRows);
-  ASSERT_EQ(rec->aicpu_tasks.size(), kRows);
-  EXPECT_EQ(rec->aicore_tasks.back().core_id, 7u);
-  EXPECT_EQ(rec->aicore_tasks.back().task_token_raw, 0xFFFFFFFF00000000ull | (kRows - 1));
-  SwimlaneJoin join = JoinSwimlaneTasks(*rec);
-  EXPECT_EQ(join.tasks.size(), kRows);
-  EXPECT_EQ(join.unmatched_aicpu, 0u);
+  EXPECT_EQ(rec->tasks.size(), kRows);
+  EXPECT_EQ(rec->unmatched_aicpu_rows, 0u);
 }
 
 TEST(SwimlaneReader, JoinsOnCoreAndRegTaskIdAndCountsUnmatched) {
@@ -221,16 +235,16 @@ TEST(SwimlaneReader, JoinsOnCoreAndRegTaskIdAndCountsUnmatched) {
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   EXPECT_EQ(rec->level, 4);
   EXPECT_EQ(rec->top_level_keys.size(), 6u);
-  ASSERT_EQ(rec->scheduler_phases.size(), 2u);
-  EXPECT_EQ(rec->scheduler_phases[0].size(), 3u);
-  ASSERT_EQ(rec->orchestrator_phases.size(), 1u);
-  SwimlaneJoin join = JoinSwimlaneTasks(*rec);
-  EXPECT_EQ(join.unmatched_aicpu, 1u);
-  ASSERT_EQ(join.tasks.size(), 3u);
-  EXPECT_EQ(join.tasks[0].task_id, 4294967298ull);  // sorted by task id
-  EXPECT_EQ(join.tasks[0].core_id, 1u);
-  EXPECT_EQ(join.tasks[0].dispatch_cycles, 1000470u);
-  EXPECT_EQ(join.tasks[0].start_cycles, 1000500u);
+  ASSERT_EQ(rec->sched_phases.size(), 2u);
+  EXPECT_EQ(rec->sched_phases[0].size(), 3u);
+  ASSERT_EQ(rec->orch_phases.size(), 1u);
+  EXPECT_EQ(rec->unmatched_aicpu_rows, 1u);
+  ASSERT_EQ(rec->tasks.size(), 3u);
+  const TaskRow& first = rec->tasks[0];
+  EXPECT_EQ(rec->TaskId(first), 4294967298ull);  // sorted by task id
+  EXPECT_EQ(first.core_id, 1u);
+  EXPECT_EQ(rec->Dispatch(first), 1000470u);
+  EXPECT_EQ(rec->Start(first), 1000500u);
 }
 
 TEST(SwimlaneReader, LevelOneSynthesisesTasksAndRejectsBadLevel) {
@@ -241,9 +255,8 @@ TEST(SwimlaneReader, LevelOneSynthesisesTasksAndRejectsBadLevel) {
   ASSERT_TRUE(r.Export(path).ok());
   auto rec = ReadSwimlaneRecords(path);
   ASSERT_TRUE(rec.ok());
-  SwimlaneJoin join = JoinSwimlaneTasks(*rec);
-  ASSERT_EQ(join.tasks.size(), 3u);
-  EXPECT_EQ(join.tasks[0].dispatch_cycles, 0u);
+  ASSERT_EQ(rec->tasks.size(), 3u);
+  EXPECT_EQ(rec->Dispatch(rec->tasks[0]), 0u);
 
   ASSERT_TRUE(WriteFileAtomic(dir.path() / "bad.json",
                               R"({"chip_swimlane_level": 5, "metadata": {"clock_freq_hz": 1}})")

@@ -1,14 +1,16 @@
-// Helpers shared by the collectors' tests: a fresh temporary directory and
-// JSON key-order checks.
+// Helpers shared by the collectors' tests: a fresh temporary directory, JSON
+// key-order checks and dep_gen tensor views.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "collectors/recorders.h"
 #include "common/file_util.h"
 #include "common/json.h"
 
@@ -51,6 +53,22 @@ inline std::string Slurp(const std::filesystem::path& p) {
   auto r = ReadFile(p);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : std::string();
+}
+
+// A dep_gen tensor view with this geometry (elements).
+inline TensorView MakeTensorView(uint64_t id, std::vector<uint32_t> shape,
+                                 std::vector<uint32_t> strides, uint64_t offset = 0,
+                                 const char* dtype = "BFLOAT16") {
+  TensorView v;
+  v.tensor_id = id;
+  std::strncpy(v.dtype, dtype, sizeof(v.dtype) - 1);
+  v.ndims = static_cast<uint8_t>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = strides[i];
+  }
+  v.start_offset = offset;
+  return v;
 }
 
 }  // namespace dfx::collectors::testing

@@ -1,0 +1,86 @@
+#include "collectors/pmu/pmu_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace dfx::collectors {
+namespace {
+
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream ss(line);
+  while (std::getline(ss, cell, ',')) {
+    while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' ')) cell.pop_back();
+    out.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+// The columns every event type has, before its counters.
+const char* const kFixedColumns[] = {"thread_id", "core_id",   "task_id",
+                                     "func_id",   "core_type", "pmu_total_cycles"};
+constexpr size_t kFirstCounter = 5;  // pmu_total_cycles
+
+}  // namespace
+
+Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
+                  const std::function<void(const PmuCsvRow&)>& on_row) {
+  std::ifstream in(path);
+  if (!in) return NotFound("PMU CSV not found: " + path.string());
+  std::string line;
+  if (!std::getline(in, line))
+    return InvalidArgument(path.string() + ": empty file (expected a header line)");
+  header->columns = SplitCsv(line);
+  const std::vector<std::string>& columns = header->columns;
+  const size_t fixed = std::size(kFixedColumns);
+  if (columns.size() < fixed + 1 ||
+      !std::equal(std::begin(kFixedColumns), std::end(kFixedColumns), columns.begin()) ||
+      columns.back() != "event_type") {
+    return InvalidArgument(path.string() +
+                           ": line 1: expected header thread_id,core_id,task_id,func_id,core_type,"
+                           "pmu_total_cycles,<counters...>,event_type; got \"" +
+                           line + "\"");
+  }
+  header->counters.assign(columns.begin() + kFirstCounter, columns.end() - 1);
+  size_t lineno = 1;
+  PmuCsvRow row;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r") continue;
+    auto cells = SplitCsv(line);
+    if (cells.size() != columns.size()) {
+      return InvalidArgument(fmt::format("{}: line {}: {} columns, expected {}", path.string(),
+                                         lineno, cells.size(), columns.size()));
+    }
+    auto num = [&](size_t col, double* v) -> Status {
+      char* end = nullptr;
+      *v = std::strtod(cells[col].c_str(), &end);
+      if (cells[col].empty() || *end != '\0') {
+        return InvalidArgument(fmt::format("{}: line {}: column {}: expected a number, got \"{}\"",
+                                           path.string(), lineno, columns[col], cells[col]));
+      }
+      return Status::Ok();
+    };
+    double func, type, ev;
+    DFX_RETURN_IF_ERROR(num(3, &func));
+    DFX_RETURN_IF_ERROR(num(4, &type));
+    DFX_RETURN_IF_ERROR(num(columns.size() - 1, &ev));
+    row.func_id = static_cast<long>(func);
+    row.core_type = static_cast<int>(type);
+    row.event_type = static_cast<int>(ev);
+    row.counters.resize(header->counters.size());
+    for (size_t k = 0; k < header->counters.size(); ++k) {
+      DFX_RETURN_IF_ERROR(num(kFirstCounter + k, &row.counters[k]));
+    }
+    on_row(row);
+  }
+  return Status::Ok();
+}
+
+}  // namespace dfx::collectors

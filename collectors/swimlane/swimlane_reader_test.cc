@@ -1,0 +1,145 @@
+#include "collectors/swimlane/swimlane_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <tuple>
+
+namespace dfx::collectors {
+namespace {
+
+std::filesystem::path Fixture(const std::string& rel) {
+  return std::filesystem::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
+}
+
+TEST(ReadSwimlaneRecordsTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
+  auto d = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->level, 4);
+  EXPECT_EQ(d->clock_freq_hz, 50000000u);
+  EXPECT_EQ(d->base_cycles, 900u);  // earliest orchestrator record
+  ASSERT_EQ(d->tasks.size(), 5u);
+  EXPECT_EQ(d->TaskId(d->tasks[0]), 1u);
+  EXPECT_EQ(d->TaskId(d->tasks[1]), 2u);
+  EXPECT_EQ(d->TaskId(d->tasks[2]), 2u);
+  EXPECT_EQ(d->TaskId(d->tasks[4]), (uint64_t{1} << 32) | 4);
+  // Task 3 ran on core 0 with reg 2: its AICPU row is dispatch 1212 / finish 1310.
+  EXPECT_NEAR(d->DispatchUs(d->tasks[3]), (1212 - 900) * 0.02, 1e-9);
+  EXPECT_NEAR(d->FinishUs(d->tasks[3]), (1310 - 900) * 0.02, 1e-9);
+  EXPECT_NEAR(d->ReceiveUs(d->tasks[3]), (1220 - 8 - 900) * 0.02, 1e-9);
+  EXPECT_EQ(d->core_to_thread, (std::vector<int>{0, 0, 1}));
+  ASSERT_EQ(d->sched_phases.size(), 2u);
+  EXPECT_EQ(d->sched_phases[0][1].kind, PhaseKind::kResolve);
+  EXPECT_EQ(d->sched_phases[0][8].task_id, 5);
+  ASSERT_EQ(d->orch_phases.size(), 1u);
+  EXPECT_EQ(d->orch_phases[0].size(), 6u);
+  EXPECT_EQ(UnmatchedWarning(*d), "");
+}
+
+TEST(ReadSwimlaneRecordsTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
+  auto d = ReadSwimlaneRecords(Fixture("l1/chip_swimlane_records.json"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->tasks.size(), 3u);
+  EXPECT_EQ(d->TaskId(d->tasks[2]), 8u);
+  EXPECT_EQ(d->ReceiveToStart(d->tasks[2]), 0u);  // 5-column legacy row
+  EXPECT_EQ(d->DispatchUs(d->tasks[0]), 0.0);
+}
+
+TEST(ReadSwimlaneRecordsTest, CountsUnmatchedAicpuRowsPerCore) {
+  auto d = ReadSwimlaneRecords(Fixture("l2/chip_swimlane_records.json"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->tasks.size(), 2u);
+  EXPECT_EQ(d->unmatched_aicpu_rows, 1u);
+  EXPECT_NE(UnmatchedWarning(*d).find("(top offenders: core 1: 1)"), std::string::npos);
+}
+
+TEST(ReadSwimlaneRecordsTest, RejectsUnsupportedLevelAndMissingClock) {
+  auto d = ReadSwimlaneRecords(Fixture("bad_level/chip_swimlane_records.json"));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "Unsupported chip_swimlane_level: 7 (expected 1, 2, 3, or 4)");
+  auto p =
+      std::filesystem::temp_directory_path() / ("noclock" + std::to_string(getpid()) + ".json");
+  std::ofstream(p)
+      << R"({"chip_swimlane_level": 2, "metadata": {"num_cores": 1}, "aicore_tasks": []})";
+  d = ReadSwimlaneRecords(p);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "metadata missing/zero clock_freq_hz: 0");
+  std::filesystem::remove(p);
+}
+
+std::filesystem::path WriteTemp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()) + ".json");
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(ReadSwimlaneRecordsTest, RowsBeyondTheCompactEncodingKeepExactValues) {
+  // Task 2 runs 2^33 cycles after task 1 (beyond 32-bit offsets) and task
+  // 0x30000000005 has a 42-bit id: both become wide rows with exact values.
+  const uint64_t late = 1000 + (uint64_t{1} << 33);
+  const uint64_t big_id = (uint64_t{3} << 40) | 5;
+  auto p = WriteTemp("wide", fmt::format(R"({{"chip_swimlane_level": 2,
+    "metadata": {{"clock_freq_hz": 1000000000, "num_cores": 2, "core_types": ["aic", "aiv"]}},
+    "aicpu_tasks": [[0, 1, 990, 71050], [1, 1, {}, {}], [1, 2, 29000, 100060]],
+    "aicore_tasks": [[0, 1, 1, 1000, 1050, 0], [1, 2, 1, {}, {}, 7], [1, {}, 2, 100000, 100050, 70000]]}})",
+                                         late - 10, late + 100, late, late + 50, big_id));
+  auto d = ReadSwimlaneRecords(p);
+  std::filesystem::remove(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->tasks.size(), 3u);
+  EXPECT_EQ(d->base_cycles, 990u);
+  EXPECT_EQ(d->TaskId(d->tasks[0]), 1u);
+  EXPECT_EQ(d->TaskId(d->tasks[1]), 2u);
+  EXPECT_EQ(d->TaskId(d->tasks[2]), big_id);
+  EXPECT_TRUE(d->tasks[1].wide());
+  EXPECT_EQ(d->Start(d->tasks[1]), late);
+  EXPECT_EQ(d->End(d->tasks[1]), late + 50);
+  EXPECT_EQ(d->Dispatch(d->tasks[1]), late - 10);
+  EXPECT_EQ(d->Finish(d->tasks[1]), late + 100);
+  EXPECT_DOUBLE_EQ(d->StartUs(d->tasks[1]), static_cast<double>(late - 990) / 1000.0);
+  EXPECT_EQ(d->Start(d->tasks[2]), 100000u);
+  EXPECT_EQ(d->Finish(d->tasks[2]), 100060u);
+  EXPECT_EQ(d->ReceiveToStart(d->tasks[2]), 70000u);  // beyond the 16-bit compact field
+  EXPECT_DOUBLE_EQ(d->ReceiveUs(d->tasks[2]), (30000.0 - 990.0) / 1000.0);
+  // Tail of 70000 cycles: too long for the 16-bit delta, kept exactly.
+  EXPECT_TRUE(d->tasks[0].wide());
+  EXPECT_EQ(d->Dispatch(d->tasks[0]), 990u);
+  EXPECT_EQ(d->Finish(d->tasks[0]), 71050u);
+  EXPECT_EQ(d->End(d->tasks[0]), 1050u);
+}
+
+TEST(ReadSwimlaneRecordsTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
+  SwimlaneReadOptions streamed;
+  streamed.stream_sched_phases = true;
+  auto a = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
+  auto b = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"), streamed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(b->sched_phases.empty());
+  EXPECT_EQ(b->num_sched_threads, 2u);
+  std::vector<std::tuple<size_t, int, uint64_t, int64_t>> pa, pb;
+  auto collect = [](auto* v) {
+    return [v](size_t t, const SchedPhase& p) {
+      v->emplace_back(t, static_cast<int>(p.kind), p.start, p.task_id);
+    };
+  };
+  ASSERT_TRUE(a->ForEachSchedPhase(collect(&pa)).ok());
+  ASSERT_TRUE(b->ForEachSchedPhase(collect(&pb)).ok());
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(pa.size(), a->sched_phases[0].size() + a->sched_phases[1].size());
+  EXPECT_EQ(a->base_cycles, b->base_cycles);
+}
+
+TEST(ReadSwimlaneRecordsTest, RejectsCoreIdsBeyondSixteenBits) {
+  auto p = WriteTemp("bigcore", R"({"chip_swimlane_level": 1,
+    "metadata": {"clock_freq_hz": 50000000}, "aicore_tasks": [[70000, 1, 1, 10, 20, 0]]})");
+  auto d = ReadSwimlaneRecords(p);
+  std::filesystem::remove(p);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("core_id 70000, expected 0..65535"), std::string::npos)
+      << d.status().message();
+}
+
+}  // namespace
+}  // namespace dfx::collectors

@@ -1,0 +1,463 @@
+#include "common/json_stream.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace dfx {
+
+JsonPullReader::~JsonPullReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Status JsonPullReader::Open(const std::filesystem::path& path) {
+  path_ = path.string();
+  file_ = std::fopen(path_.c_str(), "rb");
+  if (file_ == nullptr) return NotFound("Input file not found: " + path_);
+  buf_.resize(1 << 20);
+  return Status::Ok();
+}
+
+Status JsonPullReader::OpenAt(const std::filesystem::path& path, uint64_t offset) {
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  pos_ = len_ = 0;
+  consumed_ = 0;
+  first_.clear();
+  status_ = Status::Ok();
+  DFX_RETURN_IF_ERROR(Open(path));
+  if (offset > 0 && std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0) {
+    return InvalidArgument(fmt::format("{}: cannot seek to byte {}", path_, offset));
+  }
+  consumed_ = offset;
+  return Status::Ok();
+}
+
+bool JsonPullReader::Fail(const std::string& message) {
+  if (status_.ok()) {
+    status_ = InvalidArgument(fmt::format("{}: at byte {}: {}", path_, bytes_read(), message));
+  }
+  return false;
+}
+
+bool JsonPullReader::Refill() {
+  if (file_ == nullptr) return false;
+  consumed_ += len_;
+  len_ = std::fread(buf_.data(), 1, buf_.size(), file_);
+  pos_ = 0;
+  return len_ > 0;
+}
+
+int JsonPullReader::PeekChar() {
+  if (pos_ >= len_ && !Refill()) return -1;
+  return static_cast<unsigned char>(buf_[pos_]);
+}
+
+int JsonPullReader::GetChar() {
+  if (pos_ >= len_ && !Refill()) return -1;
+  return static_cast<unsigned char>(buf_[pos_++]);
+}
+
+void JsonPullReader::SkipSpace() {
+  for (;;) {
+    int c = PeekChar();
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      ++pos_;
+    } else {
+      return;
+    }
+  }
+}
+
+bool JsonPullReader::Expect(char c) {
+  if (!ok()) return false;
+  SkipSpace();
+  int got = GetChar();
+  if (got != c) {
+    return Fail(fmt::format(
+        "expected '{}', got {}", c,
+        got < 0 ? std::string("end of file") : fmt::format("'{}'", static_cast<char>(got))));
+  }
+  return true;
+}
+
+JsonPullReader::Kind JsonPullReader::Peek() {
+  if (!ok()) return Kind::kError;
+  SkipSpace();
+  switch (PeekChar()) {
+    case '{':
+      return Kind::kObject;
+    case '[':
+      return Kind::kArray;
+    case '"':
+      return Kind::kString;
+    case 't':
+    case 'f':
+      return Kind::kBool;
+    case 'n':
+      return Kind::kNull;
+    case -1:
+      return Kind::kEnd;
+    default:
+      return Kind::kNumber;
+  }
+}
+
+bool JsonPullReader::BeginContainer(char open) {
+  if (!Expect(open)) return false;
+  first_.push_back(1);
+  return true;
+}
+
+bool JsonPullReader::NextMember(char close) {
+  if (!ok()) return false;
+  SkipSpace();
+  if (PeekChar() == close) {
+    ++pos_;
+    first_.pop_back();
+    return false;
+  }
+  if (!first_.back()) {
+    if (!Expect(',')) return false;
+  }
+  first_.back() = 0;
+  return true;
+}
+
+bool JsonPullReader::BeginObject() { return BeginContainer('{'); }
+
+bool JsonPullReader::NextKey(std::string* key) {
+  if (!NextMember('}')) return false;
+  if (!ReadString(key)) return false;
+  return Expect(':');
+}
+
+bool JsonPullReader::BeginArray() { return BeginContainer('['); }
+
+bool JsonPullReader::NextElement() { return NextMember(']'); }
+
+bool JsonPullReader::ReadNumber(JsonNumber* out) {
+  if (!ok()) return false;
+  SkipSpace();
+  char text[64];
+  size_t n = 0;
+  *out = JsonNumber{};
+  int c = PeekChar();
+  if (c == '-') {
+    out->negative = true;
+    text[n++] = '-';
+    ++pos_;
+    c = PeekChar();
+  }
+  if (c < '0' || c > '9') {
+    return Fail(c < 0 ? "expected a number, got end of file"
+                      : fmt::format("expected a number, got '{}'", static_cast<char>(c)));
+  }
+  uint64_t mag = 0;
+  bool overflow = false;
+  while (c >= '0' && c <= '9') {
+    uint64_t next = mag * 10 + static_cast<uint64_t>(c - '0');
+    if (next / 10 != mag) overflow = true;
+    mag = next;
+    if (n < sizeof(text) - 1) text[n++] = static_cast<char>(c);
+    ++pos_;
+    c = PeekChar();
+  }
+  if (c == '.' || c == 'e' || c == 'E') {
+    out->is_integer = false;
+    while ((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+      if (n < sizeof(text) - 1) text[n++] = static_cast<char>(c);
+      ++pos_;
+      c = PeekChar();
+    }
+  }
+  text[n] = '\0';
+  if (out->is_integer && !overflow) {
+    out->magnitude = mag;
+    out->value = out->negative ? -static_cast<double>(mag) : static_cast<double>(mag);
+  } else {
+    out->is_integer = false;
+    out->value = std::strtod(text, nullptr);
+  }
+  return true;
+}
+
+bool JsonPullReader::ReadString(std::string* out) {
+  if (!Expect('"')) return false;
+  out->clear();
+  for (;;) {
+    int c = GetChar();
+    if (c < 0) return Fail("unterminated string");
+    if (c == '"') return true;
+    if (c != '\\') {
+      out->push_back(static_cast<char>(c));
+      continue;
+    }
+    c = GetChar();
+    switch (c) {
+      case '"':
+        out->push_back('"');
+        break;
+      case '\\':
+        out->push_back('\\');
+        break;
+      case '/':
+        out->push_back('/');
+        break;
+      case 'b':
+        out->push_back('\b');
+        break;
+      case 'f':
+        out->push_back('\f');
+        break;
+      case 'n':
+        out->push_back('\n');
+        break;
+      case 'r':
+        out->push_back('\r');
+        break;
+      case 't':
+        out->push_back('\t');
+        break;
+      case 'u': {
+        unsigned code = 0;
+        for (int i = 0; i < 4; ++i) {
+          int h = GetChar();
+          code <<= 4;
+          if (h >= '0' && h <= '9')
+            code |= static_cast<unsigned>(h - '0');
+          else if (h >= 'a' && h <= 'f')
+            code |= static_cast<unsigned>(h - 'a' + 10);
+          else if (h >= 'A' && h <= 'F')
+            code |= static_cast<unsigned>(h - 'A' + 10);
+          else
+            return Fail("bad \\u escape in string");
+        }
+        // UTF-8 encode (surrogate pairs are passed through as two 3-byte sequences).
+        if (code < 0x80) {
+          out->push_back(static_cast<char>(code));
+        } else if (code < 0x800) {
+          out->push_back(static_cast<char>(0xC0 | (code >> 6)));
+          out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
+        } else {
+          out->push_back(static_cast<char>(0xE0 | (code >> 12)));
+          out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+          out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
+        }
+        break;
+      }
+      default:
+        return Fail("bad escape in string");
+    }
+  }
+}
+
+bool JsonPullReader::ReadBool(bool* out) {
+  if (!ok()) return false;
+  SkipSpace();
+  const char* word = PeekChar() == 't' ? "true" : "false";
+  for (const char* p = word; *p; ++p) {
+    if (GetChar() != *p) return Fail("expected true or false");
+  }
+  *out = word[0] == 't';
+  return true;
+}
+
+bool JsonPullReader::ReadNull() {
+  if (!ok()) return false;
+  SkipSpace();
+  for (const char* p = "null"; *p; ++p) {
+    if (GetChar() != *p) return Fail("expected null");
+  }
+  return true;
+}
+
+bool JsonPullReader::Skip() {
+  switch (Peek()) {
+    case Kind::kObject: {
+      if (!BeginObject()) return false;
+      std::string key;
+      while (NextKey(&key)) {
+        if (!Skip()) return false;
+      }
+      return ok();
+    }
+    case Kind::kArray: {
+      if (!BeginArray()) return false;
+      while (NextElement()) {
+        if (!Skip()) return false;
+      }
+      return ok();
+    }
+    case Kind::kString: {
+      std::string s;
+      return ReadString(&s);
+    }
+    case Kind::kNumber: {
+      JsonNumber n;
+      return ReadNumber(&n);
+    }
+    case Kind::kBool: {
+      bool b;
+      return ReadBool(&b);
+    }
+    case Kind::kNull:
+      return ReadNull();
+    case Kind::kEnd:
+      return Fail("unexpected end of file");
+    case Kind::kError:
+      return false;
+  }
+  return false;
+}
+
+bool JsonPullReader::AppendValueText(std::string* text, int depth) {
+  if (depth > 256) return Fail("nesting too deep");
+  switch (Peek()) {
+    case Kind::kObject: {
+      BeginObject();
+      text->push_back('{');
+      std::string key;
+      bool first = true;
+      while (NextKey(&key)) {
+        if (!first) text->push_back(',');
+        first = false;
+        AppendJsonString(text, key);
+        text->push_back(':');
+        if (!AppendValueText(text, depth + 1)) return false;
+      }
+      text->push_back('}');
+      return ok();
+    }
+    case Kind::kArray: {
+      BeginArray();
+      text->push_back('[');
+      bool first = true;
+      while (NextElement()) {
+        if (!first) text->push_back(',');
+        first = false;
+        if (!AppendValueText(text, depth + 1)) return false;
+      }
+      text->push_back(']');
+      return ok();
+    }
+    case Kind::kString: {
+      std::string s;
+      if (!ReadString(&s)) return false;
+      AppendJsonString(text, s);
+      return true;
+    }
+    case Kind::kNumber: {
+      JsonNumber n;
+      if (!ReadNumber(&n)) return false;
+      if (n.is_integer) {
+        if (n.negative) text->push_back('-');
+        text->append(std::to_string(n.magnitude));
+      } else {
+        AppendDouble(text, n.value);
+      }
+      return true;
+    }
+    case Kind::kBool: {
+      bool b;
+      if (!ReadBool(&b)) return false;
+      text->append(b ? "true" : "false");
+      return true;
+    }
+    case Kind::kNull:
+      if (!ReadNull()) return false;
+      text->append("null");
+      return true;
+    case Kind::kEnd:
+      return Fail("unexpected end of file");
+    case Kind::kError:
+      return false;
+  }
+  return false;
+}
+
+bool JsonPullReader::ReadJson(Json* out) {
+  std::string text;
+  if (!AppendValueText(&text, 0)) return false;
+  auto parsed = ParseJson(text, path_);
+  if (!parsed.ok()) return Fail(parsed.status().message());
+  *out = std::move(parsed).value();
+  return true;
+}
+
+Status ChunkedWriter::Open(const std::filesystem::path& path) {
+  buffer_.reserve(kChunkBytes + 4096);
+  status_ = file_.Open(path);
+  return status_;
+}
+
+void ChunkedWriter::String(std::string_view s) {
+  AppendJsonString(&buffer_, s);
+  MaybeFlush();
+}
+
+void ChunkedWriter::Flush() {
+  if (status_.ok() && !buffer_.empty()) status_ = file_.Write(buffer_);
+  buffer_.clear();
+}
+
+Status ChunkedWriter::Commit() {
+  Flush();
+  if (!status_.ok()) {
+    file_.Abort();
+    return status_;
+  }
+  return file_.Commit();
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          out->append(fmt::format("\\u{:04x}", c));
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendDouble(std::string* out, double v) {
+  if (!std::isfinite(v)) {
+    out->append("null");
+    return;
+  }
+  if (v == 0.0) v = 0.0;  // no "-0"
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip
+  out->append(buf, static_cast<size_t>(res.ptr - buf));
+}
+
+std::string FormatDouble(double v) {
+  std::string s;
+  AppendDouble(&s, v);
+  return s;
+}
+
+}  // namespace dfx

@@ -1,0 +1,100 @@
+#include "common/json_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace dfx {
+namespace {
+
+std::filesystem::path WriteTemp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()));
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(JsonPullReaderTest, WalksNestedDocumentWithFull64BitIntegers) {
+  auto p = WriteTemp("pull_ok", R"( {"a": [1, -2, 18446744073709551615, 2.5e3],
+     "s": "q\"\u00e9\n", "o": {"t": true, "n": null}, "e": [] } )");
+  JsonPullReader r;
+  ASSERT_TRUE(r.Open(p).ok());
+  ASSERT_TRUE(r.BeginObject());
+  std::string key;
+  ASSERT_TRUE(r.NextKey(&key));
+  EXPECT_EQ(key, "a");
+  ASSERT_TRUE(r.BeginArray());
+  std::vector<JsonNumber> nums;
+  while (r.NextElement()) {
+    JsonNumber n;
+    ASSERT_TRUE(r.ReadNumber(&n));
+    nums.push_back(n);
+  }
+  ASSERT_EQ(nums.size(), 4u);
+  EXPECT_EQ(nums[0].AsUint64(), 1u);
+  EXPECT_EQ(nums[1].AsInt64(), -2);
+  EXPECT_EQ(nums[2].AsUint64(), 18446744073709551615ull);
+  EXPECT_FALSE(nums[3].is_integer);
+  EXPECT_DOUBLE_EQ(nums[3].value, 2500.0);
+  ASSERT_TRUE(r.NextKey(&key));
+  std::string s;
+  ASSERT_TRUE(r.ReadString(&s));
+  EXPECT_EQ(s, "q\"\xC3\xA9\n");
+  ASSERT_TRUE(r.NextKey(&key));
+  Json o;
+  ASSERT_TRUE(r.ReadJson(&o));
+  EXPECT_EQ(o, Json::parse(R"({"t": true, "n": null})"));
+  ASSERT_TRUE(r.NextKey(&key));
+  ASSERT_TRUE(r.Skip());
+  EXPECT_FALSE(r.NextKey(&key));
+  EXPECT_TRUE(r.ok());
+  std::filesystem::remove(p);
+}
+
+TEST(JsonPullReaderTest, ErrorNamesFileAndByteOffset) {
+  auto p = WriteTemp("pull_bad", R"({"a": [1, 2 3]})");
+  JsonPullReader r;
+  ASSERT_TRUE(r.Open(p).ok());
+  EXPECT_FALSE(r.Skip());
+  EXPECT_NE(r.status().message().find(p.string() + ": at byte"), std::string::npos);
+  EXPECT_NE(r.status().message().find("expected ','"), std::string::npos) << r.status().message();
+  std::filesystem::remove(p);
+}
+
+TEST(JsonPullReaderTest, MissingFileIsNotFound) {
+  JsonPullReader r;
+  Status s = r.Open("/nonexistent/records.json");
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_EQ(s.message(), "Input file not found: /nonexistent/records.json");
+}
+
+TEST(JsonWriterTest, StringsAndDoublesAreValidJson) {
+  std::string out;
+  AppendJsonString(&out, "a\"b\\c\x01");
+  EXPECT_EQ(out, R"("a\"b\\c\u0001")");
+  EXPECT_EQ(FormatDouble(1.5), "1.5");
+  EXPECT_EQ(FormatDouble(-0.0), "0");
+  EXPECT_EQ(FormatDouble(0.1 + 0.2), "0.30000000000000004");
+}
+
+TEST(ChunkedWriterTest, StreamsAcrossChunksAndAppearsOnlyOnCommit) {
+  auto p = std::filesystem::temp_directory_path() / ("chunked" + std::to_string(getpid()));
+  std::filesystem::remove(p);
+  ChunkedWriter w;
+  ASSERT_TRUE(w.Open(p).ok());
+  std::string expected;
+  for (int i = 0; expected.size() < 3 * ChunkedWriter::kChunkBytes; ++i) {
+    w.Format("{},", i);
+    expected += std::to_string(i) + ",";
+  }
+  w.String("q\"\n");
+  expected += R"("q\"\n")";
+  EXPECT_FALSE(std::filesystem::exists(p));  // only the temporary name exists until Commit
+  ASSERT_TRUE(w.Commit().ok());
+  auto text = ReadFile(p);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, expected);
+  std::filesystem::remove(p);
+}
+
+}  // namespace
+}  // namespace dfx

@@ -1,0 +1,161 @@
+// The converter's core: the order the views are emitted in (event ids are
+// assigned in that order, and flows bind to them), logical tasks (groups of
+// rows), labels and the process/thread metadata.
+#include "view/dispatch_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "view/task_label.h"
+
+namespace dfx::view {
+
+using collectors::TaskInfo;
+using collectors::TaskRow;
+
+namespace {
+
+std::string LowerCopy(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+Status DispatchConverter::Run() {
+  DFX_RETURN_IF_ERROR(ScanSchedPhases());
+  EmitProcessMetadata();
+  EmitWorkerView();
+  EmitSchedulerView();
+  DFX_RETURN_IF_ERROR(EmitSchedPhases());
+  EmitMarkersAndOrch();
+  EmitGraphExecution();
+  if (deps_ != nullptr) EmitDependencyFlows();
+  EmitCompleteAndDispatchFlows();
+  if (overhead_ && deps_ != nullptr) EmitOverhead();
+  return sched_status_;
+}
+
+int DispatchConverter::FuncOf(const TaskRow& r) const { return RowFuncId(d_, deps_, r); }
+
+std::string DispatchConverter::CoreName(int core) const {
+  bool aic = core >= 0 && static_cast<size_t>(core) < d_.core_types.size() &&
+             d_.core_types[static_cast<size_t>(core)] == "aic";
+  return fmt::format("{}_{}", aic ? "AIC" : "AIV", core);
+}
+
+// Groups (logical tasks) are contiguous row ranges of the task_id-sorted
+// rows; nothing per group is stored, a group is derived from its first row.
+Group DispatchConverter::GroupFrom(uint32_t i) const {
+  uint64_t id = IdOf(i);
+  uint32_t j = i + 1;
+  while (j < NumRows() && IdOf(j) == id) ++j;
+  Group g{id, i, j, false, 1};
+  if (const TaskInfo* dt = DepTaskOf(g.task_id)) {
+    g.block_num = std::max(1, dt->block_num);
+    g.spmd = dt->block_num > 1;
+  } else if (j - i > 1) {
+    bool first_aic = d_.IsAic(d_.tasks[i]);
+    bool same_type = true;
+    for (uint32_t r = i + 1; r < j; ++r)
+      same_type = same_type && d_.IsAic(d_.tasks[r]) == first_aic;
+    g.spmd = same_type;
+    g.block_num = same_type ? static_cast<int>(j - i) : 1;
+  }
+  return g;
+}
+
+const TaskInfo* DispatchConverter::DepTaskOf(uint64_t id) const {
+  if (deps_ == nullptr) return nullptr;
+  return deps_->FindTask(id);
+}
+
+std::optional<Group> DispatchConverter::FindGroup(uint64_t id) const {
+  uint32_t lo = 0, hi = NumRows();
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (IdOf(mid) < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == NumRows() || IdOf(lo) != id) return std::nullopt;
+  return GroupFrom(lo);
+}
+
+std::string DispatchConverter::BaseName(int func_id) const {
+  if (func_id < 0) return "task";
+  return KernelName(names_, func_id);
+}
+
+std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {
+  std::string base = BaseName(func_id);
+  if (spmd && LowerCopy(base).find("spmd") == std::string::npos) base += "_spmd";
+  return base + "(" + FormatTaskDisplay(task_id) + ")";
+}
+
+std::string DispatchConverter::PeerHint(uint64_t id, bool fanout) const {
+  std::string s;
+  auto list = [&](const auto& peers) {
+    s = fmt::format("{}: [", peers.size());
+    for (size_t i = 0; i < peers.size(); ++i) {
+      if (i) s += ", ";
+      s += FormatTaskDisplay(peers[i].second);
+    }
+    s += "]";
+  };
+  if (deps_ == nullptr) {
+    s = "0: []";
+  } else if (fanout) {
+    list(deps_->Succs(id));
+  } else {
+    list(deps_->Preds(id));
+  }
+  return s;
+}
+
+void DispatchConverter::EmitProcessMetadata() {
+  bool has_orch = false;
+  for (const auto& lane : d_.orch_phases) has_orch |= !lane.empty();
+  if (!d_.host_uploads.empty()) {
+    trace_.ProcessName(1, "Host Prepare", 1);
+    trace_.ThreadName(1, 4100, "H2D");
+  }
+  if (has_orch) {
+    std::string name = d_.host_mode               ? "Host Orchestrator"
+                       : names_.orchestrator_name ? "AICPU " + *names_.orchestrator_name
+                                                  : "AICPU Orchestrator";
+    trace_.ProcessName(1, name, 1);
+    for (size_t i = 0; i < d_.orch_phases.size(); ++i) {
+      trace_.ThreadName(1, 4000 + static_cast<int>(i),
+                        fmt::format("{}_{}", d_.host_mode ? "Host" : "Orch", i));
+    }
+  }
+  if (d_.has_sched_phases && d_.num_sched_threads > 0) {
+    trace_.ProcessName(2, "AICPU Scheduler", 2);
+    for (size_t t = 0; t < d_.num_sched_threads; ++t) {
+      int tt = static_cast<int>(t);
+      trace_.ThreadName(2, SchedTid(tt), fmt::format("Sched_{}", t));
+      if (has_resolve_[t]) trace_.ThreadName(2, SchedTid(tt) + 1, fmt::format("Sched_{}", t));
+    }
+    trace_.ThreadName(2, 3999, "shared_ready_queue (global)", 100);
+  }
+  for (const auto& r : d_.tasks) {
+    if (d_.Finish(r) > 0) {
+      has_sched_view_ = d_.level >= 2;
+      break;
+    }
+  }
+  if (has_sched_view_) trace_.ProcessName(3, "Scheduler View", 3);
+  trace_.ProcessName(4, "Worker View", 4);
+  std::set<int> cores;
+  for (const auto& r : d_.tasks) cores.insert(r.core_id);
+  for (int c : cores) trace_.ThreadName(4, CoreTid(c), CoreName(c));
+  int aicpu_lanes = static_cast<int>(d_.num_sched_threads + d_.orch_phases.size());
+  for (int k = 0; k < aicpu_lanes; ++k) trace_.ThreadName(4, 19000 + k, fmt::format("AICPU_{}", k));
+}
+
+}  // namespace dfx::view

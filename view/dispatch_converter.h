@@ -1,0 +1,177 @@
+// DispatchConverter: turns one dispatch's records (one chip_swimlane_records
+// file, with its deps.json and name map when there are some) into the events
+// of a TraceWriter (artifacts.md §4). Internal to view/: `dfx-view swimlane`
+// converts one dispatch, the run timeline many into one trace.
+//
+// One class, its views in their own files:
+//   dispatch_converter.cc  groups of rows (logical tasks), labels, process and
+//                          thread metadata, the order the views run in
+//   worker_view.cc         Worker View (pid 4): one bar per AICore execution
+//   scheduler_view.cc      Scheduler View (pid 3): dispatch→finish bars per core
+//   scheduler_phases.cc    AICPU Scheduler (pid 2): phase bars, ready-queue and
+//                          --overhead counters, the thread that dispatches a core
+//   orchestrator_view.cc   orchestrator submits and host uploads (pid 1), marker
+//                          lanes (dummy / skipped / alloc), graph execution (pid 5)
+//   flows.cc               dependency, complete, ready and dispatch arrows
+//
+// The views share state through members: rows are the records' joined task
+// rows, sorted by task id; a logical task (a "group") is a contiguous run of
+// rows. The converter reuses TaskRow's scratch bits and slot (see
+// scheduler_view.cc) and so takes the records by non-const reference.
+//
+// One thread; a converter converts once (Run).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectors/dep_gen/deps_reader.h"
+#include "collectors/name_map.h"
+#include "collectors/swimlane/swimlane_reader.h"
+#include "common/status.h"
+#include "view/trace_writer.h"
+
+namespace dfx::view {
+
+// A logical task: rows [begin, end) of the task_id-sorted rows.
+struct Group {
+  uint64_t task_id;
+  uint32_t begin, end;
+  bool spmd;
+  int block_num;
+};
+
+// A scheduler phase bar (complete / dispatch records) of one sched thread.
+struct Bar {
+  double start, end;
+  uint32_t attributed = 0;
+  uint32_t thread = 0;
+};
+
+class DispatchConverter {
+ public:
+  DispatchConverter(collectors::SwimlaneRecords& data, const collectors::TaskGraph* deps,
+                    const collectors::NameMap& names, bool overhead, bool verbose,
+                    TraceWriter& trace, std::ostream& err)
+      : d_(data),
+        deps_(deps),
+        names_(names),
+        overhead_(overhead),
+        verbose_(verbose),
+        trace_(trace),
+        err_(err) {}
+
+  // Emits every view of the dispatch. Returns an error only when the
+  // scheduler phases cannot be re-read from the records file.
+  Status Run();
+
+ private:
+  // Scratch bits of TaskRow::flags used by the converter.
+  static constexpr uint8_t kSpmdFlag = 0x02;
+  static constexpr uint8_t kPlacedFlag = 0x04;
+  static constexpr int kLaneShift = 4;  // Scheduler View lane in bits 4..7
+
+  // Thread ids of the lanes (§4.3).
+  static int CoreTid(int core) { return 10000 + 10 * core; }
+  static int SchedTid(int thread) { return 30000 + 10 * thread; }
+  static int BarTid(const Bar* b) { return SchedTid(static_cast<int>(b->thread)); }
+
+  int Pid(int p) const { return trace_.Pid(p); }
+  double T(double ts) const { return trace_.T(ts); }
+  void SeeEnd(double ts) { trace_.SeeEnd(ts); }
+
+  // --- rows, groups and labels (dispatch_converter.cc) ----------------------------
+  std::string CoreName(int core) const;
+  int FuncOf(const collectors::TaskRow& r) const;
+  uint64_t IdOf(uint32_t row) const { return d_.TaskId(d_.tasks[row]); }
+  uint32_t NumRows() const { return static_cast<uint32_t>(d_.tasks.size()); }
+  Group GroupFrom(uint32_t i) const;
+  std::optional<Group> FindGroup(uint64_t id) const;
+  const collectors::TaskInfo* DepTaskOf(uint64_t id) const;
+  std::string BaseName(int func_id) const;
+  std::string Label(uint64_t task_id, int func_id, bool spmd) const;
+  std::string PeerHint(uint64_t id, bool fanout) const;
+  void EmitProcessMetadata();
+
+  // --- Worker View (worker_view.cc) ------------------------------------------------
+  void EmitWorkerView();
+  uint64_t WorkerEv(uint32_t row) const { return first_worker_ev_ + row; }
+
+  // --- Scheduler View (scheduler_view.cc) -----------------------------------------
+  void EmitSchedulerView();
+  // Scheduler View bar of a row (TaskRow::slot = 1-based offset, 0 = none).
+  uint64_t SchedEv(uint32_t row) const {
+    uint32_t s = d_.tasks[row].slot;
+    return s == 0 ? 0 : first_sched_ev_ + s - 1;
+  }
+  int SchedTidOf(uint32_t row) const {
+    const collectors::TaskRow& r = d_.tasks[row];
+    return CoreTid(r.core_id) + (r.flags >> kLaneShift);
+  }
+
+  // --- AICPU Scheduler (scheduler_phases.cc) --------------------------------------
+  Status ScanSchedPhases();
+  Status EmitSchedPhases();
+  int ThreadOfCore(int core);
+  Bar* FindCompleteBar(int thread, double finish);
+  uint64_t CompleteEv(const Bar* b) const {
+    return first_complete_ev_ + static_cast<uint64_t>(b - complete_bars_.data());
+  }
+  void EmitOverhead();
+
+  // --- orchestrator, markers, graph execution (orchestrator_view.cc) --------------
+  void Marker(uint64_t task_id, int tid, double ts, double dur, const std::string& name,
+              const char* cname, const std::string& args_json);
+  std::string MarkerLabel(uint64_t task_id) const;
+  void EmitMarkersAndOrch();
+  void EmitGraphExecution();
+
+  // --- flows (flows.cc) -------------------------------------------------------------
+  std::vector<uint32_t> AnchorRows(const Group& g, bool worker_view) const;
+  std::vector<Anchor> WorkerAnchors(uint64_t id) const;
+  int FanCount(uint64_t id) const;
+  void EmitDependencyFlows();
+  void EmitCompleteAndDispatchFlows();
+
+  collectors::SwimlaneRecords& d_;
+  const collectors::TaskGraph* deps_;
+  const collectors::NameMap& names_;
+  bool overhead_, verbose_;
+  TraceWriter& trace_;
+  std::ostream& err_;
+
+  struct Outer {
+    double first_prepare = std::numeric_limits<double>::infinity();
+    double prepare_us = 0;
+    int slices = 0;
+  };
+  struct OrchEnd {
+    uint64_t task_id;
+    int tid;
+    double end;
+  };
+
+  bool has_sched_view_ = false;
+  uint64_t first_worker_ev_ = 0;  // Worker View bar of row i has id first_worker_ev_ + i
+  uint64_t first_sched_ev_ = 0;   // first Scheduler View bar id
+  uint64_t first_complete_ev_ = 0;
+  std::vector<bool> has_resolve_;                // per sched thread
+  std::vector<Bar> complete_bars_;               // per thread ranges, each sorted by start
+  std::vector<size_t> complete_begin_;           // thread t: [begin[t], begin[t + 1])
+  std::vector<std::vector<Bar>> dispatch_bars_;  // read on demand for core voting
+  std::vector<std::pair<size_t, collectors::SchedPhase>> marker_phases_;  // dummy / skip
+  std::map<uint64_t, Outer> outers_;  // graph_prepare by outer task
+  Status sched_status_;
+  std::multimap<uint64_t, Anchor> markers_;
+  std::vector<OrchEnd> orch_end_;
+  bool voted_ = false;
+  std::map<int, int> voted_core_thread_;
+};
+
+}  // namespace dfx::view

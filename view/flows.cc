@@ -1,0 +1,195 @@
+// Flow arrows (§4.7): dependencies from deps.json (Worker and Scheduler
+// View), complete (execution → its complete bar), complete→ready,
+// submit→dispatch and dispatch (scheduler lane → execution). An arrow whose
+// producer ends after its consumer starts is an "hb_violation".
+#include "view/dispatch_converter.h"
+
+#include <algorithm>
+#include <map>
+
+#include "view/task_label.h"
+
+namespace dfx::view {
+
+using collectors::TaskInfo;
+using collectors::TaskRow;
+
+namespace {
+constexpr double kFlowEps = 0.01;  // a flow leaves just before its source's end
+}  // namespace
+
+// Anchor rows (§4.7): non-SPMD → every row; SPMD → per func_id the earliest row.
+std::vector<uint32_t> DispatchConverter::AnchorRows(const Group& g, bool worker_view) const {
+  std::vector<uint32_t> out;
+  if (!g.spmd) {
+    for (uint32_t i = g.begin; i < g.end; ++i) out.push_back(i);
+    return out;
+  }
+  std::map<int, uint32_t> best;
+  for (uint32_t i = g.begin; i < g.end; ++i) {
+    const TaskRow& r = d_.tasks[i];
+    int func_id = FuncOf(r);
+    auto it = best.find(func_id);
+    if (it == best.end()) {
+      best[func_id] = i;
+      continue;
+    }
+    const TaskRow& b = d_.tasks[it->second];
+    double kr = worker_view ? d_.ReceiveUs(r) : d_.DispatchUs(r);
+    double kb = worker_view ? d_.ReceiveUs(b) : d_.DispatchUs(b);
+    if (kr < kb || (kr == kb && r.core_id < b.core_id)) it->second = i;
+  }
+  for (const auto& [f, i] : best) out.push_back(i);
+  return out;
+}
+
+std::vector<Anchor> DispatchConverter::WorkerAnchors(uint64_t id) const {
+  std::vector<Anchor> out;
+  if (auto g = FindGroup(id)) {
+    for (uint32_t i : AnchorRows(*g, true)) {
+      const TaskRow& r = d_.tasks[i];
+      out.push_back({4, CoreTid(r.core_id), d_.ReceiveUs(r), d_.EndUs(r), WorkerEv(i)});
+    }
+    return out;
+  }
+  auto range = markers_.equal_range(id);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+int DispatchConverter::FanCount(uint64_t id) const {
+  if (auto g = FindGroup(id)) return g->spmd ? g->block_num : 1;
+  if (const TaskInfo* t = DepTaskOf(id)) return std::max(1, t->block_num);
+  return 1;
+}
+
+void DispatchConverter::EmitDependencyFlows() {
+  uint64_t missing = 0;
+  for (const auto& [pred, succ] : deps_->edges) {
+    auto from = WorkerAnchors(pred);
+    auto to = WorkerAnchors(succ);
+    if (from.empty() || to.empty()) {
+      ++missing;
+      if (verbose_ && missing <= 10) {
+        err_ << "Warning: Task " << FormatTaskDisplay(pred) << " references non-existent "
+             << (from.empty() ? "predecessor " + FormatTaskDisplay(pred)
+                              : "successor " + FormatTaskDisplay(succ))
+             << "\n";
+      }
+      continue;
+    }
+    int in_count = FanCount(succ), out_count = FanCount(pred);
+    for (const auto& a : from) {
+      for (const auto& b : to) {
+        trace_.Flow(a.end > b.ts ? "hb_violation" : "dependency", a, a.ts, b, b.ts, in_count,
+                    out_count);
+      }
+    }
+    // Scheduler View.
+    if (!has_sched_view_) continue;
+    auto gp = FindGroup(pred);
+    auto gs = FindGroup(succ);
+    if (!gp || !gs) continue;
+    for (uint32_t i : AnchorRows(*gp, false)) {
+      if (d_.tasks[i].slot == 0) continue;
+      const TaskRow& rp = d_.tasks[i];
+      for (uint32_t j : AnchorRows(*gs, false)) {
+        if (d_.tasks[j].slot == 0) continue;
+        const TaskRow& rs = d_.tasks[j];
+        Anchor a{3, SchedTidOf(i), d_.DispatchUs(rp), d_.FinishUs(rp), SchedEv(i)};
+        Anchor b{3, SchedTidOf(j), d_.DispatchUs(rs), d_.FinishUs(rs), SchedEv(j)};
+        trace_.Flow(a.end > b.ts ? "hb_violation" : "dependency", a, a.ts, b, b.ts, in_count,
+                    out_count);
+      }
+    }
+  }
+  if (verbose_ && missing > 10) {
+    err_ << "Warning: " << missing << " edge(s) reference tasks absent from the trace\n";
+  }
+}
+
+void DispatchConverter::EmitCompleteAndDispatchFlows() {
+  if (!d_.has_sched_phases || d_.num_sched_threads == 0) return;
+  std::stable_sort(orch_end_.begin(), orch_end_.end(),
+                   [](const OrchEnd& a, const OrchEnd& b) { return a.task_id < b.task_id; });
+  // complete: last-finishing row of each task → its complete bar.
+  // Complete bar of each task (by its first row; + 1, 0 = none): only the
+  // complete→ready flows need it, and only with deps.
+  std::vector<uint32_t> task_complete(deps_ != nullptr ? NumRows() : 0, 0);
+  for (uint32_t k = 0; k < NumRows();) {
+    Group g = GroupFrom(k);
+    k = g.end;
+    uint32_t last = g.begin;
+    for (uint32_t i = g.begin; i < g.end; ++i) {
+      if (d_.Finish(d_.tasks[i]) > d_.Finish(d_.tasks[last])) last = i;
+    }
+    const TaskRow& r = d_.tasks[last];
+    if (d_.Finish(r) == 0) continue;
+    int th = d_.SchedThreadOfCore(r.core_id);
+    double fin = d_.FinishUs(r);
+    Bar* bar = FindCompleteBar(th, fin);
+    if (bar == nullptr) continue;
+    if (!task_complete.empty())
+      task_complete[g.begin] = static_cast<uint32_t>(bar - complete_bars_.data()) + 1;
+    Anchor to{2, BarTid(bar), bar->start, bar->end, CompleteEv(bar)};
+    double to_ts = bar->start <= fin ? fin : bar->start;
+    Anchor w{4, CoreTid(r.core_id), 0, 0, WorkerEv(last)};
+    trace_.Flow("complete", w, d_.EndUs(r) - kFlowEps, to, to_ts);
+    if (has_sched_view_ && d_.tasks[last].slot != 0) {
+      Anchor s{3, SchedTidOf(last), 0, 0, SchedEv(last)};
+      trace_.Flow("complete", s, fin - kFlowEps, to, to_ts);
+    }
+  }
+  // complete→ready and submit→dispatch, dispatch flows.
+  for (uint32_t k = 0; k < NumRows();) {
+    Group g = GroupFrom(k);
+    k = g.end;
+    uint32_t first = g.begin;
+    for (uint32_t i = g.begin; i < g.end; ++i) {
+      if (d_.Dispatch(d_.tasks[i]) < d_.Dispatch(d_.tasks[first])) first = i;
+    }
+    const TaskRow& fr = d_.tasks[first];
+    if (d_.Dispatch(fr) == 0) continue;
+    double disp = d_.DispatchUs(fr);
+    int th = ThreadOfCore(fr.core_id);
+    if (th < 0) continue;
+    Anchor lane{2, SchedTid(th), disp, disp, 0};
+    if (deps_ != nullptr) {
+      const Bar* sat = nullptr;
+      {
+        for (const auto& [self, p] : deps_->Preds(g.task_id)) {
+          auto pg = FindGroup(p);
+          uint32_t ci = pg ? task_complete[pg->begin] : 0;
+          const Bar* c = ci == 0 ? nullptr : &complete_bars_[ci - 1];
+          if (c != nullptr && (sat == nullptr || c->end > sat->end)) sat = c;
+        }
+      }
+      if (sat != nullptr && disp >= sat->end) {
+        Anchor from{2, BarTid(sat), sat->start, sat->end, CompleteEv(sat)};
+        trace_.Flow("complete\u2192ready", from, sat->end - kFlowEps, lane, disp);
+      }
+    }
+    auto o = std::lower_bound(orch_end_.begin(), orch_end_.end(), g.task_id,
+                              [](const OrchEnd& e, uint64_t v) { return e.task_id < v; });
+    if (o != orch_end_.end() && o->task_id == g.task_id && !d_.host_mode) {
+      Anchor from{1, o->tid, 0, o->end, 0};
+      trace_.Flow("submit\u2192dispatch", from, o->end, lane, disp);
+    }
+  }
+  for (uint32_t i = 0; i < d_.tasks.size(); ++i) {
+    const TaskRow& r = d_.tasks[i];
+    if (d_.Dispatch(r) == 0) continue;
+    int th = ThreadOfCore(r.core_id);
+    if (th < 0) continue;
+    double disp = d_.DispatchUs(r);
+    Anchor from{2, SchedTid(th), disp, disp, 0};
+    Anchor w{4, CoreTid(r.core_id), 0, 0, WorkerEv(i)};
+    trace_.Flow("dispatch", from, disp, w, d_.StartUs(r));
+    if (has_sched_view_ && r.slot != 0) {
+      Anchor s{3, SchedTidOf(i), 0, 0, SchedEv(i)};
+      trace_.Flow("dispatch", from, disp, s, disp);
+    }
+  }
+}
+
+}  // namespace dfx::view

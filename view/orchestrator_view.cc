@@ -1,0 +1,192 @@
+// The orchestrator and what has no AICore bar (§4.3–§4.4): orchestrator
+// submits and host uploads (pid 1), marker lanes on the Worker View for dummy,
+// predicated-skip and alloc tasks (tid 19000+), and the Graph Execution
+// envelopes of graph_prepare (pid 5).
+#include "view/dispatch_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <set>
+
+#include "view/task_label.h"
+
+namespace dfx::view {
+
+using collectors::PhaseKind;
+using collectors::TaskInfo;
+using collectors::TaskRow;
+
+namespace {
+constexpr double kMinMarkerUs = 0.02;  // shortest marker drawn
+}  // namespace
+
+void DispatchConverter::Marker(uint64_t task_id, int tid, double ts, double dur,
+                               const std::string& name, const char* cname,
+                               const std::string& args_json) {
+  dur = std::max(dur, kMinMarkerUs);
+  uint64_t id = trace_.TakeEventId();
+  std::string& b = trace_.Begin();
+  b.append(R"({"ph":"X","cat":"event","id":)");
+  b.append(std::to_string(id));
+  if (cname != nullptr) AppendF(b, R"(,"cname":"{}")", cname);
+  b.append(R"(,"name":)");
+  AppendJsonString(&b, name);
+  AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(4), tid);
+  Num(b, T(ts));
+  b.append(R"(,"dur":)");
+  Num(b, dur);
+  b.append(R"(,"args":)");
+  b.append(args_json);
+  b.append("}");
+  trace_.End();
+  trace_.CountSlice();
+  SeeEnd(ts + dur);
+  markers_.emplace(task_id, Anchor{4, tid, ts, ts + dur, id});
+}
+
+std::string DispatchConverter::MarkerLabel(uint64_t task_id) const {
+  int f = -1;
+  if (const TaskInfo* t = DepTaskOf(task_id)) {
+    for (int k : t->kernel_ids) {
+      if (k >= 0) {
+        f = k;
+        break;
+      }
+    }
+    return Label(task_id, f, t->block_num > 1);
+  }
+  return Label(task_id, f, false);
+}
+
+void DispatchConverter::EmitMarkersAndOrch() {
+  std::set<uint64_t> dummy_records, skip_records;
+  for (const auto& [t, p] : marker_phases_) {
+    {
+      uint64_t id = static_cast<uint64_t>(p.task_id);
+      double ts = d_.Us(p.start), dur = d_.Us(p.end) - ts;
+      std::string disp = FormatTaskDisplay(id);
+      if (p.kind == PhaseKind::kDummyTask) {
+        dummy_records.insert(id);
+        Marker(id, 19000 + static_cast<int>(t), ts, dur, "dummy(" + disp + ")", nullptr,
+               fmt::format(
+                   R"({{"loop_iter":{},"task_id":{},"event-hint":"Task:{}","phase":"dummy_task"}})",
+                   p.loop_iter, id, disp));
+      } else {
+        skip_records.insert(id);
+        Marker(
+            id, 19000 + static_cast<int>(t), ts, dur, MarkerLabel(id), nullptr,
+            fmt::format(
+                R"({{"loop_iter":{},"task_id":{},"event-hint":"Task:{}","predicated_pass":false}})",
+                p.loop_iter, id, disp));
+      }
+    }
+  }
+  size_t nsched = d_.num_sched_threads;
+  for (size_t o = 0; o < d_.orch_phases.size(); ++o) {
+    for (const auto& p : d_.orch_phases[o]) {
+      double ts = d_.host_mode ? d_.HostUs(p.start) : d_.Us(p.start);
+      double end = d_.host_mode ? d_.HostUs(p.end) : d_.Us(p.end);
+      std::string name =
+          p.task_id < 0 ? fmt::format("submit({})", p.submit_idx)
+                        : "submit(" + FormatTaskDisplay(static_cast<uint64_t>(p.task_id)) + ")";
+      uint64_t id = trace_.TakeEventId();
+      std::string& b = trace_.Begin();
+      b.append(R"({"ph":"X","cat":"orchestrator","id":)");
+      b.append(std::to_string(id));
+      AppendF(b, R"(,"cname":"rail_animation","name":"{}","pid":{},"tid":{},"ts":)", name, Pid(1),
+              4000 + static_cast<int>(o));
+      Num(b, T(ts));
+      b.append(R"(,"dur":)");
+      Num(b, end - ts);
+      AppendF(b, R"(,"args":{{"phase":"orch_submit","submit_idx":{},"task_id":{}}}}})",
+              p.submit_idx, p.task_id);
+      trace_.End();
+      trace_.CountSlice();
+      SeeEnd(end);
+      if (p.task_id < 0) continue;
+      uint64_t tid = static_cast<uint64_t>(p.task_id);
+      orch_end_.push_back({tid, 4000 + static_cast<int>(o), end});
+      // Alloc bars: neither a regular, a dummy nor a predicated-skip task.
+      const TaskInfo* dt = DepTaskOf(tid);
+      bool regular = FindGroup(tid).has_value();
+      bool dummy = dummy_records.count(tid) > 0 || (dt != nullptr && dt->IsDummy());
+      bool skipped = skip_records.count(tid) > 0;
+      if (dt != nullptr && dt->IsDummy() && dummy_records.count(tid) == 0) {
+        err_ << "Warning: dummy(" << FormatTaskDisplay(tid)
+             << ") has no dummy_task scheduler record; its Worker View bar cannot be rendered.\n";
+      }
+      if (!regular && !dummy && !skipped && (deps_ == nullptr || dt == nullptr)) {
+        std::string disp = FormatTaskDisplay(tid);
+        Marker(
+            tid, 19000 + static_cast<int>(nsched + o), ts, end - ts, "alloc(" + disp + ")", "olive",
+            fmt::format(R"({{"phase":"alloc","task_id":{},"event-hint":"Task:{}"}})", tid, disp));
+      }
+    }
+  }
+  for (const auto& u : d_.host_uploads) {
+    double ts = d_.HostUs(u.start_ns), end = d_.HostUs(u.end_ns);
+    std::string& b = trace_.Begin();
+    b.append(R"({"ph":"X","cat":"host_h2d","name":)");
+    AppendJsonString(&b, u.phase);
+    AppendF(b, R"(,"cname":"thread_state_iowait","pid":{},"tid":4100,"ts":)", Pid(1));
+    Num(b, T(ts));
+    b.append(R"(,"dur":)");
+    Num(b, end - ts);
+    AppendF(b, R"(,"args":{{"bytes":{}}}}})", u.detail);
+    trace_.End();
+    SeeEnd(end);
+  }
+}
+
+// Graph Execution (pid 5): an envelope per outer Graph task whose
+// graph_prepare slices join ring-1 node rows with local id
+// (outer_local << 10) | node_index.
+void DispatchConverter::EmitGraphExecution() {
+  int lane = 0;
+  for (const auto& [outer, o] : outers_) {
+    uint64_t lo = (uint64_t{1} << 32) | (static_cast<uint64_t>(LocalOf(outer)) << 10);
+    uint64_t hi = lo + 1024;
+    auto first = std::lower_bound(d_.tasks.begin(), d_.tasks.end(), lo,
+                                  [&](const TaskRow& r, uint64_t v) { return d_.TaskId(r) < v; });
+    std::set<uint64_t> nodes;
+    double exec_start = std::numeric_limits<double>::infinity(), last_finish = 0;
+    for (auto it = first; it != d_.tasks.end() && d_.TaskId(*it) < hi; ++it) {
+      nodes.insert(d_.TaskId(*it));
+      exec_start = std::min(exec_start, d_.StartUs(*it));
+      last_finish = std::max(last_finish, d_.Finish(*it) ? d_.FinishUs(*it) : d_.EndUs(*it));
+    }
+    if (nodes.empty()) continue;
+    trace_.ProcessName(5, "Graph Execution", 1);
+    int tid = 5000 + lane;
+    trace_.ThreadName(5, tid, fmt::format("Graph_{}", lane));
+    ++lane;
+    double ts = std::min(o.first_prepare, exec_start);
+    std::string& b = trace_.Begin();
+    b.append(R"({"ph":"X","cat":"graph_execution","name":)");
+    AppendJsonString(&b, fmt::format("GraphExecution({}, {} visible nodes)",
+                                     FormatTaskDisplay(outer), nodes.size()));
+    AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(5), tid);
+    Num(b, T(ts));
+    b.append(R"(,"dur":)");
+    Num(b, last_finish - ts);
+    fmt::format_to(std::back_inserter(b),
+                   R"(,"args":{{"outer_task_id":{},"visible_node_count":{},"visible_node_min":{},)"
+                   R"("visible_node_max":{},"prepare_slice_count":{},"prepare_duration_us":)",
+                   outer, nodes.size(), LocalOf(*nodes.begin()) & 1023,
+                   LocalOf(*nodes.rbegin()) & 1023, o.slices);
+    Num(b, o.prepare_us);
+    b.append(R"(,"execution_start_us":)");
+    Num(b, exec_start);
+    b.append(R"(,"execution_duration_us":)");
+    Num(b, last_finish - exec_start);
+    b.append(R"J(,"synthetic_id_layout":"ring1:(outer_task_id << 10) | node_index"}})J");
+    trace_.End();
+    trace_.CountSlice();
+    SeeEnd(last_finish);
+  }
+}
+
+}  // namespace dfx::view

@@ -1,0 +1,76 @@
+#include "view/pmu_summary.h"
+
+#include "collectors/pmu/pmu_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+
+namespace dfx::view {
+namespace {
+
+// Busy-cycle counters per pipe, a2a3 then a5 names.
+const std::pair<const char*, const char*> kPipes[] = {
+    {"vec", "vec_busy_cycles"},        {"cube", "cube_busy_cycles"},
+    {"scalar", "scalar_busy_cycles"},  {"mte1", "mte1_busy_cycles"},
+    {"mte2", "mte2_busy_cycles"},      {"mte3", "mte3_busy_cycles"},
+    {"vec", "pmu_idc_aic_vec_busy_o"}, {"cube", "cube_instr_busy"},
+    {"scalar", "scalar_instr_busy"},   {"mte1", "mte1_instr_busy"},
+    {"mte2", "mte2_instr_busy"},       {"mte3", "mte3_instr_busy"},
+    {"fixpipe", "pmu_fix_instr_busy"},
+};
+
+}  // namespace
+
+Result<PmuSummary> SummarizePmuCsv(const std::filesystem::path& path) {
+  PmuSummary s;
+  collectors::PmuCsvHeader header;
+  DFX_RETURN_IF_ERROR(collectors::ReadPmuCsv(path, &header, [&](const collectors::PmuCsvRow& row) {
+    auto& g = s.groups[{row.func_id, row.core_type}];
+    g.sums.resize(header.counters.size(), 0.0);
+    ++g.count;
+    for (size_t k = 0; k < row.counters.size(); ++k) g.sums[k] += row.counters[k];
+    if (std::find(s.event_types.begin(), s.event_types.end(), row.event_type) ==
+        s.event_types.end()) {
+      s.event_types.push_back(row.event_type);
+    }
+    ++s.rows;
+  }));
+  s.counters = header.counters;
+  for (const auto& [pipe, col] : kPipes) {
+    if (std::find(s.counters.begin(), s.counters.end(), col) != s.counters.end())
+      s.pipes.emplace_back(pipe, col);
+  }
+  return s;
+}
+
+Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out) {
+  DFX_ASSIGN_OR_RETURN(PmuSummary s, SummarizePmuCsv(path));
+  std::string types;
+  for (int t : s.event_types) types += (types.empty() ? "" : ",") + std::to_string(t);
+  out << "PMU summary: " << path.string() << " (" << s.rows << " row(s), event_type "
+      << (types.empty() ? "-" : types) << ")\n";
+  for (const auto& [key, g] : s.groups) {
+    out << fmt::format("\nfunc_id {} on {}: {} row(s)\n", key.first,
+                       key.second == 0 ? "AIC" : "AIV", g.count);
+    out << fmt::format("  {:<36} {:>16} {:>16}\n", "counter", "sum", "mean");
+    for (size_t k = 0; k < s.counters.size(); ++k) {
+      out << fmt::format("  {:<36} {:>16.0f} {:>16.2f}\n", s.counters[k], g.sums[k],
+                         g.sums[k] / static_cast<double>(g.count));
+    }
+    bool type2 = std::find(s.event_types.begin(), s.event_types.end(), 2) != s.event_types.end();
+    if (type2 && !s.pipes.empty() && g.sums[0] > 0) {
+      out << "  pipe utilisation (busy / total cycles):";
+      for (const auto& [pipe, col] : s.pipes) {
+        size_t k = static_cast<size_t>(std::find(s.counters.begin(), s.counters.end(), col) -
+                                       s.counters.begin());
+        out << fmt::format(" {} {:.1f}%", pipe, 100.0 * g.sums[k] / g.sums[0]);
+      }
+      out << "\n";
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace dfx::view

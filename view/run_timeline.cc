@@ -1,0 +1,181 @@
+// `dfx-view swimlane --run`: every rank<N>/d<K>/ records file of an L3 run
+// in one trace. Each rank gets its own pid range (100 * (rank + 1) + pid) and
+// process names prefixed "Rank N · "; dispatches without a manifest start
+// are laid 1 µs apart.
+//
+// Run-level manifest (`W/dfx_outputs/run_manifest.json`), keys read here — all
+// optional; without a manifest every dispatch is aligned at its own base time
+// and the dispatches of a rank are laid end to end. dfx-coordinator writes a
+// top-level "dispatches": [{"rank", "k", "pass", "start_ns"}] (coordinator
+// clock; graph-pass entries are skipped); the per-rank form below is also read:
+//   {
+//     "ranks": [                          // or an object keyed by rank number
+//       { "rank": 0,                      // int
+//         "clock_offset_ns": 1234,        // agent clock minus coordinator clock
+//         "dispatches": [                 // or an object keyed by dispatch number
+//           { "dispatch": 0,              // int K of d<K>
+//             "start_ns": 5000000,        // dispatch start on the COORDINATOR clock
+//             "agent_start_ns": 5001234   // (fallback) start on the agent clock;
+//           } ] } ] }                     //  coordinator = agent_start_ns - clock_offset_ns
+// The earliest start over the whole run is time zero of the merged trace.
+#include "view/run_timeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <ostream>
+
+#include "collectors/artifact_layout.h"
+#include "collectors/dep_gen/deps_reader.h"
+#include "collectors/name_map.h"
+#include "collectors/swimlane/swimlane_reader.h"
+#include "common/json.h"
+#include "view/dispatch_converter.h"
+#include "view/trace_writer.h"
+
+namespace dfx::view {
+
+using collectors::ReadSwimlaneRecords;
+using collectors::ReadTaskGraph;
+using collectors::SwimlaneReadOptions;
+using collectors::SwimlaneRecords;
+using collectors::TaskGraph;
+using collectors::UnmatchedWarning;
+
+namespace {
+
+// Reads manifest start times: (rank, dispatch) → start on the coordinator clock (ns).
+std::map<std::pair<int, int>, int64_t> ReadManifestStarts(const std::filesystem::path& path,
+                                                          std::ostream& err) {
+  std::map<std::pair<int, int>, int64_t> starts;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return starts;
+  auto j = ReadJsonFile(path);
+  if (!j.ok()) {
+    err << "Warning: couldn't read " << path.string() << ": " << j.status().message() << "\n";
+    return starts;
+  }
+  const Json& root = *j;
+  if (!root.is_object()) return starts;
+  // The form dfx-coordinator writes: a top-level "dispatches" array of
+  // {rank, k, pass, start_ns} on the coordinator clock. The records on disk
+  // come from the timing (or single) pass, so graph-pass entries are skipped.
+  if (root.contains("dispatches") && root["dispatches"].is_array()) {
+    for (const Json& dj : root["dispatches"]) {
+      if (!dj.is_object() || !dj.contains("rank") || !dj.contains("k") ||
+          !dj["rank"].is_number_integer() || !dj["k"].is_number_integer() ||
+          !dj.contains("start_ns") || !dj["start_ns"].is_number()) {
+        continue;
+      }
+      if (dj.value("pass", std::string()) == "graph") continue;
+      starts[{dj["rank"].get<int>(), dj["k"].get<int>()}] = dj["start_ns"].get<int64_t>();
+    }
+  }
+  if (!root.contains("ranks")) return starts;
+  auto for_each = [](const Json& container, const char* id_key, auto&& fn) {
+    if (container.is_array()) {
+      for (size_t i = 0; i < container.size(); ++i) {
+        const Json& e = container[i];
+        int id = e.is_object() && e.contains(id_key) && e[id_key].is_number() ? e[id_key].get<int>()
+                                                                              : static_cast<int>(i);
+        fn(id, e);
+      }
+    } else if (container.is_object()) {
+      for (const auto& [k, e] : container.items()) fn(std::atoi(k.c_str()), e);
+    }
+  };
+  for_each(root["ranks"], "rank", [&](int rank, const Json& r) {
+    if (!r.is_object()) return;
+    int64_t offset = r.value("clock_offset_ns", int64_t{0});
+    if (!r.contains("dispatches") || r["dispatches"].is_number()) return;
+    for_each(r["dispatches"], "dispatch", [&](int disp, const Json& dj) {
+      if (!dj.is_object()) return;
+      if (dj.contains("start_ns") && dj["start_ns"].is_number()) {
+        starts[{rank, disp}] = dj["start_ns"].get<int64_t>();
+      } else if (dj.contains("agent_start_ns") && dj["agent_start_ns"].is_number()) {
+        starts[{rank, disp}] = dj["agent_start_ns"].get<int64_t>() - offset;
+      }
+    });
+  });
+  return starts;
+}
+
+}  // namespace
+
+Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
+                         const std::optional<std::filesystem::path>& output, bool verbose,
+                         std::ostream& out, std::ostream& err) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(run_dir, ec)) {
+    return NotFound("--run: " + run_dir.string() + " is not a directory (expected W/dfx_outputs)");
+  }
+  // rank<N>/d<K>/chip_swimlane_records.json, by rank then dispatch.
+  std::map<int, std::map<int, std::filesystem::path>> files;
+  for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(run_dir)) {
+    auto rec = run_dir / collectors::DispatchDirPath(d) / collectors::kSwimlaneRecordsFile;
+    if (std::filesystem::is_regular_file(rec, ec)) files[d.rank][static_cast<int>(d.k)] = rec;
+  }
+  if (files.empty()) {
+    return NotFound(
+        fmt::format("no rank<N>/d<K>/{} under {}; run with --enable-chip-swimlane first",
+                    collectors::kSwimlaneRecordsFile, run_dir.string()));
+  }
+  auto starts = ReadManifestStarts(run_dir / collectors::kRunManifestFile, err);
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  for (const auto& [k, v] : starts) t0 = std::min(t0, v);
+  std::filesystem::path out_path = output ? *output : run_dir / collectors::kRunSwimlaneFile;
+  TraceWriter trace;
+  DFX_RETURN_IF_ERROR(trace.Open(out_path));
+  size_t dispatches = 0;
+  for (const auto& [rank, disps] : files) {
+    trace.PlaceProcesses(100 * (rank + 1), fmt::format("Rank {} · ", rank));
+    double rank_cursor = 0.0;
+    for (const auto& [k, path] : disps) {
+      SwimlaneReadOptions read_options;
+      read_options.stream_sched_phases = true;
+      DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
+      std::string warn = UnmatchedWarning(data);
+      if (!warn.empty()) err << path.string() << ": " << warn << "\n";
+      auto it = starts.find({rank, k});
+      const double ts_offset =
+          it != starts.end() ? static_cast<double>(it->second - t0) / 1000.0 : rank_cursor;
+      std::optional<TaskGraph> deps;
+      auto deps_path = path.parent_path() / collectors::kDepsFile;
+      if (std::filesystem::exists(deps_path, ec)) {
+        auto loaded = ReadTaskGraph(deps_path);
+        if (loaded.ok())
+          deps = std::move(loaded).value();
+        else
+          err << "Warning: couldn't read " << deps_path.string() << ": "
+              << loaded.status().message() << "\n";
+      }
+      collectors::NameMap names;
+      auto maps = collectors::SiblingNameMaps(path.parent_path());
+      if (maps.size() == 1) {
+        auto loaded = collectors::ReadNameMap(maps[0]);
+        if (loaded.ok()) names = std::move(loaded).value();
+      }
+      trace.PlaceDispatchAt(ts_offset);
+      DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, verbose, trace, err);
+      DFX_RETURN_IF_ERROR(conv.Run());
+      rank_cursor = std::max(rank_cursor, trace.max_ts() + 1.0);  // 1 µs gap between dispatches
+      ++dispatches;
+      if (verbose) out << "Merged " << path.string() << " at +" << trace.ts_offset() << " us\n";
+    }
+  }
+  DFX_RETURN_IF_ERROR(trace.Finish(Json()));
+  out << "Wrote " << out_path.string() << " (" << files.size() << " rank(s), " << dispatches
+      << " dispatch(es), " << trace.slice_events() << " slices, " << trace.flow_events()
+      << " flow events"
+      << (starts.empty()
+              ? fmt::format(", no {}: dispatches laid end to end", collectors::kRunManifestFile)
+              : "")
+      << ")\n";
+  return Status::Ok();
+}
+
+}  // namespace dfx::view

@@ -1,0 +1,273 @@
+// AICPU Scheduler (pid 2, §4.4–§4.5, §4.8): the scheduler threads' phase bars
+// (complete, dispatch, resolve, ...), the shared ready-queue counter, which
+// scheduler thread dispatches a core, and the --overhead counter tracks. The
+// phases are streamed from the records file (ForEachSchedPhase): once to
+// collect what the other views need (ScanSchedPhases), once to draw them.
+#include "view/dispatch_converter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include "view/overhead.h"
+
+namespace dfx::view {
+
+using collectors::PhaseKind;
+using collectors::PhaseName;
+using collectors::SchedPhase;
+
+namespace {
+
+const char* PhaseColor(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::kComplete:
+      return "good";
+    case PhaseKind::kDispatch:
+      return "terrible";
+    case PhaseKind::kAsyncPoll:
+      return "yellow";
+    case PhaseKind::kRelease:
+      return "olive";
+    case PhaseKind::kDummy:
+      return "grey";
+    case PhaseKind::kEarlyDispatch:
+      return "rail_animation";
+    case PhaseKind::kDrain:
+      return "cq_build_running";
+    case PhaseKind::kDrainPrepare:
+      return "cq_build_attempt_runnable";
+    case PhaseKind::kDrainPublish:
+      return "cq_build_attempt_passed";
+    case PhaseKind::kGraphPrepare:
+      return "rail_animation";
+    case PhaseKind::kResolve:
+      return "vsync_highlight_color";
+    default:
+      return "generic_work";
+  }
+}
+
+bool IsDrawnPhase(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::kComplete:
+    case PhaseKind::kAsyncPoll:
+    case PhaseKind::kDispatch:
+    case PhaseKind::kRelease:
+    case PhaseKind::kResolve:
+    case PhaseKind::kEarlyDispatch:
+    case PhaseKind::kDummy:
+    case PhaseKind::kDrain:
+    case PhaseKind::kDrainPrepare:
+    case PhaseKind::kDrainPublish:
+    case PhaseKind::kGraphPrepare:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// One streamed pass over the scheduler phases collecting what the other
+// emitters need: resolve sub-lanes, complete bars, dependency-only markers
+// and graph_prepare envelopes. The phases themselves are emitted by a
+// second pass (EmitSchedPhases).
+Status DispatchConverter::ScanSchedPhases() {
+  size_t nt = d_.num_sched_threads;
+  has_resolve_.assign(nt, false);
+  complete_begin_.assign(nt + 1, 0);
+  if (!d_.has_sched_phases) return Status::Ok();
+  DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+    if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
+    if (p.kind == PhaseKind::kComplete) {
+      complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(t)});
+    } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
+               p.task_id >= 0) {
+      marker_phases_.emplace_back(t, p);
+    } else if (p.kind == PhaseKind::kGraphPrepare && p.task_id >= 0) {
+      Outer& o = outers_[static_cast<uint64_t>(p.task_id)];
+      o.first_prepare = std::min(o.first_prepare, d_.Us(p.start));
+      o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
+      ++o.slices;
+    }
+  }));
+  // Bars arrive thread by thread: split into per-thread ranges sorted by start.
+  for (const Bar& b : complete_bars_) ++complete_begin_[b.thread + 1];
+  for (size_t t = 0; t < nt; ++t) complete_begin_[t + 1] += complete_begin_[t];
+  for (size_t t = 0; t < nt; ++t) {
+    std::sort(complete_bars_.begin() + static_cast<long>(complete_begin_[t]),
+              complete_bars_.begin() + static_cast<long>(complete_begin_[t + 1]),
+              [](const Bar& a, const Bar& b) { return a.start < b.start; });
+  }
+  return Status::Ok();
+}
+
+// Thread dispatching a core: core_to_thread, else vote by containment in dispatch bars.
+int DispatchConverter::ThreadOfCore(int core) {
+  int t = d_.SchedThreadOfCore(core);
+  if (t >= 0) return t;
+  if (!voted_) {
+    voted_ = true;
+    // Dispatch bars are only needed here: read them on first use.
+    dispatch_bars_.assign(d_.num_sched_threads, {});
+    Status st = d_.ForEachSchedPhase([&](size_t th, const SchedPhase& p) {
+      if (p.kind == PhaseKind::kDispatch) {
+        dispatch_bars_[th].push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(th)});
+      }
+    });
+    if (!st.ok() && sched_status_.ok()) sched_status_ = st;
+    for (auto& bars : dispatch_bars_) {
+      std::sort(bars.begin(), bars.end(),
+                [](const Bar& a, const Bar& b) { return a.start < b.start; });
+    }
+    std::map<int, std::map<int, int>> votes;
+    for (const auto& r : d_.tasks) {
+      double ts = d_.DispatchUs(r);
+      for (size_t th = 0; th < dispatch_bars_.size(); ++th) {
+        const auto& bars = dispatch_bars_[th];
+        auto it = std::lower_bound(bars.begin(), bars.end(), ts,
+                                   [](const Bar& b, double v) { return b.end < v; });
+        if (it != bars.end() && it->start <= ts) ++votes[r.core_id][static_cast<int>(th)];
+      }
+    }
+    for (const auto& [c, v] : votes) {
+      int best = -1, n = -1;
+      for (const auto& [th, cnt] : v) {
+        if (cnt > n) {
+          best = th;
+          n = cnt;
+        }
+      }
+      voted_core_thread_[c] = best;
+    }
+  }
+  auto it = voted_core_thread_.find(core);
+  return it == voted_core_thread_.end() ? -1 : it->second;
+}
+
+Status DispatchConverter::EmitSchedPhases() {
+  if (!d_.has_sched_phases) return Status::Ok();
+  size_t nt = d_.num_sched_threads;
+  // Complete bar ids, thread by thread in start order (flows bind to them).
+  first_complete_ev_ = trace_.TakeEventIds(complete_bars_.size());
+  // Attribution of finishes to complete bars.
+  for (const auto& r : d_.tasks) {
+    if (d_.Finish(r) == 0) continue;
+    int th = d_.SchedThreadOfCore(r.core_id);
+    if (th < 0 || static_cast<size_t>(th) >= nt) continue;
+    Bar* bar = FindCompleteBar(th, d_.FinishUs(r));
+    if (bar != nullptr && bar->start <= d_.FinishUs(r)) ++bar->attributed;
+  }
+  // Emit, streaming the phases again in file order.
+  size_t cur_thread = std::numeric_limits<size_t>::max();
+  size_t ci = 0;
+  return d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+    if (t != cur_thread) {
+      cur_thread = t;
+      ci = 0;
+    }
+    if (!IsDrawnPhase(p.kind)) return;
+    double ts = d_.Us(p.start), end = d_.Us(p.end);
+    int tid = SchedTid(static_cast<int>(t)) + (p.kind == PhaseKind::kResolve ? 1 : 0);
+    uint64_t id;
+    uint32_t attributed = 0;
+    if (p.kind == PhaseKind::kComplete) {
+      // Find this record's bar (same start) among the sorted bars.
+      Bar* first = complete_bars_.data() + complete_begin_[t];
+      Bar* last = complete_bars_.data() + complete_begin_[t + 1];
+      Bar* it =
+          std::lower_bound(first, last, ts, [](const Bar& b, double v) { return b.start < v; });
+      while (it != last && it->start == ts && it->end != end) ++it;
+      if (it == last) it = first + std::min(ci, static_cast<size_t>(last - first) - 1);
+      id = CompleteEv(it);
+      attributed = it->attributed;
+      ++ci;
+    } else {
+      id = trace_.TakeEventId();
+    }
+    std::string& b = trace_.Begin();
+    b.append(R"({"ph":"X","cat":"scheduler","id":)");
+    b.append(std::to_string(id));
+    AppendF(b, R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J", PhaseColor(p.kind),
+            PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
+    Num(b, T(ts));
+    b.append(R"(,"dur":)");
+    Num(b, end - ts);
+    fmt::format_to(
+        std::back_inserter(b),
+        R"(,"args":{{"phase":"{}","loop_iter":{},"tasks_processed":{},)"
+        R"J("shared_at_start (aic,aiv,mix)":[{},{},{}],"shared_at_end (aic,aiv,mix)":[{},{},{}])J",
+        PhaseName(p.kind), p.loop_iter, p.tasks_processed, p.shared_at_start[0],
+        p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0], p.shared_at_end[1],
+        p.shared_at_end[2]);
+    if (p.kind == PhaseKind::kComplete) {
+      AppendF(b, R"(,"finishes_processed":{},"finish_rows_attributed":{})", p.tasks_processed,
+              attributed);
+    }
+    if (p.kind == PhaseKind::kDispatch) {
+      AppendF(b, R"(,"pop_hit":{},"pop_miss":{})", p.pop_hit, p.pop_miss);
+    }
+    b.append("}}");
+    trace_.End();
+    trace_.CountSlice();
+    SeeEnd(end);
+    if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
+      std::string& c = trace_.Begin();
+      fmt::format_to(
+          std::back_inserter(c),
+          R"({{"ph":"C","cat":"queue","name":"shared_ready_queue","pid":{},"tid":3999,"ts":)",
+          Pid(2));
+      Num(c, T(end));
+      AppendF(c, R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})", p.shared_at_end[0],
+              p.shared_at_end[1], p.shared_at_end[2]);
+      trace_.End();
+    }
+  });
+}
+
+Bar* DispatchConverter::FindCompleteBar(int thread, double finish) {
+  if (thread < 0 || static_cast<size_t>(thread) >= d_.num_sched_threads) return nullptr;
+  Bar* first = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread)];
+  Bar* last = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread) + 1];
+  Bar* it = std::lower_bound(first, last, finish, [](const Bar& b, double v) { return b.end < v; });
+  return it == last ? nullptr : it;
+}
+
+// --overhead (§4.8): the overhead sweep's per-engine idle / ready / overhead
+// states as counter tracks of the AICPU Scheduler process, each written only
+// when its value changes.
+void DispatchConverter::EmitOverhead() {
+  OverheadResult oh = ComputeOverhead(d_, *deps_);
+  struct Track {
+    const char* name;
+    int tid;
+  };
+  const Track tracks[] = {{"oh_aic_idle", 9101},     {"oh_aic_ready", 9102},
+                          {"oh_aic_overhead", 9103}, {"oh_aiv_idle", 9111},
+                          {"oh_aiv_ready", 9112},    {"oh_aiv_overhead", 9113},
+                          {"oh_all_overhead", 9121}, {"oh_has_overhead", 9122}};
+  trace_.ProcessName(2, "AICPU Scheduler", 2);
+  for (const auto& t : tracks) trace_.ThreadName(2, t.tid, t.name);
+  long last[8];
+  std::fill(std::begin(last), std::end(last), std::numeric_limits<long>::min());
+  for (const auto& s : oh.timeline) {
+    long v[8] = {s.idle[0],  s.ready[0],    s.overhead[0],  s.idle[1],
+                 s.ready[1], s.overhead[1], s.all_overhead, s.has_overhead};
+    for (int k = 0; k < 8; ++k) {
+      if (v[k] == last[k]) continue;
+      last[k] = v[k];
+      std::string& b = trace_.Begin();
+      AppendF(b, R"({{"ph":"C","cat":"overhead","name":"{}","pid":{},"tid":{},"ts":)",
+              tracks[k].name, Pid(2), tracks[k].tid);
+      Num(b, std::round(T(s.ts) * 1000.0) / 1000.0);
+      AppendF(b, R"(,"args":{{"{}":{}}}}})", tracks[k].name, v[k]);
+      trace_.End();
+    }
+  }
+}
+
+}  // namespace dfx::view

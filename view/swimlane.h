@@ -1,0 +1,30 @@
+// `dfx-view swimlane`: chip_swimlane_records.json (+ deps.json, name map) →
+// merged Perfetto / Chrome trace (artifacts.md §4) and the console task
+// statistics (§4.9). The run-level timeline of an L3 run is run_timeline.h.
+//
+// Reads the records with the streaming reader and writes the trace streaming,
+// one event per line. Called from one thread.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+
+#include "common/status.h"
+
+namespace dfx::view {
+
+struct SwimlaneOptions {
+  std::filesystem::path input;                      // records file
+  std::optional<std::filesystem::path> output;      // default <input dir>/merged_swimlane.json
+  std::optional<std::filesystem::path> deps_json;   // default <input dir>/deps.json
+  std::optional<std::filesystem::path> func_names;  // default: unique sibling name_map*.json
+  bool overhead = false;
+  bool verbose = false;
+  bool print_statistics = true;
+};
+
+// Converts one records file. Warnings go to `err`, statistics and progress to `out`.
+Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace dfx::view

@@ -1,0 +1,120 @@
+// TraceWriter: one Perfetto / Chrome JSON trace being written (artifacts.md
+// §4.2), streamed one event per line through common/json_stream's
+// ChunkedWriter so a trace of millions of events never sits in memory. It
+// owns what every view of the trace shares: the event and flow id counters,
+// the process/thread name metadata (each emitted once), flow events, and
+// where the dispatch being converted is placed (the run timeline gives every
+// rank its own pid range and every dispatch its own time offset).
+//
+// Views build an event in place: `std::string& b = Begin(); ...; End();`.
+//
+// Move-only in effect (owns an open file); one thread.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "common/json.h"
+#include "common/json_stream.h"
+#include "common/status.h"
+
+namespace dfx::view {
+
+// A slice that flow arrows start or end at.
+struct Anchor {
+  int pid, tid;
+  double ts;          // visible start
+  double end;         // visible end
+  uint64_t event_id;  // bind_id of the slice; 0 = bind by position only
+};
+
+// Appends a trace number: shortest round-trip decimal.
+inline void Num(std::string& b, double v) { AppendDouble(&b, v); }
+
+// fmt into a reusable memory_buffer, then one append: much cheaper than
+// fmt::format_to(std::back_inserter(std::string)) on the hot path.
+template <typename... Args>
+void AppendF(std::string& b, fmt::format_string<Args...> format, Args&&... args) {
+  static thread_local fmt::memory_buffer scratch;
+  scratch.clear();
+  fmt::format_to(fmt::appender(scratch), format, std::forward<Args>(args)...);
+  b.append(scratch.data(), scratch.size());
+}
+
+class TraceWriter {
+ public:
+  // Creates the trace (under a temporary name) and writes the container's head.
+  Status Open(const std::filesystem::path& path);
+  // Closes the event list, adds a top-level "metadata" object unless
+  // `metadata` is null, and renames the trace into place.
+  Status Finish(const Json& metadata);
+
+  // --- placement of the dispatch being converted ---------------------------------
+  // Every pid is offset by `pid_base` and every process name prefixed.
+  void PlaceProcesses(int pid_base, std::string process_prefix) {
+    pid_base_ = pid_base;
+    process_prefix_ = std::move(process_prefix);
+  }
+  // Every ts is offset by `ts_offset`; max_ts() restarts there.
+  void PlaceDispatchAt(double ts_offset) {
+    ts_offset_ = ts_offset;
+    max_ts_ = ts_offset;
+  }
+  int Pid(int pid) const { return pid_base_ + pid; }
+  double T(double ts) const { return ts + ts_offset_; }
+  // Notes that something is drawn until `ts` (before placement).
+  void SeeEnd(double ts) { max_ts_ = std::max(max_ts_, T(ts)); }
+  double ts_offset() const { return ts_offset_; }
+  // The latest end drawn since PlaceDispatchAt (placed).
+  double max_ts() const { return max_ts_; }
+
+  // --- events ---------------------------------------------------------------------
+  // The buffer to append one event's JSON object to (the separator is written).
+  std::string& Begin();
+  void End() { writer_.MaybeFlush(); }
+  uint64_t next_event_id() const { return next_event_id_; }
+  uint64_t TakeEventId() { return next_event_id_++; }
+  // Reserves `n` consecutive ids; returns the first.
+  uint64_t TakeEventIds(uint64_t n) {
+    uint64_t first = next_event_id_;
+    next_event_id_ += n;
+    return first;
+  }
+  void CountSlice() { ++slice_events_; }
+
+  // Process / thread names and sort indices (§4.3), each written once.
+  void ProcessName(int pid, const std::string& name, int sort);
+  void ThreadName(int pid, int tid, const std::string& name, int sort = -1);
+
+  // A flow arrow (an "s" and an "f" event) between two anchors; the counts
+  // are written when `in_count` > 0 (dependency flows).
+  void Flow(const char* name, const Anchor& from, double from_ts, const Anchor& to, double to_ts,
+            int in_count = 0, int out_count = 0);
+
+  uint64_t slice_events() const { return slice_events_; }
+  uint64_t flow_events() const { return flow_events_; }
+
+ private:
+  void Meta(const char* what, int pid, int tid, bool is_name, const std::string& name, int sort);
+
+  ChunkedWriter writer_;
+  bool first_event_ = true;
+  uint64_t next_event_id_ = 1;
+  uint64_t next_flow_id_ = 1;
+  int pid_base_ = 0;            // run timeline: 100 * (rank + 1)
+  std::string process_prefix_;  // run timeline: "Rank N · "
+  double ts_offset_ = 0.0;
+  double max_ts_ = 0.0;
+  std::set<std::pair<int, int>> named_threads_;
+  std::set<std::string> named_processes_;
+  uint64_t flow_events_ = 0;
+  uint64_t slice_events_ = 0;
+};
+
+}  // namespace dfx::view
