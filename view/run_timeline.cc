@@ -3,27 +3,17 @@
 // process names prefixed "Rank N · "; dispatches without a manifest start
 // are laid 1 µs apart.
 //
-// Run-level manifest (`W/dfx_outputs/run_manifest.json`), keys read here — all
-// optional; without a manifest every dispatch is aligned at its own base time
-// and the dispatches of a rank are laid end to end. dfx-coordinator writes a
-// top-level "dispatches": [{"rank", "k", "pass", "start_ns"}] (coordinator
-// clock; graph-pass entries are skipped); the per-rank form below is also read:
-//   {
-//     "ranks": [                          // or an object keyed by rank number
-//       { "rank": 0,                      // int
-//         "clock_offset_ns": 1234,        // agent clock minus coordinator clock
-//         "dispatches": [                 // or an object keyed by dispatch number
-//           { "dispatch": 0,              // int K of d<K>
-//             "start_ns": 5000000,        // dispatch start on the COORDINATOR clock
-//             "agent_start_ns": 5001234   // (fallback) start on the agent clock;
-//           } ] } ] }                     //  coordinator = agent_start_ns - clock_offset_ns
-// The earliest start over the whole run is time zero of the merged trace.
+// The run manifest (W/dfx_outputs/run_manifest.json, read with the one
+// reader, collectors/run_manifest.h) gives each dispatch's start on the
+// coordinator clock; the records on disk come from the timing (or single)
+// pass, so graph-pass entries are skipped. Without a manifest every dispatch
+// is aligned at its own base time and the dispatches of a rank are laid end
+// to end. The earliest start over the whole run is time zero of the trace.
 #include "view/run_timeline.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -32,8 +22,8 @@
 #include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
 #include "collectors/name_map.h"
+#include "collectors/run_manifest.h"
 #include "collectors/swimlane/swimlane_reader.h"
-#include "common/json.h"
 #include "view/dispatch_converter.h"
 #include "view/trace_writer.h"
 
@@ -48,59 +38,24 @@ using collectors::UnmatchedWarning;
 
 namespace {
 
-// Reads manifest start times: (rank, dispatch) → start on the coordinator clock (ns).
+// Dispatch start times from the run manifest: (rank, dispatch) -> start on
+// the coordinator clock (ns). Empty without a manifest; a warning when it
+// cannot be read.
 std::map<std::pair<int, int>, int64_t> ReadManifestStarts(const std::filesystem::path& path,
                                                           std::ostream& err) {
   std::map<std::pair<int, int>, int64_t> starts;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return starts;
-  auto j = ReadJsonFile(path);
-  if (!j.ok()) {
-    err << "Warning: couldn't read " << path.string() << ": " << j.status().message() << "\n";
+  auto manifest = collectors::ReadRunManifest(path);
+  if (!manifest.ok()) {
+    if (manifest.status().code() != Code::kNotFound) {
+      err << "Warning: couldn't read " << path.string() << ": " << manifest.status().message()
+          << "\n";
+    }
     return starts;
   }
-  const Json& root = *j;
-  if (!root.is_object()) return starts;
-  // The form dfx-coordinator writes: a top-level "dispatches" array of
-  // {rank, k, pass, start_ns} on the coordinator clock. The records on disk
-  // come from the timing (or single) pass, so graph-pass entries are skipped.
-  if (root.contains("dispatches") && root["dispatches"].is_array()) {
-    for (const Json& dj : root["dispatches"]) {
-      if (!dj.is_object() || !dj.contains("rank") || !dj.contains("k") ||
-          !dj["rank"].is_number_integer() || !dj["k"].is_number_integer() ||
-          !dj.contains("start_ns") || !dj["start_ns"].is_number()) {
-        continue;
-      }
-      if (dj.value("pass", std::string()) == "graph") continue;
-      starts[{dj["rank"].get<int>(), dj["k"].get<int>()}] = dj["start_ns"].get<int64_t>();
-    }
+  for (const collectors::DispatchEntry& d : manifest->dispatches) {
+    if (d.pass == config::PassKind::kGraph) continue;
+    starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
   }
-  if (!root.contains("ranks")) return starts;
-  auto for_each = [](const Json& container, const char* id_key, auto&& fn) {
-    if (container.is_array()) {
-      for (size_t i = 0; i < container.size(); ++i) {
-        const Json& e = container[i];
-        int id = e.is_object() && e.contains(id_key) && e[id_key].is_number() ? e[id_key].get<int>()
-                                                                              : static_cast<int>(i);
-        fn(id, e);
-      }
-    } else if (container.is_object()) {
-      for (const auto& [k, e] : container.items()) fn(std::atoi(k.c_str()), e);
-    }
-  };
-  for_each(root["ranks"], "rank", [&](int rank, const Json& r) {
-    if (!r.is_object()) return;
-    int64_t offset = r.value("clock_offset_ns", int64_t{0});
-    if (!r.contains("dispatches") || r["dispatches"].is_number()) return;
-    for_each(r["dispatches"], "dispatch", [&](int disp, const Json& dj) {
-      if (!dj.is_object()) return;
-      if (dj.contains("start_ns") && dj["start_ns"].is_number()) {
-        starts[{rank, disp}] = dj["start_ns"].get<int64_t>();
-      } else if (dj.contains("agent_start_ns") && dj["agent_start_ns"].is_number()) {
-        starts[{rank, disp}] = dj["agent_start_ns"].get<int64_t>() - offset;
-      }
-    });
-  });
   return starts;
 }
 

@@ -14,11 +14,14 @@
 #include <sstream>
 #include <string>
 
+#include "collectors/run_manifest.h"
 #include "common/file_util.h"
 #include "common/json.h"
 
 namespace fs = std::filesystem;
 using dfx::Json;
+namespace collectors = dfx::collectors;
+namespace config = dfx::config;
 
 namespace {
 
@@ -305,17 +308,28 @@ TEST_F(ViewTest, RunTimelineGivesEachRankItsOwnPidRange) {
   EXPECT_GT(d1_start, d0_end);
 }
 
+collectors::DispatchEntry Dispatch(int32_t rank, uint32_t k, config::PassKind pass,
+                                   uint64_t start_ns) {
+  collectors::DispatchEntry d;
+  d.rank = rank;
+  d.k = k;
+  d.pass = pass;
+  d.status = collectors::DispatchState::kOk;
+  d.start_ns = start_ns;
+  return d;
+}
+
 TEST_F(ViewTest, RunTimelineAlignsDispatchesWithManifestOffsets) {
-  Json m = {
-      {"ranks",
-       {{{"rank", 0},
-         {"clock_offset_ns", 0},
-         {"dispatches",
-          {{{"dispatch", 0}, {"start_ns", 1000000}}, {{"dispatch", 1}, {"start_ns", 1500000}}}}},
-        {{"rank", 1},
-         {"clock_offset_ns", 250000},
-         {"dispatches", {{{"dispatch", 0}, {"agent_start_ns", 1350000}}}}}}}};
-  ASSERT_TRUE(dfx::WriteJsonFileAtomic(dir_ / "run/dfx_outputs/run_manifest.json", m).ok());
+  // Starts on the coordinator clock, as the run manifest records them (rank
+  // 1's agent clock runs 0.25 ms ahead; its start is already converted).
+  collectors::RunManifest m;
+  m.session = 1;
+  m.ranks = {{0, "h", 1, collectors::RankState::kOk, "", 0, 1000, 2},
+             {1, "h", 2, collectors::RankState::kOk, "", 250000, 1000, 1}};
+  m.dispatches = {Dispatch(0, 0, config::PassKind::kSingle, 1000000),
+                  Dispatch(0, 1, config::PassKind::kSingle, 1500000),
+                  Dispatch(1, 0, config::PassKind::kSingle, 1350000 - 250000)};
+  ASSERT_TRUE(collectors::WriteRunManifest(dir_ / "run/dfx_outputs", m).ok());
   RunResult r = Run("swimlane --run run/dfx_outputs -o merged.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Json trace = ReadJson("merged.json");
@@ -331,17 +345,17 @@ TEST_F(ViewTest, RunTimelineAlignsDispatchesWithManifestOffsets) {
 }
 
 TEST_F(ViewTest, RunTimelineReadsTheManifestTheCoordinatorWrites) {
-  // dfx-coordinator's run_manifest.json: per-rank "dispatches" is a count and
-  // the dispatch list is top level, with a graph-pass entry to skip.
-  Json m = {{"ranks",
-             {{{"rank", 0}, {"clock_offset_ns", 0}, {"dispatches", 2}},
-              {{"rank", 1}, {"clock_offset_ns", 250000}, {"dispatches", 1}}}},
-            {"dispatches",
-             {{{"rank", 0}, {"k", 0}, {"pass", "single"}, {"start_ns", 1000000}},
-              {{"rank", 0}, {"k", 1}, {"pass", "graph"}, {"start_ns", 9000000}},
-              {{"rank", 0}, {"k", 1}, {"pass", "timing"}, {"start_ns", 1500000}},
-              {{"rank", 1}, {"k", 0}, {"pass", "single"}, {"start_ns", 1100000}}}}};
-  ASSERT_TRUE(dfx::WriteJsonFileAtomic(dir_ / "run/dfx_outputs/run_manifest.json", m).ok());
+  // The manifest the coordinator writes (collectors::WriteRunManifest), with a
+  // graph-pass entry to skip: the records on disk are the timing pass's.
+  collectors::RunManifest m;
+  m.session = 2;
+  m.ranks = {{0, "h", 1, collectors::RankState::kOk, "", 0, 1000, 2},
+             {1, "h", 2, collectors::RankState::kOk, "", 250000, 1000, 1}};
+  m.dispatches = {Dispatch(0, 0, config::PassKind::kSingle, 1000000),
+                  Dispatch(0, 1, config::PassKind::kGraph, 9000000),
+                  Dispatch(0, 1, config::PassKind::kTiming, 1500000),
+                  Dispatch(1, 0, config::PassKind::kSingle, 1100000)};
+  ASSERT_TRUE(collectors::WriteRunManifest(dir_ / "run/dfx_outputs", m).ok());
   RunResult r = Run("swimlane --run run/dfx_outputs -o merged.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Json trace = ReadJson("merged.json");
