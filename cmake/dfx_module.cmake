@@ -1,9 +1,22 @@
 # One helper declares every module target so they all share the same standard,
-# warnings and include root (style.md §1, §10).
+# warnings and include rules (style.md §1, §10; design.md §3).
+#
+# Include rules: a module's headers are reachable only through its own
+# include root, <build>/include_roots/<module>/<module> -> <src>/<module>. A
+# target sees the roots of the modules it links (and, through PUBLIC links,
+# of what their headers need) and nothing else, so an include of a module
+# that is not linked is a compile error. scripts/check-includes.sh checks the
+# stricter rule that every module a folder includes is listed in its
+# CMakeLists.txt.
+
+option(DFX_WERROR "Treat compiler warnings as errors (CI)" OFF)
 
 add_library(dfx_warnings INTERFACE)
 target_compile_options(dfx_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
                        -Wnon-virtual-dtor -Wno-missing-field-initializers)
+if(DFX_WERROR)
+  target_compile_options(dfx_warnings INTERFACE -Werror)
+endif()
 
 add_library(dfx_sanitizers INTERFACE)
 if(DFX_SANITIZE)
@@ -12,13 +25,28 @@ if(DFX_SANITIZE)
   target_link_options(dfx_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
 
-# dfx_module(<folder> SOURCES ... DEPS ...) -> target dfx_<folder>, alias dfx::<folder>
+# The include root that exposes only <folder> (created at configure time).
+function(dfx_include_root folder out_var)
+  set(root ${PROJECT_BINARY_DIR}/include_roots/${folder})
+  if(NOT EXISTS ${root}/${folder})
+    file(MAKE_DIRECTORY ${root})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder} ${root}/${folder} SYMBOLIC)
+  endif()
+  set(${out_var} ${root} PARENT_SCOPE)
+endfunction()
+
+# dfx_module(<folder> SOURCES ... [PUBLIC_DEPS ...] [DEPS ...])
+#   -> target dfx_<folder>, alias dfx::<folder>.
+# PUBLIC_DEPS: what the module's public headers include (their types cross
+# the header); DEPS: everything else, linked privately.
 function(dfx_module name)
-  cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
   add_library(dfx_${name} STATIC ${M_SOURCES})
   add_library(dfx::${name} ALIAS dfx_${name})
-  target_include_directories(dfx_${name} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(dfx_${name} PUBLIC ${M_DEPS} dfx_sanitizers PRIVATE dfx_warnings)
+  dfx_include_root(${name} root)
+  target_include_directories(dfx_${name} PUBLIC ${root})
+  target_link_libraries(dfx_${name} PUBLIC ${M_PUBLIC_DEPS} dfx_sanitizers
+                        PRIVATE ${M_DEPS} dfx_warnings)
   target_compile_definitions(dfx_${name} PUBLIC SPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_DEBUG
                              SPDLOG_FMT_EXTERNAL)
 endfunction()
@@ -30,10 +58,13 @@ function(dfx_executable name)
   target_link_libraries(${name} PRIVATE ${M_DEPS} dfx_warnings dfx_sanitizers)
 endfunction()
 
-# dfx_test(<name> SOURCES ... DEPS ...): a GoogleTest binary registered with CTest.
+# dfx_test(<name> SOURCES ... DEPS ...): a GoogleTest binary registered with
+# CTest. Tests also see tests/ (the end-to-end helpers).
 function(dfx_test name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${M_SOURCES})
+  dfx_include_root(tests tests_root)
+  target_include_directories(${name} PRIVATE ${tests_root})
   target_link_libraries(${name} PRIVATE ${M_DEPS} GTest::gtest GTest::gtest_main dfx_warnings
                         dfx_sanitizers)
   target_compile_definitions(${name} PRIVATE DFX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

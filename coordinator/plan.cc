@@ -157,11 +157,9 @@ Result<Plan> PlanForProgram(const fs::path& program_path) {
   DFX_ASSIGN_OR_RETURN(PlanProgram prog,
                        LoadProgramFile(plan.name, program_path, program_path.string(), "$"));
   plan.programs.emplace(plan.name, std::move(prog));
-  PlanStep step;
-  step.program = plan.name;
-  step.target = PlanStep::Target::kAll;
-  step.json_path = "$";
-  plan.steps.push_back(step);
+  // Built in place: assigning "$" to a member trips GCC 12's -Wrestrict
+  // false positive (GCC PR 105329).
+  plan.steps.push_back(PlanStep{plan.name, PlanStep::Target::kAll, {}, "$"});
   return plan;
 }
 
