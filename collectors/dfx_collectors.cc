@@ -1,4 +1,5 @@
 // DfxCollectors: the set of recorders armed for one dispatch.
+#include "collectors/artifact_layout.h"
 #include "collectors/recorders.h"
 #include "common/log.h"
 #include "config/run_config.h"
@@ -38,20 +39,18 @@ Status DfxCollectors::ExportAll(bool run_succeeded, std::vector<std::string>* wr
     }
   };
   if (swimlane_) {
-    handle("chip_swimlane_records.json",
-           swimlane_->Export(output_dir_ / "chip_swimlane_records.json"));
+    handle(kSwimlaneRecordsFile, swimlane_->Export(output_dir_ / kSwimlaneRecordsFile));
   }
   if (args_dump_) {
     Status s = args_dump_->Export();
-    handle("args_dump/args_dump.json", s);
-    if (s.ok() && written != nullptr && fs::exists(output_dir_ / "args_dump" / "args.bin")) {
-      written->push_back("args_dump/args.bin");
+    handle(kArgsDumpManifestFile, s);
+    if (s.ok() && written != nullptr && fs::exists(output_dir_ / kArgsDumpBinFile)) {
+      written->push_back(kArgsDumpBinFile);
     }
   }
-  if (pmu_) handle("pmu.csv", pmu_->Export(output_dir_ / "pmu.csv"));
+  if (pmu_) handle(kPmuFile, pmu_->Export(output_dir_ / kPmuFile));
   if (scope_stats_) {
-    handle("scope_stats/scope_stats.jsonl",
-           scope_stats_->Export(output_dir_ / "scope_stats" / "scope_stats.jsonl"));
+    handle(kScopeStatsFile, scope_stats_->Export(output_dir_ / kScopeStatsFile));
   }
   if (dep_gen_) {
     if (!run_succeeded) {
@@ -59,9 +58,9 @@ Status DfxCollectors::ExportAll(bool run_succeeded, std::vector<std::string>* wr
           "dep_gen skipped: the run did not succeed (deps.json is written on the "
           "success path only)");
     } else {
-      Status s = dep_gen_->Export(output_dir_ / "deps.json");
+      Status s = dep_gen_->Export(output_dir_ / kDepsFile);
       // A refused incomplete graph is a warning (already logged), not a failed run.
-      if (s.code() != Code::kFailedPrecondition) handle("deps.json", s);
+      if (s.code() != Code::kFailedPrecondition) handle(kDepsFile, s);
     }
   }
   return first_error;

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/artifact_layout.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
 #include "common/file_util.h"
@@ -140,7 +141,7 @@ void ArgsDumpRecorder::Impl::DrainLoop() {
     lock.unlock();
     // The producer never overwrites [drained_pos, write_pos), so this read races nothing.
     if (drain_status.ok()) {
-      if (!bin.is_open()) drain_status = bin.Open(dir / "args.bin");
+      if (!bin.is_open()) drain_status = bin.Open(dir / kArgsDumpBinName);
       if (drain_status.ok()) {
         drain_status =
             bin.Write(std::string_view(reinterpret_cast<const char*>(arena.get() + offset), n));
@@ -177,7 +178,7 @@ ArgsDumpRecorder::ArgsDumpRecorder(const ArgsDumpOptions& options, const Capacit
   Impl& m = *impl_;
   m.options = options;
   m.options.level = std::clamp(options.level, 1, 3);
-  m.dir = output_dir / "args_dump";
+  m.dir = output_dir / kArgsDumpDir;
   // INOUT args are captured at both stages.
   uint64_t max_records = options.max_records > 0 ? options.max_records : 2 * hint.tensor_args + 256;
   m.entries.resize(max_records);
@@ -270,7 +271,7 @@ Status ArgsDumpRecorder::Export() {
   const int level = m.options.level;
   // Levels 1 and 2 always have args.bin once records exist (maybe empty); level 3
   // only when some marked payload arrived.
-  if (!m.bin.is_open() && level != 3) DFX_RETURN_IF_ERROR(m.bin.Open(m.dir / "args.bin"));
+  if (!m.bin.is_open() && level != 3) DFX_RETURN_IF_ERROR(m.bin.Open(m.dir / kArgsDumpBinName));
   const bool has_bin = m.bin.is_open();
   if (has_bin) DFX_RETURN_IF_ERROR(m.bin.Commit());
 
@@ -293,7 +294,7 @@ Status ArgsDumpRecorder::Export() {
   }
 
   ChunkedWriter w;
-  DFX_RETURN_IF_ERROR(w.Open(m.dir / "args_dump.json"));
+  DFX_RETURN_IF_ERROR(w.Open(m.dir / kArgsDumpManifestName));
   w.Format(
       "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "
       "\"byte_order\": \"little_endian\"}}, \"dump_args_level\": {}, \"total_args\": {}, "
