@@ -26,8 +26,6 @@ using collectors::CoreKind;
 
 namespace {
 
-constexpr int kMix = 2;  // ready-queue index of MIX tasks (none are built today)
-
 std::string TaskLabel(uint64_t task_id) {
   uint64_t ring = task_id >> 32, local = task_id & 0xffffffffu;
   return ring == 0 ? "t" + std::to_string(local)

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages a fresh machine lacks. Idempotent; needs root
 # (or sudo) and Debian's package registry.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config ninja-build git ccache
+PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
       libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev graphviz
