@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/gather.h"
 #include "coordinator/l2_run.h"
@@ -91,11 +92,19 @@ struct RunFlags {
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
 
+// The environment every subcommand reads (README "Environment").
+const char* const kEnvironment = R"(
+Environment:
+  DFX_RANK_AGENT  the dfx-rank-agent to start (default: beside this binary, then PATH)
+  DFX_VIEW        the dfx-view that converts swimlane records (default: likewise)
+  TMPDIR          where agents spool when --spool is not given (default /tmp)
+Exit status: 0 everything succeeded, 1 the run or gather failed, 2 usage error.
+Schemas of programs, plans and run_manifest.json: share/dfx/schemas/ (schemas/ in the source).
+)";
+
 const char* const kRunFooter = R"(
 L2 (one chip, artifacts flat in W/dfx_outputs/): a PROGRAM.json without --ranks/--launcher/--attach.
 L3 (a plan or --ranks N): artifacts in W/dfx_outputs/rank<N>/d<K>/, manifest in run_manifest.json.
-Environment: DFX_RANK_AGENT, DFX_VIEW (where dfx-rank-agent / dfx-view are, when not beside
-this binary or on PATH).
 )";
 
 void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
@@ -139,7 +148,7 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
       ->check(CLI::Range(0.0, 1e15));
   run.add_option("--dump-arena-bytes", f.dump_arena, "L2: dump arena (default 128 MiB)")
       ->check(CLI::Range(0.0, 1e15));
-  run.footer(std::string(dfx::config::RunConfigFlagsHelp()) + kRunFooter);
+  run.footer(std::string(dfx::config::RunConfigFlagsHelp()) + kRunFooter + kEnvironment);
 }
 
 int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
@@ -200,7 +209,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     if (out->artifacts.empty()) {
       std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
     } else {
-      dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config);
+      dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config, dc::ViewCommand());
     }
     print_common();
     if (out->bench_wall_s) {
@@ -240,7 +249,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message());
   if (!outcome->artifacts.empty()) {
-    dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config);
+    dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config, dc::ViewCommand());
   }
   std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
   print_common();
@@ -342,6 +351,10 @@ int Main(int argc, char** argv) {
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
   help->add_option("command", help_topic, "run or gather");
+  const std::string version = dfx::VersionLine("dfx-coordinator");
+  for (CLI::App* a : {&app, run, gather, help}) a->set_version_flag("--version", version);
+  app.footer(kEnvironment);
+  gather->footer(kEnvironment);
 
   // The run-config flags (optional values, legacy spellings) are parsed by
   // their one owner, config::ParseRunConfigFlags, before CLI11 sees the rest.
@@ -358,9 +371,7 @@ int Main(int argc, char** argv) {
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
@@ -368,9 +379,9 @@ int Main(int argc, char** argv) {
   }
   if (help->parsed()) {
     if (help_topic == "run") {
-      std::fputs(run->help().c_str(), stdout);
+      std::fputs(run->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic == "gather") {
-      std::fputs(gather->help().c_str(), stdout);
+      std::fputs(gather->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic.empty()) {
       std::fputs(app.help().c_str(), stdout);
     } else {

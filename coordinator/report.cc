@@ -12,8 +12,17 @@ namespace dfx::coordinator {
 
 namespace fs = std::filesystem;
 
+std::string ViewCommand() {
+  auto view = FindProjectBinary("dfx-view", "DFX_VIEW", {"../view"});
+  if (!view.ok()) return "dfx-view";
+  std::error_code ec;
+  auto on_path = FindExecutable("dfx-view");
+  if (on_path && fs::equivalent(*on_path, *view, ec)) return "dfx-view";
+  return ShellQuote(view->string());
+}
+
 void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::string> files,
-                    const config::RunConfig& requested) {
+                    const config::RunConfig& requested, const std::string& view) {
   std::sort(files.begin(), files.end());
   // Group by dispatch directory ("" at L2, "rank0/d1" at L3).
   std::map<std::string, std::vector<std::string>> groups;
@@ -32,19 +41,19 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
       std::fprintf(out, "  %s\n", q.c_str());
       const std::string name = p.filename().string();
       if (name == collectors::kSwimlaneRecordsFile) {
-        hints.push_back(fmt::format("swimlane:     dfx-view swimlane {}", q));
+        hints.push_back(fmt::format("swimlane:     {} swimlane {}", view, q));
       } else if (name == collectors::kDepsFile && requested.enable_dep_gen) {
-        hints.push_back(fmt::format("task graph:   dfx-view deps {}", q));
+        hints.push_back(fmt::format("task graph:   {} deps {}", view, q));
         hints.push_back(
-            fmt::format("  as HTML:    dfx-view deps {} --format html --engine sfdp   (engines: "
+            fmt::format("  as HTML:    {} deps {} --format html --engine sfdp   (engines: "
                         "dot|sfdp|fdp|neato|circo|twopi; dot up to ~500 nodes, sfdp for 10k+)",
-                        q));
+                        view, q));
       } else if (p.parent_path().filename() == collectors::kArgsDumpDir && !dump_hinted) {
         dump_hinted = true;
         hints.push_back(
-            fmt::format("args dump:    dfx-view dump {}", ShellQuote(p.parent_path().string())));
+            fmt::format("args dump:    {} dump {}", view, ShellQuote(p.parent_path().string())));
       } else if (p.parent_path().filename() == collectors::kScopeStatsDir) {
-        hints.push_back(fmt::format("scope stats:  dfx-view scope-stats {}", q));
+        hints.push_back(fmt::format("scope stats:  {} scope-stats {}", view, q));
       } else if (name == collectors::kPmuFile) {
         hints.push_back(fmt::format("pmu counters: {}", q));
       } else if (collectors::IsMergedSwimlaneFileName(name)) {

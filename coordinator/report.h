@@ -14,8 +14,15 @@ namespace dfx::coordinator {
 
 // Prints the artifacts under `dfx_dir` (paths relative to it, any order) with
 // their render commands, grouped by directory. The deps hint is printed only
-// when the user asked for dep_gen (spec §2.6).
+// when the user asked for dep_gen (spec §2.6). `view` is how the commands
+// name dfx-view (ViewCommand()).
 void PrintArtifacts(std::FILE* out, const std::filesystem::path& dfx_dir,
-                    std::vector<std::string> files, const config::RunConfig& requested);
+                    std::vector<std::string> files, const config::RunConfig& requested,
+                    const std::string& view = "dfx-view");
+
+// How a printed hint names dfx-view so that it works when copied: "dfx-view"
+// when PATH finds the dfx-view this coordinator uses, else its shell-quoted
+// absolute path (a build tree, an install prefix not on PATH, $DFX_VIEW).
+std::string ViewCommand();
 
 }  // namespace dfx::coordinator

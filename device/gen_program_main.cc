@@ -9,12 +9,14 @@
 #include <cstdio>
 
 #include "common/json.h"
+#include "common/version.h"
 #include "device/generators.h"
 #include "device/program_loader.h"
 
 int main(int argc, char** argv) {
   using namespace dfx::device;
-  CLI::App app{"Generate emulator program JSON files"};
+  CLI::App app{"dfx-gen-program: generates program JSON files for the emulated chips"};
+  app.name("dfx-gen-program");
   app.require_subcommand(1);
   std::string output;
   int indent = -1;
@@ -53,9 +55,12 @@ int main(int argc, char** argv) {
     sub->add_option("-o,--output", output, "output file (default: stdout)");
     sub->add_option("--indent", indent, "JSON indent (-1 = compact)");
   }
+  for (CLI::App* a : {&app, layered, attention, vector}) {
+    a->set_version_flag("--version", dfx::VersionLine("dfx-gen-program"));
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success& e) {  // --help
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11 names the flag and the bad value; a usage error exits 2 like

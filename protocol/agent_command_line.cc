@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "common/file_util.h"
+#include "common/version.h"
 
 namespace dfx::protocol {
 
@@ -322,6 +323,19 @@ constexpr const char* kDescription =
   dfx-rank-agent exec --program P.json --output-dir DIR [run-config flags]
 )";
 
+// What the agent reads from its environment (README "Environment").
+constexpr const char* kEnvironment = R"(
+Environment:
+  OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID   the launcher rank when --rank is not given
+                                                 (Open MPI, MPICH/Hydra, Slurm srun)
+  OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK      set by an MPI launcher: the agent then calls
+                                                 MPI_Init and takes its rank from MPI_Comm_rank
+  TMPDIR                                         the spool root when --spool is not given
+                                                 ($TMPDIR/dfx-spool-<uid>, default /tmp)
+  DFX_FAULT_GRAPH_PASS=1                         tests only: every graph pass fails before it runs
+Exit status: 0 ok, 1 the run or agent failed, 2 usage error.
+)";
+
 }  // namespace
 
 std::vector<std::string> AgentCommandLine::ToArgv() const {
@@ -392,6 +406,9 @@ Result<ParsedAgentCommandLine> ParseAgentCommandLine(const std::vector<std::stri
   AddAgentExecOptions(*exec, &out.exec);
   exec->footer(config::RunConfigFlagsHelp());
   app.require_subcommand(0, 1);
+  for (CLI::App* a : {&app, serve, exec})
+    a->set_version_flag("--version", VersionLine("dfx-rank-agent"));
+  app.footer(kEnvironment);
 
   try {
     std::vector<std::string> reversed(rest.rbegin(), rest.rend());  // CLI11 pops from the back
@@ -403,6 +420,10 @@ Result<ParsedAgentCommandLine> ParseAgentCommandLine(const std::vector<std::stri
   } catch (const CLI::CallForAllHelp&) {
     out.form = ParsedAgentCommandLine::Form::kHelp;
     out.help = app.help("", CLI::AppFormatMode::All);
+    return out;
+  } catch (const CLI::CallForVersion& e) {
+    out.form = ParsedAgentCommandLine::Form::kHelp;
+    out.help = std::string(e.what()) + "\n";
     return out;
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();

@@ -127,7 +127,8 @@ struct ParsedAgentCommandLine {
   Form form = Form::kAgent;
   AgentCommandLine agent;     // kAgent
   AgentExecCommandLine exec;  // kExec
-  std::string help;           // kHelp: the text to print (the subcommand's, if one was named)
+  std::string
+      help;  // kHelp: the --help text (the subcommand's, if one was named) or --version line
   std::vector<std::string> warnings;  // deprecated run-config spellings, to print
 };
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "collectors/artifact_layout.h"
+#include "common/version.h"
 #include "view/deps_viewer.h"
 #include "view/discovery.h"
 #include "view/dump_viewer.h"
@@ -35,6 +36,7 @@ int Report(const dfx::Status& s) {
 
 int Run(int argc, char** argv) {
   CLI::App app{"dfx-view: viewers and converters for Runtime DFX artifacts"};
+  app.name("dfx-view");
   app.require_subcommand(1);
 
   // swimlane
@@ -122,11 +124,15 @@ int Run(int argc, char** argv) {
   std::string pm_input;
   pm->add_option("csv", pm_input, layout::kPmuFile)->required();
 
+  for (CLI::App* a : {&app, sw, dp, du, ss, so, pm}) {
+    a->set_version_flag("--version", dfx::VersionLine("dfx-view"));
+  }
+  app.footer(
+      "Exit status: 0 ok, 1 error, 2 usage error. Without an input, each viewer looks for the "
+      "newest artifact under ./outputs/.");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
