@@ -44,7 +44,9 @@ function(dfx_module name)
   add_library(dfx_${name} STATIC ${M_SOURCES})
   add_library(dfx::${name} ALIAS dfx_${name})
   dfx_include_root(${name} root)
-  target_include_directories(dfx_${name} PUBLIC ${root})
+  # Installed, the headers are <prefix>/include/dfx/<module>/ (cmake/dfx_install.cmake).
+  target_include_directories(dfx_${name} PUBLIC $<BUILD_INTERFACE:${root}>
+                                                $<INSTALL_INTERFACE:include/dfx>)
   target_link_libraries(dfx_${name} PUBLIC ${M_PUBLIC_DEPS} dfx_sanitizers
                         PRIVATE ${M_DEPS} dfx_warnings)
   target_compile_definitions(dfx_${name} PUBLIC SPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_DEBUG
