@@ -5,7 +5,7 @@
 #   P/include/dfx/        the public headers of common/, config/, collectors/
 #   P/lib/                libdfx_{common,config,collectors}.a, cmake/dfx/, pkgconfig/dfx.pc
 #   P/lib/python3/dist-packages/dfx   the Python package (and its pytest plugin)
-#   P/share/dfx/          examples/
+#   P/share/dfx/          examples/ and schemas/
 #   P/share/doc/dfx/, P/share/man/man1/, P/share/bash-completion/completions/
 #
 # The library a runtime embeds is dfx::collectors (find_package(dfx)); it
@@ -60,6 +60,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/dfx.pc
 # Data and documentation.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dfx/examples
         PATTERN "consumer" EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/schemas/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dfx/schemas)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/consumer
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -34,7 +34,8 @@ def test_the_tree_holds_programs_headers_libraries_and_data(prefix):
         "lib/python3/dist-packages/dfx/__init__.py",
         "lib/python3/dist-packages/dfx/pytest_plugin.py",
         "share/dfx/examples/plans/l3_four_ranks.json",
-        "share/doc/dfx/README.md",
+        "share/dfx/schemas/program.schema.json", "share/dfx/schemas/plan.schema.json",
+        "share/dfx/schemas/run_manifest.schema.json", "share/doc/dfx/README.md",
         "share/doc/dfx/examples/consumer/CMakeLists.txt",
     ] + [f"share/man/man1/{p}.1" for p in PROGRAMS] + [
         f"share/bash-completion/completions/{p}" for p in PROGRAMS]
@@ -126,7 +127,7 @@ def test_cpack_makes_a_deb(tmp_path):
     for path in ["./usr/bin/dfx-coordinator", "./usr/bin/dfx-rank-agent", "./usr/bin/dfx-view",
                  "./usr/lib/python3/dist-packages/dfx/__init__.py",
                  "./usr/lib/cmake/dfx/dfxConfig.cmake", "./usr/share/man/man1/dfx-coordinator.1",
-                 "./usr/share/dfx/examples/plans/l3_four_ranks.json"]:
+                 "./usr/share/dfx/schemas/run_manifest.schema.json"]:
         assert path in listing
     depends = run(["dpkg-deb", "-f", debs[0], "Depends"], check=True).stdout
     assert "libzmq5" in depends and "python3" in depends
