@@ -107,7 +107,18 @@ JsonPullReader::Kind JsonPullReader::Peek() {
 
 bool JsonPullReader::BeginContainer(char open) {
   if (!Expect(open)) return false;
+  if (!EnterContainer()) return false;
   first_.push_back(1);
+  return true;
+}
+
+// Skip, ReadJson and every reader recurse once per level: the depth is
+// capped (common/json.h) before a hostile file can exhaust the stack.
+bool JsonPullReader::EnterContainer() {
+  if (first_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+    return Fail(
+        fmt::format("JSON nested deeper than {} levels; no real artifact does", kMaxJsonDepth));
+  }
   return true;
 }
 
@@ -314,7 +325,7 @@ bool JsonPullReader::Skip() {
 }
 
 bool JsonPullReader::AppendValueText(std::string* text, int depth) {
-  if (depth > 256) return Fail("nesting too deep");
+  if (depth > kMaxJsonDepth) return Fail("nesting too deep");
   switch (Peek()) {
     case Kind::kObject: {
       BeginObject();

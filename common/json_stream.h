@@ -39,6 +39,8 @@ struct JsonNumber {
 
 // Pull reader over a file. Errors latch: after the first failure every call
 // returns false and status() names the file, byte offset and what was expected.
+// Arrays and objects nested deeper than kMaxJsonDepth (common/json.h) are an
+// error, so Skip / ReadJson never recurse without bound.
 class JsonPullReader {
  public:
   enum class Kind { kObject, kArray, kString, kNumber, kBool, kNull, kEnd, kError };
@@ -88,6 +90,7 @@ class JsonPullReader {
   // and the container (then false).
   bool NextMember(char close);
   bool Refill();
+  bool EnterContainer();
   bool AppendValueText(std::string* text, int depth);
 
   std::FILE* file_ = nullptr;

@@ -13,6 +13,23 @@ std::filesystem::path WriteTemp(const std::string& name, const std::string& text
   return p;
 }
 
+TEST(JsonPullReaderTest, SkipAndReadJsonStopAtTheDepthLimit) {
+  auto p = WriteTemp("pull_deep", "{\"metadata\": " + std::string(100000, '[') + "}");
+  JsonPullReader r;
+  ASSERT_TRUE(r.Open(p).ok());
+  ASSERT_TRUE(r.BeginObject());
+  std::string key;
+  ASSERT_TRUE(r.NextKey(&key));
+  EXPECT_FALSE(r.Skip());
+  EXPECT_NE(r.status().message().find("nested deeper than 256 levels"), std::string::npos)
+      << r.status().message();
+  JsonPullReader again;
+  ASSERT_TRUE(again.Open(p).ok());
+  Json j;
+  EXPECT_FALSE(again.ReadJson(&j));
+  std::filesystem::remove(p);
+}
+
 TEST(JsonPullReaderTest, WalksNestedDocumentWithFull64BitIntegers) {
   auto p = WriteTemp("pull_ok", R"( {"a": [1, -2, 18446744073709551615, 2.5e3],
      "s": "q\"\u00e9\n", "o": {"t": true, "n": null}, "e": [] } )");

@@ -266,5 +266,16 @@ TEST(SwimlaneReader, LevelOneSynthesisesTasksAndRejectsBadLevel) {
   EXPECT_NE(bad.status().message().find("Unsupported chip_swimlane_level: 5"), std::string::npos);
 }
 
+TEST(SwimlaneReader, AHostileDeepFileIsRefusedNotFollowedIntoTheStack) {
+  TempDir dir;
+  std::string deep = R"({"chip_swimlane_level": 4, "metadata": )";
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  ASSERT_TRUE(WriteFileAtomic(dir.path() / "deep.json", deep).ok());
+  auto rec = ReadSwimlaneRecords(dir.path() / "deep.json");
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("nested deeper than 256 levels"), std::string::npos)
+      << rec.status().message();
+}
+
 }  // namespace
 }  // namespace dfx::collectors
