@@ -66,6 +66,10 @@ std::optional<fs::path> FindRunRecordDir(const fs::path& work_dir) {
   return std::nullopt;
 }
 
+Result<DirectoryLock> LockWorkDir(const fs::path& work_dir) {
+  return DirectoryLock::Acquire(work_dir, "work dir");
+}
+
 fs::path SessionSpoolDir(const fs::path& spool_root, uint64_t session_id) {
   return spool_root / Hex64(session_id);
 }

@@ -20,6 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/file_util.h"
+#include "common/status.h"
+
 namespace dfx::collectors {
 
 // --- the five artifacts, relative to their output directory -------------------
@@ -71,6 +74,11 @@ std::filesystem::path RunRecordDir(const std::filesystem::path& work_dir, bool a
 // The directory that holds the session record of the last run in `work_dir`
 // (either place above); nullopt when neither does.
 std::optional<std::filesystem::path> FindRunRecordDir(const std::filesystem::path& work_dir);
+
+// The lock every dfx-coordinator run and gather holds on its work dir (a
+// flock of the directory itself: nothing else lands in the work dir). The
+// error of a work dir in use names the pid and command that hold it.
+Result<DirectoryLock> LockWorkDir(const std::filesystem::path& work_dir);
 
 // Default spool root of locally launched agents, and the L2 device state.
 inline constexpr const char* kSpoolDirName = ".dfx_spool";

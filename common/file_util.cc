@@ -1,11 +1,18 @@
 #include "common/file_util.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 
 namespace dfx {
@@ -33,9 +40,52 @@ Status MakeDirs(const fs::path& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const fs::path& path, std::string_view data) {
+namespace {
+
+Status LinkError(const fs::path& link) {
+  return InvalidArgument(link.string() +
+                         " is a symbolic link; nothing is written or removed through links: "
+                         "replace it with a real directory");
+}
+
+}  // namespace
+
+Status CheckNoLinks(const fs::path& root, const fs::path& rel) {
+  std::error_code ec;
+  fs::path p = root;
+  for (const fs::path& part : rel) {
+    p /= part;
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec || !fs::exists(st)) return Status::Ok();  // the rest does not exist yet
+    if (fs::is_symlink(st)) return LinkError(p);
+  }
+  return Status::Ok();
+}
+
+Status MakeDirsNoLinks(const fs::path& root, const fs::path& rel_dir) {
+  DFX_RETURN_IF_ERROR(CheckNoLinks(root, rel_dir));
+  DFX_RETURN_IF_ERROR(MakeDirs(root));
+  fs::path p = root;
+  for (const fs::path& part : rel_dir) {
+    p /= part;
+    std::error_code ec;
+    if (fs::create_directory(p, ec) || !ec) {
+      // Created, or it already existed: it must be a real directory.
+      const fs::file_status st = fs::symlink_status(p, ec);
+      if (fs::is_symlink(st)) return LinkError(p);
+      if (!fs::is_directory(st)) {
+        return InvalidArgument(p.string() + ": exists and is not a directory");
+      }
+      continue;
+    }
+    return InvalidArgument(p.string() + ": cannot create directory: " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const fs::path& path, std::string_view data, mode_t mode) {
   AtomicFileWriter w;
-  DFX_RETURN_IF_ERROR(w.Open(path));
+  DFX_RETURN_IF_ERROR(w.Open(path, mode));
   DFX_RETURN_IF_ERROR(w.Write(data));
   return w.Commit();
 }
@@ -66,15 +116,26 @@ bool IsTemporaryPath(std::string_view path_or_name) {
   return path_or_name.find(".tmp.") != std::string_view::npos;
 }
 
-Status AtomicFileWriter::Open(const fs::path& final_path) {
+Status AtomicFileWriter::Open(const fs::path& final_path, mode_t mode) {
   Abort();
   final_path_ = final_path;
   DFX_RETURN_IF_ERROR(MakeDirs(final_path.parent_path()));
   temp_path_ = TemporaryPathFor(final_path);
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  if (file_ == nullptr) {
-    return InvalidArgument(temp_path_.string() +
-                           ": cannot open for writing: " + std::strerror(errno));
+  // O_NOFOLLOW: a link planted under the temporary name is never written through.
+  const int fd =
+      ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) {
+    const int err = errno;
+    return InvalidArgument(temp_path_.string() + ": cannot open for writing: " +
+                           (err == ELOOP ? std::string("it is a symbolic link, never followed")
+                                         : std::string(std::strerror(err))));
+  }
+  // An existing temporary file keeps its old bits: set them (a secret must be 0600).
+  if (::fchmod(fd, mode) != 0 || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(temp_path_.c_str());
+    return Internal(temp_path_.string() + ": cannot open for writing: " + std::strerror(err));
   }
   bytes_written_ = 0;
   return Status::Ok();
@@ -93,16 +154,26 @@ Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) return FailedPrecondition("AtomicFileWriter::Commit before Open");
   std::FILE* f = file_;
   file_ = nullptr;
-  if (std::fflush(f) != 0 || std::fclose(f) != 0) {
-    std::error_code ec;
-    fs::remove(temp_path_, ec);
-    return Internal(temp_path_.string() + ": flush failed: " + std::strerror(errno));
+  // Each failure keeps its own errno: the cleanup after it must not replace
+  // the reason with its own (once "rename failed: Success").
+  const bool flushed = std::fflush(f) == 0;
+  const int flush_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  const int close_errno = errno;
+  if (!flushed || !closed) {
+    std::error_code ignored;
+    fs::remove(temp_path_, ignored);
+    return Internal(temp_path_.string() +
+                    ": flush failed: " + std::strerror(flushed ? close_errno : flush_errno));
   }
   std::error_code ec;
   fs::rename(temp_path_, final_path_, ec);
   if (ec) {
-    fs::remove(temp_path_, ec);
-    return Internal(final_path_.string() + ": rename failed: " + ec.message());
+    const std::string why = ec.message();
+    std::error_code ignored;
+    fs::remove(temp_path_, ignored);
+    return Internal(final_path_.string() + ": rename of " + temp_path_.filename().string() +
+                    " failed: " + why);
   }
   return Status::Ok();
 }
@@ -144,6 +215,87 @@ std::string Hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+namespace {
+
+// The pid /proc/locks names as the holder of a FLOCK on `dir`'s inode.
+std::optional<pid_t> FlockHolder(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+  const std::string inode = fmt::format(":{}", static_cast<unsigned long long>(st.st_ino));
+  const std::string device = fmt::format("{:02x}:{:02x}", major(st.st_dev), minor(st.st_dev));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+  while (std::getline(locks, line)) {
+    std::istringstream in(line);
+    std::string index, type, advisory, mode, where;
+    long pid = 0;
+    if (!(in >> index >> type >> advisory >> mode >> pid >> where)) continue;
+    if (type == "FLOCK" && where == device + inode) return static_cast<pid_t>(pid);
+  }
+  return std::nullopt;
+}
+
+std::string CommandLineOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& c : raw) {
+    if (c == '\0') c = ' ';
+  }
+  while (!raw.empty() && raw.back() == ' ') raw.pop_back();
+  if (raw.size() > 200) raw = raw.substr(0, 197) + "...";
+  return raw;
+}
+
+}  // namespace
+
+Result<DirectoryLock> DirectoryLock::Acquire(const fs::path& dir, const std::string& what) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return InvalidArgument(
+        fmt::format("{} {}: cannot open: {}", what, dir.string(), std::strerror(errno)));
+  }
+  DirectoryLock lock;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    lock.fd_ = fd;
+    return lock;
+  }
+  const int err = errno;
+  ::close(fd);
+  if (err != EWOULDBLOCK) {
+    lock.warning_ = fmt::format(
+        "{} {}: cannot be locked here ({}); nothing stops another dfx-coordinator from using it "
+        "at the same time",
+        what, dir.string(), std::strerror(err));
+    return lock;
+  }
+  const std::optional<pid_t> pid = FlockHolder(dir);
+  const std::string holder =
+      pid ? fmt::format("pid {} ({})", *pid, CommandLineOf(*pid)) : std::string("another process");
+  return FailedPrecondition(
+      fmt::format("{} {} is in use by {}: wait for it to finish, or use another {}", what,
+                  dir.string(), holder, what));
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+}
+
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept
+    : fd_(other.fd_), warning_(std::move(other.warning_)) {
+  other.fd_ = -1;
+}
+
+DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    warning_ = std::move(other.warning_);
+    other.fd_ = -1;
+  }
+  return *this;
 }
 
 }  // namespace dfx

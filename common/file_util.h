@@ -3,6 +3,8 @@
 // final name (design.md §9).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,16 @@ Result<std::string> ReadFile(const std::filesystem::path& path);
 // Creates `dir` and its parents. Errors name the path.
 Status MakeDirs(const std::filesystem::path& dir);
 
+// Trust no path (style.md §13): every existing component of `rel` below
+// `root` must be a real directory or file, never a symbolic link (`root`
+// itself is what the user named and may be one). The error names the link
+// and says that nothing is written through links.
+Status CheckNoLinks(const std::filesystem::path& root, const std::filesystem::path& rel);
+// Creates `root`/`rel_dir` component by component under CheckNoLinks's rule:
+// an existing link anywhere on the way is an error, nothing is created
+// through it.
+Status MakeDirsNoLinks(const std::filesystem::path& root, const std::filesystem::path& rel_dir);
+
 // The temporary-name rule (the one owner; design.md §9): a file is written as
 // "<final>.tmp.<pid>" and renamed to <final> once complete, so a name that
 // contains ".tmp." is never a finished artifact. Every listing of artifacts
@@ -26,8 +38,10 @@ Status MakeDirs(const std::filesystem::path& dir);
 std::filesystem::path TemporaryPathFor(const std::filesystem::path& final_path);
 bool IsTemporaryPath(std::string_view path_or_name);
 
-// Writes `data` to `path` via TemporaryPathFor(path) + rename. Creates parents.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data);
+// Writes `data` to `path` via TemporaryPathFor(path) + rename. Creates
+// parents. `mode` is the new file's permission bits (0600 for secrets).
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view data,
+                       mode_t mode = 0644);
 
 // Streams a file under a temporary name; Commit() flushes, closes and renames
 // it to the final path. Destroying an uncommitted writer removes the temporary
@@ -41,8 +55,10 @@ class AtomicFileWriter {
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
-  // Opens "<final_path>.tmp.<pid>" for writing, creating parent directories.
-  Status Open(const std::filesystem::path& final_path);
+  // Opens "<final_path>.tmp.<pid>" for writing, creating parent
+  // directories. The temporary name is never followed if it is a link
+  // (O_NOFOLLOW), and the file gets exactly `mode` (0600 for secrets).
+  Status Open(const std::filesystem::path& final_path, mode_t mode = 0644);
   Status Write(std::string_view data);
   Status Commit();
   // Removes the temporary file without renaming.
@@ -78,5 +94,32 @@ Result<uint64_t> ChecksumFile(const std::filesystem::path& path);
 
 // 16 lower-case hex digits.
 std::string Hex64(uint64_t v);
+
+// An exclusive advisory lock (flock(2)) on a directory itself (no lock file
+// is created in it), held while the object lives and released by the kernel
+// when the process dies, so a crashed owner never leaves a stale lock. A
+// second Acquire while it is held fails with FailedPrecondition naming the
+// holder's pid and command line (found in /proc/locks). A filesystem without
+// flock on directories (e.g. NFS) yields an unheld lock and a warning().
+// Move-only.
+class DirectoryLock {
+ public:
+  // Locks `dir` (which must exist) without waiting. `what` names the
+  // directory's role in errors, e.g. "work dir".
+  static Result<DirectoryLock> Acquire(const std::filesystem::path& dir, const std::string& what);
+  DirectoryLock() = default;
+  ~DirectoryLock();
+  DirectoryLock(DirectoryLock&& other) noexcept;
+  DirectoryLock& operator=(DirectoryLock&& other) noexcept;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  // Why the lock is not held although Acquire succeeded ("" when it is held).
+  const std::string& warning() const { return warning_; }
+
+ private:
+  int fd_ = -1;
+  std::string warning_;
+};
 
 }  // namespace dfx

@@ -1,6 +1,8 @@
 #include "common/file_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/json.h"
 
@@ -10,9 +12,10 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() /
-                 ("dfx_common_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                  "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path dir =
+      fs::temp_directory_path() /
+      ("dfx_common_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -55,6 +58,75 @@ TEST(Json, SyntaxErrorNamesFileAndLine) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("prog.json"), std::string::npos);
   EXPECT_NE(r.status().message().find("line 2"), std::string::npos);
+}
+
+TEST(AtomicFileWriter, AFailedRenameKeepsItsRealError) {
+  fs::path dir = TempDir();
+  // The final name is a non-empty directory: rename(2) fails (EISDIR).
+  fs::create_directories(dir / "out.json" / "inside");
+  Status s = WriteFileAtomic(dir / "out.json", "{}");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rename"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("Success"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("directory"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::exists(TemporaryPathFor(dir / "out.json"))) << "the temporary file is removed";
+}
+
+TEST(AtomicFileWriter, ALinkUnderTheTemporaryNameIsNeverFollowed) {
+  fs::path dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir / "victim.txt", "precious").ok());
+  fs::create_symlink(dir / "victim.txt", TemporaryPathFor(dir / "out.txt"));
+  Status s = WriteFileAtomic(dir / "out.txt", "attacker data");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("symbolic link"), std::string::npos) << s.message();
+  EXPECT_EQ(*ReadFile(dir / "victim.txt"), "precious");
+}
+
+TEST(AtomicFileWriter, ASecretGetsExactlyItsMode) {
+  fs::path dir = TempDir();
+  // Even over a stale temporary file that others could read.
+  ASSERT_TRUE(WriteFileAtomic(TemporaryPathFor(dir / "k.key"), "old").ok());
+  ::chmod(TemporaryPathFor(dir / "k.key").c_str(), 0644);
+  ASSERT_TRUE(WriteFileAtomic(dir / "k.key", "secret", 0600).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "k.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(MakeDirsNoLinks, CreatesRealDirectoriesAndRefusesLinks) {
+  fs::path dir = TempDir();
+  ASSERT_TRUE(MakeDirsNoLinks(dir / "out", "rank0/d1").ok());
+  EXPECT_TRUE(fs::is_directory(dir / "out/rank0/d1"));
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "out/rank1");
+  Status s = MakeDirsNoLinks(dir / "out", "rank1/d0");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find((dir / "out/rank1").string() + " is a symbolic link"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(fs::is_empty(dir / "elsewhere")) << "nothing is created through the link";
+  EXPECT_FALSE(CheckNoLinks(dir / "out", "rank1/d0/deps.json").ok());
+  EXPECT_TRUE(CheckNoLinks(dir / "out", "rank0/d1/deps.json").ok());
+}
+
+TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstOnesPid) {
+  fs::path dir = TempDir();
+  auto first = DirectoryLock::Acquire(dir, "work dir");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->held()) << first->warning();
+  // flock(2) locks belong to an open file description: a second Acquire,
+  // even in this process, is another holder.
+  auto second = DirectoryLock::Acquire(dir, "work dir");
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("is in use by pid " + std::to_string(::getpid())),
+            std::string::npos)
+      << second.status().message();
+  EXPECT_NE(second.status().message().find("common_test"), std::string::npos)
+      << "the holder's command line";
+  EXPECT_TRUE(fs::is_empty(dir)) << "no lock file lands in the directory";
+  *first = DirectoryLock();  // released
+  EXPECT_TRUE(DirectoryLock::Acquire(dir, "work dir").ok());
 }
 
 TEST(ReadFile, MissingFileIsNotFound) {
