@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -121,6 +122,16 @@ std::optional<int64_t> ParseInt(std::string_view s) {
   return v;
 }
 
+// A word after a flag that takes an optional value, which is neither another
+// flag nor the program / plan file (a .json name, a path with a '/', or any
+// existing file): the user meant it as the flag's value.
+bool LooksLikeAValue(const std::string& word) {
+  if (word.empty() || word[0] == '-' || word.find('/') != std::string::npos) return false;
+  if (word.size() >= 5 && word.compare(word.size() - 5, 5, ".json") == 0) return false;
+  std::error_code ec;
+  return !std::filesystem::exists(word, ec);
+}
+
 // Parses "N" or "N,N,N,N" for a ring flag.
 Status ParseRingFlag(const std::string& flag, const std::string& field, const std::string& text,
                      std::array<uint64_t, 4>* out) {
@@ -230,13 +241,20 @@ Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
       *value = args[++i];
       return Status::Ok();
     };
-    // An optional integer value: `--flag=v`, or the next token only if it is an integer.
+    // An optional integer value: `--flag=v`, or the next token only if it
+    // is an integer. A following word that is neither a flag nor the
+    // program / plan file (a .json name or an existing path) is what the
+    // user meant as the value: it is refused, naming the values allowed.
     auto optional_int = [&](int bare, const std::string& allowed) -> Result<int> {
       std::string text;
       if (inline_value) {
         text = *inline_value;
       } else if (i + 1 < args.size() && ParseInt(args[i + 1])) {
         text = args[++i];
+      } else if (i + 1 < args.size() && LooksLikeAValue(args[i + 1])) {
+        return InvalidArgument(name + " " + args[i + 1] + ": not an integer; allowed: " + allowed +
+                               " (if " + args[i + 1] +
+                               " is the program or plan file, it does not exist)");
       } else {
         return bare;
       }

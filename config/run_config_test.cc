@@ -97,6 +97,27 @@ TEST(RunConfigFlags, BareFlagsAndOptionalValues) {
   EXPECT_EQ(rest, (std::vector<std::string>{"tests/", "prog.json"}));
 }
 
+// What users type: a word after a flag whose value is optional is its value
+// unless it is the program / plan file; a bad value names what is allowed.
+TEST(RunConfigFlags, AWordAfterAnOptionalValueFlagIsItsValueUnlessItIsTheFile) {
+  auto pmu = Parse({"--enable-pmu", "abc", "plan.json"});
+  ASSERT_FALSE(pmu.ok());
+  EXPECT_TRUE(Contains(pmu.status().message(),
+                       "--enable-pmu abc: not an integer; allowed: 0 (off) "
+                       "or a PMU event type: 1, 2, 4, 5, 6, 7, 8"))
+      << pmu.status().message();
+  for (const char* flag : {"--dump-args", "--enable-chip-swimlane"}) {
+    auto r = Parse({flag, "full"});
+    ASSERT_FALSE(r.ok()) << flag;
+    EXPECT_TRUE(Contains(r.status().message(), std::string(flag) + " full: not an integer"));
+  }
+  std::vector<std::string> rest;
+  auto file = Parse({"--enable-pmu", "plan.json", "--ranks", "2"}, &rest);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->config.enable_pmu, 2);
+  EXPECT_EQ(rest, (std::vector<std::string>{"plan.json", "--ranks", "2"}));
+}
+
 TEST(RunConfigFlags, EnableChipSwimlaneTakesAnOptionalLevel) {
   // The acceptance command: `--enable-chip-swimlane 4 --enable-dep-gen ...`.
   std::vector<std::string> rest;
