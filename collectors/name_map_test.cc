@@ -15,11 +15,8 @@ using testing::Keys;
 using testing::ReadJson;
 using testing::Slurp;
 using testing::TempDir;
+using testing::ViewFixture;
 namespace fs = std::filesystem;
-
-fs::path Fixture(const std::string& rel) {
-  return fs::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
-}
 
 TEST(NameMap, FormatIndentedWithStringKeys) {
   TempDir dir;
@@ -46,7 +43,7 @@ TEST(NameMap, NullOrchestratorAndEmptyMapOmitted) {
 }
 
 TEST(NameMap, ReaderAcceptsSceneTestAndFlatShapes) {
-  auto m = ReadNameMap(Fixture("l4/name_map_Demo_case.json"));
+  auto m = ReadNameMap(ViewFixture("l4/name_map_Demo_case.json"));
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(*m->orchestrator_name, "Attn");
   EXPECT_EQ(*m->Find(2), "softmax");

@@ -4,15 +4,15 @@
 
 #include <fstream>
 
+#include "collectors/testing/test_util.h"
+
 namespace dfx::view {
 namespace {
 
-std::filesystem::path Fixture(const std::string& rel) {
-  return std::filesystem::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
-}
+using collectors::testing::ViewFixture;
 
 TEST(PmuSummaryTest, SumsCountersPerFunctionAndCoreType) {
-  auto s = SummarizePmuCsv(Fixture("pmu/pmu.csv"));
+  auto s = SummarizePmuCsv(ViewFixture("pmu/pmu.csv"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->rows, 3u);
   EXPECT_EQ(s->counters.front(), "pmu_total_cycles");

@@ -5,17 +5,17 @@
 #include <fmt/format.h>
 
 #include <fstream>
+
 #include <tuple>
+#include "collectors/testing/test_util.h"
 
 namespace dfx::collectors {
 namespace {
 
-std::filesystem::path Fixture(const std::string& rel) {
-  return std::filesystem::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
-}
+using testing::ViewFixture;
 
 TEST(ReadSwimlaneRecordsTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
-  auto d = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
+  auto d = ReadSwimlaneRecords(ViewFixture("l4/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->level, 4);
   EXPECT_EQ(d->clock_freq_hz, 50000000u);
@@ -39,7 +39,7 @@ TEST(ReadSwimlaneRecordsTest, JoinsLevel4RowsOnCoreAndRegIdAndSortsByTaskId) {
 }
 
 TEST(ReadSwimlaneRecordsTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
-  auto d = ReadSwimlaneRecords(Fixture("l1/chip_swimlane_records.json"));
+  auto d = ReadSwimlaneRecords(ViewFixture("l1/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->tasks.size(), 3u);
   EXPECT_EQ(d->TaskId(d->tasks[2]), 8u);
@@ -48,7 +48,7 @@ TEST(ReadSwimlaneRecordsTest, Level1SynthesisesTasksAndAcceptsLegacyRows) {
 }
 
 TEST(ReadSwimlaneRecordsTest, CountsUnmatchedAicpuRowsPerCore) {
-  auto d = ReadSwimlaneRecords(Fixture("l2/chip_swimlane_records.json"));
+  auto d = ReadSwimlaneRecords(ViewFixture("l2/chip_swimlane_records.json"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->tasks.size(), 2u);
   EXPECT_EQ(d->unmatched_aicpu_rows, 1u);
@@ -56,7 +56,7 @@ TEST(ReadSwimlaneRecordsTest, CountsUnmatchedAicpuRowsPerCore) {
 }
 
 TEST(ReadSwimlaneRecordsTest, RejectsUnsupportedLevelAndMissingClock) {
-  auto d = ReadSwimlaneRecords(Fixture("bad_level/chip_swimlane_records.json"));
+  auto d = ReadSwimlaneRecords(ViewFixture("bad_level/chip_swimlane_records.json"));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "Unsupported chip_swimlane_level: 7 (expected 1, 2, 3, or 4)");
   auto p =
@@ -113,8 +113,8 @@ TEST(ReadSwimlaneRecordsTest, RowsBeyondTheCompactEncodingKeepExactValues) {
 TEST(ReadSwimlaneRecordsTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
   SwimlaneReadOptions streamed;
   streamed.stream_sched_phases = true;
-  auto a = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"));
-  auto b = ReadSwimlaneRecords(Fixture("l4/chip_swimlane_records.json"), streamed);
+  auto a = ReadSwimlaneRecords(ViewFixture("l4/chip_swimlane_records.json"));
+  auto b = ReadSwimlaneRecords(ViewFixture("l4/chip_swimlane_records.json"), streamed);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_TRUE(b->sched_phases.empty());
   EXPECT_EQ(b->num_sched_threads, 2u);

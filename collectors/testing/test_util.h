@@ -37,6 +37,12 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A file under tests/view/fixtures/ (artifacts a real run wrote), shared by
+// the readers' tests here and the viewers' tests.
+inline std::filesystem::path ViewFixture(const std::string& rel) {
+  return std::filesystem::path(DFX_SOURCE_DIR) / "tests/view/fixtures" / rel;
+}
+
 inline std::vector<std::string> Keys(const Json& j) {
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
