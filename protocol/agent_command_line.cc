@@ -217,6 +217,18 @@ const std::vector<Option<AgentCommandLine>>& AgentRows() {
         "where artifacts wait until the coordinator confirms them (default "
         "$TMPDIR/dfx-spool-<uid>; required with --recover)",
         [](auto& l) -> auto& { return l.spool; }));
+    r.push_back(Integer<L>(
+        "--total-ranks", "N",
+        "the run's rank count: chips that would own ranks >= N are not started", 1,
+        kMaxAgentRank + 1, 0, [](auto& l) -> auto& { return l.total_ranks; }));
+    r.push_back(Text<L>(
+        "--key", "FILE",
+        "this agent's CURVE key pair (a .key file of `dfx-coordinator keygen`, mode 0600)",
+        [](auto& l) -> auto& { return l.key_file; }));
+    r.push_back(Text<L>(
+        "--coordinator-key", "FILE",
+        "the coordinator's public key (coordinator.pub); the agent talks to no other peer",
+        [](auto& l) -> auto& { return l.coordinator_key_file; }));
     r.push_back(Seconds<L>(
         "--connect-timeout", "seconds to wait for the coordinator's first answer",
         [](auto& l) -> auto& { return l.connect_timeout_s; }));
@@ -356,7 +368,57 @@ Status AgentCommandLine::Validate() const {
   if (mode == AgentMode::kRecover && spool.empty()) {
     return InvalidArgument("--recover needs --spool DIR (the spool the run used)");
   }
+  DFX_RETURN_IF_ERROR(CheckHeartbeat(heartbeat_interval_s, heartbeat_timeout_s));
+  if (key_file.empty() != coordinator_key_file.empty()) {
+    return InvalidArgument(
+        "--key FILE and --coordinator-key FILE go together: the agent proves itself with its "
+        "key pair and pins the coordinator's public key");
+  }
   return Status::Ok();
+}
+
+Status CheckHeartbeat(double interval_s, double timeout_s) {
+  if (interval_s < kMinHeartbeatIntervalSeconds) {
+    return InvalidArgument(fmt::format(
+        "--heartbeat-interval {}: expected at least {} s (a heartbeat more often than that "
+        "only costs CPU)",
+        interval_s, kMinHeartbeatIntervalSeconds));
+  }
+  const double min_timeout = kMinHeartbeatTimeoutIntervals * interval_s;
+  // A relative tolerance: 3 × 0.1 is 0.30000000000000004 in binary.
+  if (timeout_s < min_timeout * (1 - 1e-9)) {
+    return InvalidArgument(fmt::format(
+        "--heartbeat-timeout {}: expected at least {:g} × --heartbeat-interval = {:g} s, so one "
+        "late heartbeat does not declare a live peer dead",
+        timeout_s, kMinHeartbeatTimeoutIntervals, min_timeout));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<CurveClient>> ResolveAgentCurve(const AgentCommandLine& line) {
+  if (!line.key_file.empty() || !line.coordinator_key_file.empty()) {
+    DFX_RETURN_IF_ERROR(line.Validate());
+    CurveClient client;
+    auto keys = ReadKeyPairFile(line.key_file);
+    if (!keys.ok()) return keys.status().WithContext("--key");
+    client.keys = *keys;
+    auto server = ReadPublicKeyFile(line.coordinator_key_file);
+    if (!server.ok()) return server.status().WithContext("--coordinator-key");
+    client.server_public_key = *server;
+    // The variables of a launcher are not used, and not passed on either.
+    (void)TakeCurveClientFromEnvironment();
+    return std::optional<CurveClient>(std::move(client));
+  }
+  DFX_ASSIGN_OR_RETURN(std::optional<CurveClient> from_env, TakeCurveClientFromEnvironment());
+  if (from_env) return from_env;
+  if (!IsLoopbackEndpoint(line.coordinator)) {
+    return InvalidArgument(fmt::format(
+        "--coordinator {}: not a loopback address, so this agent must authenticate: give --key "
+        "FILE (its key pair) and --coordinator-key FILE (coordinator.pub); make them with "
+        "`dfx-coordinator keygen DIR`",
+        line.coordinator));
+  }
+  return std::optional<CurveClient>();
 }
 
 std::vector<std::string> AgentExecCommandLine::ToArgv() const {

@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
+#include "protocol/curve.h"
 #include "protocol/messages.h"
 
 namespace CLI {
@@ -42,6 +43,14 @@ inline constexpr int kMaxAgentChips = 64;
 inline constexpr int kMaxAgentCores = 64;
 // The largest launcher rank --rank accepts.
 inline constexpr int kMaxAgentRank = 1 << 20;
+// Heartbeats (both programs): the interval is at least this, and the
+// timeout at least kMinHeartbeatTimeoutIntervals intervals, so one late
+// heartbeat never declares a live peer dead.
+inline constexpr double kMinHeartbeatIntervalSeconds = 0.01;
+inline constexpr double kMinHeartbeatTimeoutIntervals = 3;
+// Checks a pair of heartbeat flags (`interval_flag`/`timeout_flag` name them
+// in the error, e.g. "--heartbeat-interval").
+Status CheckHeartbeat(double interval_s, double timeout_s);
 // What --log-level accepts (spdlog's level names).
 inline constexpr const char* kAgentLogLevels[] = {"trace", "debug",    "info", "warn",
                                                   "error", "critical", "off"};
@@ -69,6 +78,15 @@ struct AgentCommandLine {
   std::optional<int> rank;
   int chips = 1;      // --chips N (1..kMaxAgentChips): chips of this agent, ranks R*N .. R*N+N-1
   std::string spool;  // --spool DIR; empty = $TMPDIR/dfx-spool-<uid> (recover: required)
+  // --total-ranks N (1..kMaxAgentRank+1): the run's rank count; an agent
+  // whose chips would reach past it drives only the ranks below it (the last
+  // agent of --ranks 4 --chips-per-agent 3 drives rank 3 only). 0 = no limit.
+  int total_ranks = 0;
+  // Access (design.md §7; protocol/curve.h). --key FILE: this agent's key
+  // pair; --coordinator-key FILE: the coordinator's public key, pinned.
+  // Both or neither; launched agents get theirs through the environment.
+  std::string key_file;
+  std::string coordinator_key_file;
   // Deadlines in seconds, each in (0, kMaxAgentSeconds].
   double connect_timeout_s = 30;      // --connect-timeout: the coordinator's first answer
   double heartbeat_interval_s = 0.2;  // --heartbeat-interval: how often the agent says it lives
@@ -82,10 +100,17 @@ struct AgentCommandLine {
   // written, so the agent never falls back on a default of its own.
   std::vector<std::string> ToArgv() const;
   // What the parser requires beyond each flag's bounds: --coordinator; a
-  // session unless serving; a spool when recovering. Messages name the flag.
+  // session unless serving; a spool when recovering; sane heartbeats; both
+  // key flags or neither. Messages name the flag.
   Status Validate() const;
   bool operator==(const AgentCommandLine&) const = default;
 };
+
+// The agent's CURVE credentials: from --key / --coordinator-key, else from
+// the launcher's environment (TakeCurveClientFromEnvironment), else none —
+// which is refused unless the coordinator endpoint is loopback-only
+// (IsLoopbackEndpoint). Errors name the flag or variable and how to fix it.
+Result<std::optional<CurveClient>> ResolveAgentCurve(const AgentCommandLine& line);
 
 // `dfx-rank-agent exec`: one program, once, on one local chip; the artifacts
 // flat in `output_dir` (the L2 run, design.md §8).

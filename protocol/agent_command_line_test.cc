@@ -37,6 +37,9 @@ AgentCommandLine EveryAgentOption() {
   line.chip.virtual_clock = true;
   line.chip.aic_cores = 1;
   line.chip.aiv_cores = 64;
+  line.total_ranks = 10;
+  line.key_file = "/keys/agents/host a.key";
+  line.coordinator_key_file = "/keys/coordinator.pub";
   return line;
 }
 
@@ -116,7 +119,7 @@ TEST(AgentCommandLineTest, SecondsAreBoundedTheSameWayInBothDirections) {
     return argv;
   };
   EXPECT_EQ(ParseAgent(with("--connect-timeout", "1000000")).connect_timeout_s, 1e6);
-  EXPECT_EQ(ParseAgent(with("--heartbeat-interval", "0.001")).heartbeat_interval_s, 0.001);
+  EXPECT_EQ(ParseAgent(with("--heartbeat-interval", "0.05")).heartbeat_interval_s, 0.05);
   for (const char* flag : {"--connect-timeout", "--heartbeat-interval", "--heartbeat-timeout"}) {
     for (const char* bad : {"1000000.5", "1e7", "0", "-1", "inf", "nan", "soon", ""}) {
       const std::string error = ErrorOf(with(flag, bad));
@@ -204,6 +207,49 @@ TEST(AgentCommandLineTest, ExecTakesTheRunConfigFlagsAsConfigReadsThem) {
   EXPECT_NE(ErrorOf({"exec", "--program", "p", "--output-dir", "o", "--chip-swimlane-level", "9"})
                 .find("--chip-swimlane-level 9"),
             std::string::npos);
+}
+
+TEST(AgentCommandLineTest, HeartbeatsMustLeaveRoomForOneLateBeat) {
+  const std::vector<std::string> base = {"--coordinator", "tcp://h:1", "--session", "1"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), more.begin(), more.end());
+    return argv;
+  };
+  const std::string tiny = ErrorOf(with({"--heartbeat-timeout", "0.000001"}));
+  EXPECT_NE(tiny.find("--heartbeat-timeout 1e-06: expected at least 3 × --heartbeat-interval = "
+                      "0.6 s"),
+            std::string::npos)
+      << tiny;
+  EXPECT_NE(ErrorOf(with({"--heartbeat-interval", "0.001"})).find("at least 0.01 s"),
+            std::string::npos);
+  EXPECT_EQ(ParseAgent(with({"--heartbeat-interval", "0.1", "--heartbeat-timeout", "0.3"}))
+                .heartbeat_timeout_s,
+            0.3);
+}
+
+TEST(AgentCommandLineTest, KeysGoTogetherAndOffLoopbackTheyAreRequired) {
+  const std::string half = ErrorOf({"serve", "--coordinator", "tcp://h:1", "--key", "a.key"});
+  EXPECT_NE(half.find("--key FILE and --coordinator-key FILE go together"), std::string::npos)
+      << half;
+  AgentCommandLine remote;
+  remote.mode = AgentMode::kServe;
+  remote.coordinator = "tcp://10.1.2.3:5555";
+  auto refused = ResolveAgentCurve(remote);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("dfx-coordinator keygen"), std::string::npos)
+      << refused.status().message();
+  AgentCommandLine local = remote;
+  local.coordinator = "tcp://127.0.0.1:5555";
+  auto plain = ResolveAgentCurve(local);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->has_value()) << "loopback without keys stays possible";
+  local.key_file = "/nonexistent/agent.key";
+  local.coordinator_key_file = "/nonexistent/coordinator.pub";
+  auto missing = ResolveAgentCurve(local);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--key: /nonexistent/agent.key"), std::string::npos)
+      << missing.status().message();
 }
 
 TEST(AgentCommandLineTest, HelpDescribesTheFormAsked) {

@@ -4,15 +4,148 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <zmq.hpp>
 
 #include "protocol/codec.h"
 
 namespace dfx::protocol {
 
+namespace {
+
+std::atomic<uint64_t> g_next_id{0};
+
+// libzmq's ZAP handler (RFC 27): one REP socket on inproc://zeromq.zap.01
+// of the context, answered by its own thread. Every CURVE router registers
+// a domain with the client keys it admits; anything else is denied.
+class ZapHandler {
+ public:
+  explicit ZapHandler(zmq::context_t& context) : socket_(context, zmq::socket_type::rep) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.bind("inproc://zeromq.zap.01");
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ZapHandler() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ZapHandler(const ZapHandler&) = delete;
+  ZapHandler& operator=(const ZapHandler&) = delete;
+
+  // Registers the keys one router admits; returns its ZAP domain.
+  std::string AddDomain(const std::vector<std::string>& z85_keys) {
+    std::set<std::string> keys;
+    for (const std::string& k : z85_keys) {
+      uint8_t raw[32];
+      if (IsCurveKey(k) && zmq_z85_decode(raw, k.c_str()) != nullptr) {
+        keys.insert(std::string(reinterpret_cast<const char*>(raw), 32));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string domain = fmt::format("dfx-{}", ++g_next_id);
+    domains_[domain].keys = std::move(keys);
+    return domain;
+  }
+  void RemoveDomain(const std::string& domain) {
+    std::lock_guard<std::mutex> lock(mu_);
+    domains_.erase(domain);
+  }
+  // The last denial of `domain` ("key <Z85> from 127.0.0.1"), and clears it.
+  std::string TakeLastDenial(const std::string& domain) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = domains_.find(domain);
+    if (it == domains_.end()) return "";
+    return std::exchange(it->second.last_denial, "");
+  }
+
+ private:
+  struct Domain {
+    std::set<std::string> keys;  // 32-byte binary public keys
+    std::string last_denial;
+  };
+
+  void Loop() {
+    while (!stop_.load()) {
+      try {
+        zmq::pollitem_t item = {socket_.handle(), 0, ZMQ_POLLIN, 0};
+        if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) <= 0) continue;
+        std::vector<zmq::message_t> frames;
+        do {
+          frames.emplace_back();
+          if (!socket_.recv(frames.back(), zmq::recv_flags::none)) break;
+        } while (frames.back().more() && frames.size() < 16);
+        Answer(frames);
+      } catch (const zmq::error_t&) {
+        return;  // the context is going away
+      }
+    }
+  }
+
+  void Answer(const std::vector<zmq::message_t>& f) {
+    auto text = [&](size_t i) {
+      return i < f.size() ? std::string(static_cast<const char*>(f[i].data()), f[i].size())
+                          : std::string();
+    };
+    // version, request id, domain, address, routing id, mechanism, credentials...
+    const std::string request_id = text(1);
+    const std::string domain = text(2);
+    const std::string address = text(3);
+    const std::string mechanism = text(5);
+    std::string status = "400";
+    std::string user;
+    std::string status_text = "not admitted";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = domains_.find(domain);
+      if (it != domains_.end()) {
+        const std::string key = text(6);
+        char z85[kCurveKeyChars + 1] = {};
+        if (key.size() == 32) {
+          zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(key.data()), 32);
+        }
+        if (mechanism == "CURVE" && it->second.keys.count(key)) {
+          status = "200";
+          status_text = "OK";
+          user = z85;
+        } else {
+          it->second.last_denial =
+              mechanism == "CURVE"
+                  ? fmt::format("CURVE key {} from {} is not an admitted agent key", z85, address)
+                  : fmt::format("a {} client from {} (CURVE is required)", mechanism, address);
+        }
+      }
+    }
+    const std::string reply[6] = {"1.0", request_id, status, status_text, user, ""};
+    for (int i = 0; i < 6; ++i) {
+      socket_.send(zmq::buffer(reply[i]), i < 5 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  }
+
+  zmq::socket_t socket_;
+  std::mutex mu_;
+  std::map<std::string, Domain> domains_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+}  // namespace
+
 struct Context::Impl {
   zmq::context_t context{1};
+  std::mutex zap_mu;
+  std::unique_ptr<ZapHandler> zap;  // after the context: destroyed (joined) before it
+
+  ZapHandler& Zap() {
+    std::lock_guard<std::mutex> lock(zap_mu);
+    if (!zap) zap = std::make_unique<ZapHandler>(context);
+    return *zap;
+  }
 };
 
 Context::Context() : impl_(std::make_unique<Impl>()) {}
@@ -27,7 +160,63 @@ void ApplyOptions(zmq::socket_t& socket, const SocketOptions& options) {
   socket.set(zmq::sockopt::sndhwm, options.send_high_water);
   socket.set(zmq::sockopt::rcvhwm, options.receive_high_water);
   socket.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
+  socket.set(zmq::sockopt::handshake_ivl, options.handshake_ms);
 }
+
+// A socket's handshake events (zmq_socket_monitor) on an inproc PAIR
+// socket, read by the socket's owner thread inside Receive.
+class HandshakeMonitor {
+ public:
+  HandshakeMonitor(zmq::context_t& context, zmq::socket_t& socket)
+      : pair_(context, zmq::socket_type::pair) {
+    const std::string address = fmt::format("inproc://dfx-monitor-{}", ++g_next_id);
+    const int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) {
+      throw zmq::error_t();
+    }
+    pair_.set(zmq::sockopt::linger, 0);
+    pair_.connect(address);
+  }
+  zmq::socket_t& socket() { return pair_; }
+
+  // Reads every queued event without waiting.
+  void Drain() {
+    zmq::message_t head, address;
+    while (pair_.recv(head, zmq::recv_flags::dontwait)) {
+      if (head.more()) (void)pair_.recv(address, zmq::recv_flags::dontwait);
+      if (head.size() < 6) continue;
+      uint16_t event = 0;
+      uint32_t value = 0;
+      std::memcpy(&event, head.data(), 2);
+      std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
+      ++refusals_.count;
+      if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+        refusals_.last = fmt::format("the peer refused the credentials (ZAP status {})", value);
+      } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+        refusals_.last =
+            value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
+                ? "the peer speaks another security mechanism (one side uses CURVE keys, the "
+                  "other does not)"
+                : fmt::format("the handshake broke the protocol (ZMTP error 0x{:x}: a wrong key?)",
+                              value);
+      } else {
+        refusals_.last = fmt::format(
+            "the handshake did not complete ({}; a peer holding another key, or no answer "
+            "within the handshake deadline)",
+            value == 0 ? std::string("connection closed") : std::string(zmq_strerror(value)));
+      }
+    }
+  }
+  HandshakeRefusals Take() {
+    Drain();
+    return std::exchange(refusals_, HandshakeRefusals{});
+  }
+
+ private:
+  zmq::socket_t pair_;
+  HandshakeRefusals refusals_;
+};
 
 // A zmq message over `bytes`. Large payloads (artifact chunks) are handed
 // over without a copy: zmq frees the string from its I/O thread once sent.
@@ -73,15 +262,19 @@ Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
   }
 }
 
-Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, int wake_fd) {
+Result<Polled> ReceiveFrame(zmq::socket_t& socket, HandshakeMonitor* monitor, bool router,
+                            int timeout_ms, int wake_fd) {
   Polled out;
   try {
-    zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
-                                {nullptr, wake_fd, ZMQ_POLLIN, 0}};
-    const int count = wake_fd >= 0 ? 2 : 1;
+    zmq::pollitem_t items[3] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
+                                {nullptr, wake_fd, ZMQ_POLLIN, 0},
+                                {monitor ? monitor->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    if (wake_fd < 0) items[1] = items[2];
+    const int count = (wake_fd >= 0 ? 2 : 1) + (monitor ? 1 : 0);
     int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
+    if (monitor) monitor->Drain();
     if (rc <= 0) return out;
-    if (count == 2 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
+    if (wake_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
     if (!(items[0].revents & ZMQ_POLLIN)) return out;
     Frame frame;
     zmq::message_t part;
@@ -124,6 +317,12 @@ FrameBytes::FrameBytes(std::string bytes) {
 
 struct RouterChannel::Impl {
   zmq::socket_t socket;
+  std::unique_ptr<HandshakeMonitor> monitor;
+  Context::Impl* context = nullptr;
+  std::string zap_domain;  // set when CURVE is on
+  ~Impl() {
+    if (!zap_domain.empty()) context->Zap().RemoveDomain(zap_domain);
+  }
 };
 
 RouterChannel::RouterChannel() = default;
@@ -135,12 +334,24 @@ Result<RouterChannel> RouterChannel::Bind(Context& context, const std::string& e
                                           const SocketOptions& options) {
   RouterChannel channel;
   try {
-    channel.impl_ = std::make_unique<Impl>(
-        Impl{zmq::socket_t(context.impl_->context, zmq::socket_type::router)});
+    channel.impl_ = std::make_unique<Impl>();
+    channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::router);
+    channel.impl_->context = context.impl_.get();
     zmq::socket_t& socket = channel.impl_->socket;
     ApplyOptions(socket, options);
     socket.set(zmq::sockopt::router_mandatory, 1);
     socket.set(zmq::sockopt::router_handover, 1);
+    if (options.curve_server) {
+      if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
+      // The ZAP handler exists before the first connection can arrive.
+      channel.impl_->zap_domain =
+          context.impl_->Zap().AddDomain(options.curve_server->allowed_clients);
+      socket.set(zmq::sockopt::curve_server, 1);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve_server->keys.secret_key);
+      socket.set(zmq::sockopt::zap_domain, channel.impl_->zap_domain);
+    }
+    channel.impl_->monitor =
+        std::make_unique<HandshakeMonitor>(context.impl_->context, channel.impl_->socket);
     socket.bind(endpoint);
     channel.endpoint_ = socket.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -165,11 +376,24 @@ Result<SendResult> RouterChannel::SendEncoded(const std::string& identity, std::
 }
 
 Result<Polled> RouterChannel::Receive(int timeout_ms, int wake_fd) {
-  return ReceiveFrame(impl_->socket, /*router=*/true, timeout_ms, wake_fd);
+  return ReceiveFrame(impl_->socket, impl_->monitor.get(), /*router=*/true, timeout_ms, wake_fd);
 }
+
+HandshakeRefusals RouterChannel::TakeRefusals() {
+  HandshakeRefusals r = impl_->monitor->Take();
+  if (!impl_->zap_domain.empty()) {
+    // The ZAP handler knows who was denied; the monitor only that someone was.
+    std::string denial = impl_->context->Zap().TakeLastDenial(impl_->zap_domain);
+    if (!denial.empty()) r.last = std::move(denial);
+  }
+  return r;
+}
+
+bool RouterChannel::authenticated() const { return impl_ && !impl_->zap_domain.empty(); }
 
 struct DealerChannel::Impl {
   zmq::socket_t socket;
+  std::unique_ptr<HandshakeMonitor> monitor;
 };
 
 DealerChannel::DealerChannel() = default;
@@ -182,11 +406,19 @@ Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string
                                              const SocketOptions& options) {
   DealerChannel channel;
   try {
-    channel.impl_ = std::make_unique<Impl>(
-        Impl{zmq::socket_t(context.impl_->context, zmq::socket_type::dealer)});
+    channel.impl_ = std::make_unique<Impl>();
+    channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::dealer);
     zmq::socket_t& socket = channel.impl_->socket;
     ApplyOptions(socket, options);
     socket.set(zmq::sockopt::routing_id, zmq::buffer(identity));
+    if (options.curve_client) {
+      if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
+      socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
+      socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
+    }
+    channel.impl_->monitor =
+        std::make_unique<HandshakeMonitor>(context.impl_->context, channel.impl_->socket);
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
@@ -210,10 +442,14 @@ Result<SendResult> DealerChannel::SendEncoded(std::string&& bytes) {
 }
 
 Result<Polled> DealerChannel::Receive(int timeout_ms, int wake_fd) {
-  return ReceiveFrame(impl_->socket, /*router=*/false, timeout_ms, wake_fd);
+  return ReceiveFrame(impl_->socket, impl_->monitor.get(), /*router=*/false, timeout_ms, wake_fd);
 }
 
-std::string AgentIdentity(int32_t first_rank) { return fmt::format("rank-{}", first_rank); }
+HandshakeRefusals DealerChannel::TakeRefusals() { return impl_->monitor->Take(); }
+
+std::string AgentIdentity(int32_t first_rank, uint32_t nonce) {
+  return fmt::format("rank-{}.{:08x}", first_rank, nonce);
+}
 
 WakePipe::WakePipe() { DFX_CHECK(::pipe2(fds_, O_NONBLOCK | O_CLOEXEC) == 0); }
 

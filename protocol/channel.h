@@ -6,8 +6,17 @@
 // (RouterChannel, DealerChannel) is move-only and must be used by ONE thread
 // at a time (the thread that owns its event loop). Would-block is a value
 // (SendResult::kWouldBlock), not an error. Every receive has a timeout.
-// Receivers cap the frame size at kMaxFrameBytes (ZMQ_MAXMSGSIZE): a peer
-// that sends more is disconnected by ZeroMQ before anything is buffered.
+// Receivers cap the frame size (ZMQ_MAXMSGSIZE, kMaxFrameBytes unless the
+// owner asks for less): a peer that sends more is disconnected by ZeroMQ
+// before anything is buffered. A connection that has not completed its
+// handshake within SocketOptions::handshake_ms is closed (ZMQ_HANDSHAKE_IVL),
+// so half-open connections cannot hold descriptors for long.
+//
+// Access (design.md §7): a RouterChannel bound with a CurveServer speaks
+// CURVE and admits only the client keys it was given (a ZAP handler thread
+// owned by the Context answers libzmq's requests); a DealerChannel with a
+// CurveClient pins the server's key. A refused peer learns nothing: its
+// handshake fails before any message is read.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +26,14 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "protocol/curve.h"
 #include "protocol/messages.h"
 
 namespace dfx::protocol {
 
+// One ZeroMQ context; it also owns the ZAP handler (started by the first
+// RouterChannel bound with a CurveServer), which must end before the
+// context does.
 class Context {
  public:
   Context();
@@ -85,6 +98,23 @@ struct SocketOptions {
   int send_high_water = 1000;  // messages queued per peer before send would block
   int receive_high_water = 1000;
   int64_t max_message_bytes = static_cast<int64_t>(kMaxFrameBytes);
+  // ZMQ_HANDSHAKE_IVL: a connection whose ZMTP/CURVE handshake has not
+  // completed by then is closed.
+  int handshake_ms = 5000;
+  // RouterChannel::Bind only: speak CURVE as this server and admit only its
+  // allowed clients. Unset: no authentication (loopback-only use).
+  std::optional<CurveServer> curve_server;
+  // DealerChannel::Connect only: speak CURVE with this pair and pin the
+  // server's key. Unset: no authentication.
+  std::optional<CurveClient> curve_client;
+};
+
+// Connections refused at the handshake since the last TakeRefusals: no
+// CURVE, a key the server does not admit, a server that is not the one
+// pinned, a handshake that timed out. `last` says what the last one was.
+struct HandshakeRefusals {
+  uint64_t count = 0;
+  std::string last;
 };
 
 class RouterChannel {
@@ -108,6 +138,11 @@ class RouterChannel {
   // Waits up to `timeout_ms` (0 = poll) for a frame or for `wake_fd` (-1 =
   // none) to become readable. The caller drains the wake fd.
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
+  // Peers turned away at the handshake since the last call (never a
+  // message: they were not admitted); the owner logs them.
+  HandshakeRefusals TakeRefusals();
+  // True when bound with a CurveServer.
+  bool authenticated() const;
 
  private:
   struct Impl;
@@ -132,14 +167,20 @@ class DealerChannel {
   // As RouterChannel::SendEncoded.
   Result<SendResult> SendEncoded(std::string&& bytes);
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
+  // Handshakes with the server that failed since the last call (a server
+  // that does not admit this key, or that is not the one pinned).
+  HandshakeRefusals TakeRefusals();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// "rank-<R>": the DEALER identity of the agent whose first rank is R.
-std::string AgentIdentity(int32_t first_rank);
+// "rank-<R>.<nonce hex>": the DEALER identity of the agent whose first rank
+// is R. The nonce (random per agent process) keeps two agents that claim the
+// same rank apart, so the second is answered (and refused) instead of taking
+// over the first one's route.
+std::string AgentIdentity(int32_t first_rank, uint32_t nonce);
 
 // A pipe to wake a thread blocked in Receive from another thread.
 // Thread-safe: Notify from any thread; Drain from the owning thread.

@@ -24,7 +24,7 @@ TEST(ChannelTest, DealerAndRouterExchangeMessages) {
   EXPECT_NE(router->endpoint().find("tcp://127.0.0.1:"), std::string::npos);
   EXPECT_EQ(router->endpoint().find(":0"), std::string::npos) << "ephemeral port not resolved";
 
-  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(7));
+  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(7, 1));
   ASSERT_TRUE(dealer.ok());
   Message hello{Header{kProtocolVersion, 0, 7, 1}, Hello{{7}, 1, kProtocolVersion, 0, "h", 1}};
   auto sent = dealer->Send(hello);
@@ -34,12 +34,13 @@ TEST(ChannelTest, DealerAndRouterExchangeMessages) {
   auto got = ReceiveWithin(*router, 10000);
   ASSERT_TRUE(got.ok());
   ASSERT_TRUE(got->frame.has_value()) << "no frame within the deadline";
-  EXPECT_EQ(got->frame->identity, "rank-7");
+  EXPECT_EQ(got->frame->identity, "rank-7.00000001");
   auto decoded = Decode(got->frame->bytes);
   ASSERT_TRUE(decoded.ok());
   EXPECT_TRUE(std::holds_alternative<Hello>(decoded->body));
 
-  auto reply = router->Send("rank-7", Message{Header{kProtocolVersion, 5, 7, 1}, Credit{4}});
+  auto reply =
+      router->Send(got->frame->identity, Message{Header{kProtocolVersion, 5, 7, 1}, Credit{4}});
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(*reply, SendResult::kSent);
   std::optional<Frame> back;
@@ -61,7 +62,7 @@ TEST(ChannelTest, LargeChunksArriveDecodableInPlace) {
   Context context;
   auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
   ASSERT_TRUE(router.ok());
-  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(1));
+  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(1, 2));
   ASSERT_TRUE(dealer.ok());
   const std::string payload(kDefaultChunkBytes, 'q');
   auto frame = EncodeChunk(Header{kProtocolVersion, 5, 1, 1}, 3, 0, payload.size(),

@@ -27,7 +27,11 @@ constexpr uint64_t kMaxProgramJsonBytes = 32ull << 20;  // Dispatch.programJson
 constexpr uint64_t kMaxFrameBytes = 48ull << 20;        // whole encoded envelope
 constexpr uint64_t kMaxTextBytes = 4096;                // names, hosts, paths
 constexpr uint64_t kMaxErrorBytes = 16384;              // error texts (truncated beyond)
-constexpr uint64_t kMaxArtifactBytes = 1ull << 40;      // declared artifact size
+constexpr uint64_t kMaxArtifactBytes = 1ull << 40;      // declared artifact size (wire limit)
+// The largest frame an agent ever sends: an ArtifactChunk of kMaxChunkBytes
+// and its envelope (a Hello of kMaxRanksPerAgent ranks is far smaller). The
+// coordinator's socket refuses anything larger before buffering it.
+constexpr uint64_t kMaxAgentFrameBytes = kMaxChunkBytes + (256ull << 10);
 constexpr uint32_t kMaxRanksPerAgent = 4096;
 
 struct Header {
