@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -48,9 +49,13 @@ void RemoveEmptyDirs(fs::path dir, const fs::path& stop, const std::set<fs::path
 
 // Everything that matters (DispatchDone, Ends) is sent long before exit; a
 // short linger keeps an agent whose coordinator is gone from hanging on close.
-protocol::SocketOptions AgentSocketOptions() {
+protocol::SocketOptions AgentSocketOptions(const std::optional<protocol::CurveClient>& curve) {
   protocol::SocketOptions options;
   options.linger_ms = 500;
+  options.curve_client = curve;
+  // A coordinator sends at most one Dispatch per chip at a time plus small
+  // control messages: a short inbound queue bounds what a peer can park here.
+  options.receive_high_water = 64;
   return options;
 }
 
@@ -99,6 +104,7 @@ struct RankAgent::Impl {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<protocol::Dispatch> queue;
+    bool reset_pending = false;  // the session ended: clear the chip before the next dispatch
     bool stop = false;
   };
 
@@ -157,6 +163,11 @@ struct RankAgent::Impl {
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;
   uint64_t last_hello_ns_ = 0;
+  uint64_t next_hello_ns_ = 0;     // serve: no HELLO before this (backoff after a refusal)
+  uint64_t hello_backoff_ns_ = 0;  // the current backoff; 0 = none
+  uint64_t handshake_failures_ = 0;
+  std::string last_handshake_failure_;
+  uint64_t last_handshake_log_ns_ = 0;
   uint64_t last_progress_ns_ = 0;
   uint64_t last_reported_bytes_ = 0;
   uint32_t credits_ = 0;
@@ -248,8 +259,20 @@ struct RankAgent::Impl {
       protocol::Dispatch d;
       {
         std::unique_lock<std::mutex> lock(w->mu);
-        w->cv.wait(lock, [w] { return w->stop || !w->queue.empty(); });
+        w->cv.wait(lock, [w] { return w->stop || w->reset_pending || !w->queue.empty(); });
         if (w->stop) return;
+        if (w->reset_pending) {
+          // Here, between dispatches, nothing runs on the chip: the device
+          // memory of the session that ended goes with it.
+          w->reset_pending = false;
+          const size_t tensors = w->chip->resident_state().size();
+          w->chip->resident_state().clear();
+          if (tensors > 0) {
+            DFX_LOG_INFO("rank {}: session ended; cleared {} device-resident tensor(s)", w->rank,
+                         tensors);
+          }
+          continue;
+        }
         d = std::move(w->queue.front());
         w->queue.pop_front();
         w->running_k = d.k;
@@ -559,11 +582,16 @@ struct RankAgent::Impl {
 
   std::vector<int32_t> RanksInSpool() { return collectors::ListRankDirs(SessionDir()); }
 
-  // Ends the current session for a serve agent: forget queued work, keep the spool.
+  // Ends the current session for a serve agent: forget queued work, clear
+  // the chips' device memory once nothing runs on them, keep the spool.
   void ResetSession() {
     for (auto& w : workers_) {
-      std::lock_guard<std::mutex> lock(w->mu);
-      w->queue.clear();
+      {
+        std::lock_guard<std::mutex> lock(w->mu);
+        w->queue.clear();
+        w->reset_pending = true;
+      }
+      w->cv.notify_one();
     }
     send_queue_.clear();
     unacked_.clear();
@@ -573,6 +601,51 @@ struct RankAgent::Impl {
     gather_requested_ = false;
     if (options_.session_id == 0) session_ = 0;
     last_hello_ns_ = 0;
+  }
+
+  // What a refusal code means for this agent (the coordinator's message is
+  // a bare reason: it tells a refused peer nothing about the run).
+  std::string Advice(protocol::ErrorCode code) const {
+    switch (code) {
+      case protocol::ErrorCode::kVersionMismatch:
+        return fmt::format(
+            " (this agent speaks protocol version {}: run the same dfx build on both sides)",
+            protocol::kProtocolVersion);
+      case protocol::ErrorCode::kSessionMismatch:
+        return fmt::format(
+            " (this agent was started for session {}, which is not the run at that endpoint: "
+            "start it with the session the coordinator printed, or use `dfx-rank-agent serve`)",
+            Hex64(session_));
+      case protocol::ErrorCode::kUnknownRank:
+        return fmt::format(
+            " (rank(s) {} of this agent are not part of that run: check --rank, --chips and the "
+            "run's --ranks)",
+            fmt::join(ranks_, ","));
+      case protocol::ErrorCode::kDuplicateRank:
+        return fmt::format(
+            " (rank(s) {} are already served by another agent in that run, or failed earlier in "
+            "it: two agents must not claim one rank)",
+            fmt::join(ranks_, ","));
+      default:
+        return "";
+    }
+  }
+
+  // Failed CURVE handshakes (a coordinator that does not admit this key,
+  // or a peer that is not the coordinator whose key is pinned): logged at
+  // most every 5 s, never silently retried forever.
+  void NoteHandshakeFailures(uint64_t now) {
+    protocol::HandshakeRefusals r = channel_.TakeRefusals();
+    if (r.count > 0) {
+      handshake_failures_ += r.count;
+      last_handshake_failure_ = r.last;
+    }
+    if (handshake_failures_ > 0 && now - last_handshake_log_ns_ > 5000000000ull && r.count > 0) {
+      last_handshake_log_ns_ = now;
+      DFX_LOG_WARN(
+          "the handshake with {} failed ({} so far): {}; no message was exchanged with that peer",
+          options_.coordinator, handshake_failures_, last_handshake_failure_);
+    }
   }
 
   // Returns a non-OK status to end Run() with; OK to continue; sets *finished for a clean end.
@@ -588,12 +661,25 @@ struct RankAgent::Impl {
                          error->code == protocol::ErrorCode::kSessionMismatch ||
                          error->code == protocol::ErrorCode::kUnknownRank ||
                          error->code == protocol::ErrorCode::kDuplicateRank;
+      // A refusal carries a reason code only (a refused peer learns nothing
+      // of the run); what it means for this agent is said here.
       std::string text =
-          fmt::format("the coordinator at {} rejected this agent ({}): {}", options_.coordinator,
-                      protocol::ErrorCodeName(error->code), error->message);
+          fmt::format("the coordinator at {} rejected this agent ({}): {}{}", options_.coordinator,
+                      protocol::ErrorCodeName(error->code), error->message, Advice(error->code));
       if (fatal && options_.mode != AgentMode::kServe) return FailedPrecondition(text);
-      DFX_LOG_ERROR("{}", text);
-      if (fatal) ResetSession();
+      if (!fatal) {
+        DFX_LOG_ERROR("{}", text);
+        return Status::Ok();
+      }
+      // Serve: the session (if any) is over for this agent; say HELLO again
+      // only after a backoff that doubles, so two agents claiming one rank
+      // do not flood the coordinator (or the logs) with HELLO and refusal.
+      ResetSession();
+      const uint64_t min_ns = static_cast<uint64_t>(options_.refused_backoff_min_ms) * 1000000;
+      const uint64_t max_ns = static_cast<uint64_t>(options_.refused_backoff_max_ms) * 1000000;
+      hello_backoff_ns_ = std::min(max_ns, std::max(min_ns, 2 * hello_backoff_ns_));
+      next_hello_ns_ = Now() + hello_backoff_ns_;
+      DFX_LOG_ERROR("{}; saying HELLO again in {:.0f} s", text, hello_backoff_ns_ / 1e9);
       return Status::Ok();
     }
     protocol::Expectations expect;
@@ -610,6 +696,7 @@ struct RankAgent::Impl {
       DFX_LOG_WARN("rejected {} from the coordinator: {}", protocol::BodyName(m.body), s.message());
       return Status::Ok();
     }
+    hello_backoff_ns_ = 0;  // a coordinator answered: no refusal to back off from
     if (adopting) {
       session_ = m.header.session_id;
       DFX_LOG_INFO("attached to session {} of the coordinator at {}", Hex64(session_),
@@ -683,12 +770,13 @@ struct RankAgent::Impl {
     } else {
       for (int i = 0; i < options_.chips; ++i) ranks_.push_back(options_.first_rank + i);
     }
+    const uint32_t nonce = std::random_device{}();
     const std::string identity = options_.mode == AgentMode::kRecover
                                      ? fmt::format("recover-{}", ::getpid())
-                                     : protocol::AgentIdentity(options_.first_rank);
+                                     : protocol::AgentIdentity(options_.first_rank, nonce);
     DFX_ASSIGN_OR_RETURN(channel_,
                          protocol::DealerChannel::Connect(context_, options_.coordinator, identity,
-                                                          AgentSocketOptions()));
+                                                          AgentSocketOptions(options_.curve)));
     SendHello();
     // HELLO first, then the chips (READY follows once they exist and the coordinator answered).
     if (options_.mode != AgentMode::kRecover) DFX_RETURN_IF_ERROR(StartChips());
@@ -698,15 +786,23 @@ struct RankAgent::Impl {
     while (!stop_.load() && !finished) {
       const uint64_t now = Now();
       const uint64_t hb_interval = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
+      NoteHandshakeFailures(now);
       if (!attached_) {
         if (options_.mode == AgentMode::kServe) {
-          if (now - last_hello_ns_ > 2 * hb_interval + 500000000ull) SendHello();
+          if (now >= next_hello_ns_ && now - last_hello_ns_ > 2 * hb_interval + 500000000ull) {
+            SendHello();
+          }
         } else if (now - started_ns_ >
                    static_cast<uint64_t>(options_.connect_timeout_ms) * 1000000) {
           result = DeadlineExceeded(fmt::format(
               "could not reach the coordinator at {} within {} ms (--connect-timeout); is it "
-              "running and is the endpoint right?",
-              options_.coordinator, options_.connect_timeout_ms));
+              "running and is the endpoint right?{}",
+              options_.coordinator, options_.connect_timeout_ms,
+              handshake_failures_ == 0
+                  ? std::string()
+                  : fmt::format(" The CURVE handshake failed {} time(s): {}; check --key and "
+                                "--coordinator-key (or the keys the launcher gave)",
+                                handshake_failures_, last_handshake_failure_)));
           break;
         }
       } else {

@@ -10,6 +10,11 @@
 // a long dispatch never silences the agent. Stop() may be called from any
 // thread (e.g. a signal-watching thread).
 //
+// A serve agent ends a session (Shutdown, a silent coordinator, a refusal)
+// by forgetting its queued work and, once no dispatch is running, clearing
+// every chip's device-resident tensors: nothing of one run is visible to the
+// next.
+//
 // Spool: artifacts are written to <spool>/<session>/rank<N>/d<K>/
 // (collectors/artifact_layout.h: SessionSpoolDir, DispatchDirPath) and each
 // file is deleted only after the coordinator acknowledged it (ArtifactAck ok),
@@ -20,12 +25,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "device/chip.h"
 #include "protocol/channel.h"
+#include "protocol/curve.h"
 #include "protocol/messages.h"
 #include "rank_agent/fault_injection.h"
 
@@ -46,6 +53,14 @@ struct AgentOptions {
   int heartbeat_interval_ms = 200;   // how often this agent says it is alive
   int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
   uint64_t chunk_bytes = protocol::kDefaultChunkBytes;
+  // CURVE credentials (protocol/curve.h): this agent's pair and the pinned
+  // coordinator key. Unset: no authentication (loopback-only coordinators).
+  std::optional<protocol::CurveClient> curve;
+  // A serve agent the coordinator turns away (e.g. its rank is served by
+  // another agent) says HELLO again after a backoff that doubles from the
+  // first value up to the second.
+  int refused_backoff_min_ms = 1000;
+  int refused_backoff_max_ms = 30000;
   device::ChipOptions chip;
   FaultInjection faults;  // tests only; set by main
   const Clock* clock = &MonotonicClock::Instance();

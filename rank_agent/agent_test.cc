@@ -61,13 +61,14 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
   };
   auto hello = next();
   ASSERT_TRUE(hello.has_value());
-  EXPECT_EQ(hello->first, "rank-3");
+  // "rank-3.<nonce>": derived from the first rank, unique per agent process.
+  EXPECT_EQ(hello->first.rfind("rank-3.", 0), 0u) << hello->first;
+  const std::string id = hello->first;
   ASSERT_TRUE(std::holds_alternative<Hello>(hello->second.body));
   EXPECT_EQ(std::get<Hello>(hello->second.body).ranks, std::vector<int32_t>{3});
   uint64_t seq = 0;
   auto send = [&](Body body) {
-    ASSERT_TRUE(
-        router->Send("rank-3", Message{Header{kProtocolVersion, 0x77, 3, ++seq}, body}).ok());
+    ASSERT_TRUE(router->Send(id, Message{Header{kProtocolVersion, 0x77, 3, ++seq}, body}).ok());
   };
   send(Heartbeat{1, 0, true});
   bool ready = false, echoed = false;
@@ -106,7 +107,7 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
   EXPECT_EQ(done->status, DispatchStatus::kOk) << done->error;
   EXPECT_EQ(done->artifact_count, names.size());
   std::set<std::string> got;
-  for (auto& [id, n] : names) got.insert(n);
+  for (auto& [transfer, n] : names) got.insert(n);
   EXPECT_EQ(got,
             (std::set<std::string>{"chip_swimlane_records.json", "deps.json", "name_map.json"}));
   send(Shutdown{"done"});
@@ -133,11 +134,13 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   RankAgent agent(context, options);
   Status result = Status::Ok();
   std::thread t([&] { result = agent.Run(); });
+  std::string id;  // the agent's routing identity, from its first message
   auto next = [&]() -> std::optional<Message> {
     for (int i = 0; i < 600; ++i) {
       auto r = router->Receive(50);
       if (r.ok() && r->frame) {
         auto m = Decode(r->frame->bytes);
+        id = r->frame->identity;
         if (m.ok()) return *m;
       }
     }
@@ -145,8 +148,7 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   };
   uint64_t seq = 0;
   auto send = [&](Body body) {
-    ASSERT_TRUE(
-        router->Send("rank-0", Message{Header{kProtocolVersion, 0x78, 0, ++seq}, body}).ok());
+    ASSERT_TRUE(router->Send(id, Message{Header{kProtocolVersion, 0x78, 0, ++seq}, body}).ok());
   };
   ASSERT_TRUE(next().has_value());  // HELLO
   send(Heartbeat{1, 0, true});

@@ -4,12 +4,15 @@
 // Usage errors exit 2, a failed run or agent 1.
 #include <fmt/format.h>
 #include <malloc.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -53,6 +56,25 @@ dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   return faults;
 }
 
+// Creates `dir` (mode 0700) or checks the existing one: a real directory
+// (not a link) owned by this user that nobody else may write to.
+Status CheckOwnPrivateDir(const fs::path& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return dfx::InvalidArgument(
+        fmt::format("{}: cannot create the spool: {}", dir.string(), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+      (st.st_mode & 022) != 0) {
+    return dfx::FailedPrecondition(fmt::format(
+        "{}: the default spool must be a directory owned by this user and writable by no one "
+        "else (it is a link, someone else's, or group/world-writable); remove it or give "
+        "--spool DIR",
+        dir.string()));
+  }
+  return Status::Ok();
+}
+
 dfx::device::ChipOptions ChipOptionsFrom(const dfx::protocol::AgentChipFlags& flags) {
   dfx::device::ChipOptions chip;
   chip.virtual_clock = flags.virtual_clock;
@@ -92,6 +114,10 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   options.session_id = line.session_id;
   options.chips = line.chips;
   options.spool_root = line.spool;
+  // Credentials first: they come out of the environment before anything else runs.
+  auto curve = dfx::protocol::ResolveAgentCurve(line);
+  if (!curve.ok()) return Fail(curve.status().message());
+  options.curve = *curve;
   options.connect_timeout_ms = static_cast<int>(line.connect_timeout_s * 1000);
   options.heartbeat_interval_ms = std::max(1, static_cast<int>(line.heartbeat_interval_s * 1000));
   options.heartbeat_timeout_ms = static_cast<int>(line.heartbeat_timeout_s * 1000);
@@ -111,10 +137,22 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   // recovery agent with --rank R offers rank R's spool only.
   options.first_rank = recover ? rank->rank : rank->rank * options.chips;
   options.recover_only_first_rank = recover && flag_rank.has_value();
+  if (line.total_ranks > 0 && !recover) {
+    // The last agent of a run whose rank count is not a multiple of
+    // --chips drives only the ranks the run has.
+    if (options.first_rank >= line.total_ranks) {
+      return Fail(fmt::format("rank {} (launcher rank {} x --chips {}) is beyond --total-ranks {}",
+                              options.first_rank, rank->rank, options.chips, line.total_ranks));
+    }
+    options.chips = std::min(options.chips, line.total_ranks - options.first_rank);
+  }
   if (options.spool_root.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     options.spool_root =
         fs::path(tmp != nullptr ? tmp : "/tmp") / dfx::collectors::DefaultSpoolDirName(::getuid());
+    // A shared /tmp: the default spool must be this user's own directory,
+    // not a link or a directory someone else prepared.
+    if (Status s = CheckOwnPrivateDir(options.spool_root); !s.ok()) return Fail(s.message(), 1);
   }
   dfx::log::Init(fmt::format("dfx-rank-agent rank {}", options.first_rank), line.chip.log_level);
   DFX_LOG_INFO("rank {} (from {}), {} chip(s), coordinator {}, spool {}", options.first_rank,
