@@ -27,10 +27,10 @@ std::optional<E> ParseName(std::string_view name, const std::array<E, N>& all,
 constexpr std::array kRunStates = {RunState::kStarting, RunState::kRunning, RunState::kOk,
                                    RunState::kFailed, RunState::kInterrupted};
 constexpr std::array kRankStates = {RankState::kWaiting, RankState::kReady, RankState::kOk,
-                                    RankState::kFailed};
-constexpr std::array kDispatchStates = {DispatchState::kPending, DispatchState::kSent,
-                                        DispatchState::kRunning, DispatchState::kOk,
-                                        DispatchState::kFailed,  DispatchState::kNotRun};
+                                    RankState::kFailed, RankState::kInterrupted};
+constexpr std::array kDispatchStates = {
+    DispatchState::kPending, DispatchState::kSent,   DispatchState::kRunning,    DispatchState::kOk,
+    DispatchState::kFailed,  DispatchState::kNotRun, DispatchState::kInterrupted};
 constexpr std::array kArtifactStates = {ArtifactState::kStreaming, ArtifactState::kOk,
                                         ArtifactState::kFailed, ArtifactState::kRecovered};
 
@@ -192,6 +192,8 @@ const char* RankStateName(RankState s) {
       return "ok";
     case RankState::kFailed:
       return "failed";
+    case RankState::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -210,6 +212,8 @@ const char* DispatchStateName(DispatchState s) {
       return "failed";
     case DispatchState::kNotRun:
       return "not_run";
+    case DispatchState::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -280,6 +284,7 @@ Json RunManifestToJson(const RunManifest& m) {
     e["start_ns"] = d.start_ns;
     e["end_ns"] = d.end_ns;
     e["tasks_executed"] = d.tasks_executed;
+    e["artifact_count"] = NullOr(d.artifact_count);
     Json arts = Json::array();
     for (const ArtifactEntry& a : d.artifacts) arts.push_back(ArtifactToJson(a));
     e["artifacts"] = std::move(arts);
@@ -338,7 +343,8 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     DFX_RETURN_IF_ERROR(r.OptionalString("host", &rank.host));
     DFX_RETURN_IF_ERROR(r.OptionalInt("pid", &rank.pid));
     DFX_RETURN_IF_ERROR(r.Enum("status", &rank.status, ParseRankState,
-                               "one of \"waiting\", \"ready\", \"ok\", \"failed\""));
+                               "one of \"waiting\", \"ready\", \"ok\", \"failed\", "
+                               "\"interrupted\""));
     DFX_RETURN_IF_ERROR(r.String("error", &rank.error, false));
     DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_ns", &rank.clock_offset_ns));
     DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_rtt_ns", &rank.clock_offset_rtt_ns));
@@ -357,11 +363,12 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
                                "one of \"single\", \"graph\", \"timing\""));
     DFX_RETURN_IF_ERROR(d.Enum("status", &entry.status, ParseDispatchState,
                                "one of \"pending\", \"sent\", \"running\", \"ok\", \"failed\", "
-                               "\"not_run\""));
+                               "\"not_run\", \"interrupted\""));
     DFX_RETURN_IF_ERROR(d.String("error", &entry.error, false));
     DFX_RETURN_IF_ERROR(d.Int("start_ns", &entry.start_ns, false));
     DFX_RETURN_IF_ERROR(d.Int("end_ns", &entry.end_ns, false));
     DFX_RETURN_IF_ERROR(d.Int("tasks_executed", &entry.tasks_executed, false));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("artifact_count", &entry.artifact_count));
     DFX_RETURN_IF_ERROR(d.Array("artifacts", [&](const Json& a, const std::string& p) -> Status {
       DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));
       entry.artifacts.push_back(std::move(art));
@@ -421,7 +428,7 @@ Result<RunManifest> ReadRunManifest(const fs::path& path) {
     return InvalidArgument(fmt::format("{}: {} bytes; a run manifest is at most {} bytes",
                                        path.string(), size, kMaxRunManifestBytes));
   }
-  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));
+  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path, kMaxRunManifestBytes));
   return RunManifestFromJson(j, path.string());
 }
 

@@ -34,10 +34,11 @@ enum class RunState {
 };
 // One rank (chip).
 enum class RankState {
-  kWaiting,  // no agent said HELLO / READY for it yet
-  kReady,    // its agent is READY; dispatches may go to it
-  kOk,       // all its dispatches ran
-  kFailed,   // its agent died or a dispatch timed out: the rest of its dispatches did not run
+  kWaiting,      // no agent said HELLO / READY for it yet
+  kReady,        // its agent is READY; dispatches may go to it
+  kOk,           // all its dispatches ran
+  kFailed,       // its agent died or a dispatch timed out: the rest of its dispatches did not run
+  kInterrupted,  // the coordinator stopped (crash, signal) while the rank was waiting or ready
 };
 // One dispatch of one pass on one rank.
 enum class DispatchState {
@@ -46,7 +47,8 @@ enum class DispatchState {
   kRunning,  // the agent accepted it (queued on or running on its chip)
   kOk,
   kFailed,
-  kNotRun,  // never dispatched: its rank failed first
+  kNotRun,       // never dispatched: its rank failed first
+  kInterrupted,  // the coordinator stopped before it finished (what `gather` recovered is listed)
 };
 // One artifact file.
 enum class ArtifactState {
@@ -98,6 +100,9 @@ struct DispatchEntry {
   uint64_t start_ns = 0;  // coordinator clock: sent
   uint64_t end_ns = 0;    // coordinator clock: finished (or failed)
   uint64_t tasks_executed = 0;
+  // The number of artifacts the agent reported in DispatchDone (unset until
+  // then); a dispatch is ok only if that many arrived verified.
+  std::optional<uint32_t> artifact_count;
   std::vector<ArtifactEntry> artifacts;
   bool operator==(const DispatchEntry&) const = default;
 };

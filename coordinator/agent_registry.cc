@@ -49,13 +49,15 @@ std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Adm
         ErrorCode::kSessionMismatch,
         fmt::format("agent {} was started for session {}, this run is session {}; "
                     "restart it with --session {} (or use `dfx-rank-agent serve`)",
-                    who, Hex64(hello.session_id), Hex64(policy_.session), Hex64(policy_.session))};
+                    who, Hex64(hello.session_id), Hex64(policy_.session), Hex64(policy_.session)),
+        false, hello.ranks};
   }
   if (policy_.ignored_modes.count(hello.mode)) return Refusal{ErrorCode::kBadMessage, "", true};
   if (!policy_.modes.count(hello.mode)) {
     return Refusal{ErrorCode::kBadMessage,
                    fmt::format("agent {} in {} mode does not fit this coordinator", who,
-                               protocol::AgentModeName(hello.mode))};
+                               protocol::AgentModeName(hello.mode)),
+                   false, hello.ranks};
   }
   if (auto it = agents_.find(identity); it != agents_.end()) {
     AgentState& known = it->second;
@@ -64,12 +66,14 @@ std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Adm
       return Refusal{ErrorCode::kDuplicateRank,
                      fmt::format("agent {}: its ranks failed earlier in this run ({}); a failed "
                                  "rank is not re-admitted",
-                                 who, known.error)};
+                                 who, known.error),
+                     false, hello.ranks};
     }
     if (policy_.num_ranks > 0) {
       return Refusal{ErrorCode::kDuplicateRank,
                      fmt::format("agent {} claims ranks already owned by pid {} on {}", who,
-                                 known.pid, known.host)};
+                                 known.pid, known.host),
+                     false, hello.ranks};
     }
   }
   if (policy_.num_ranks > 0) {
@@ -77,12 +81,20 @@ std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Adm
       if (r >= policy_.num_ranks) {
         return Refusal{ErrorCode::kUnknownRank,
                        fmt::format("agent {} owns rank {}, but this run has --ranks {} (0..{})",
-                                   who, r, policy_.num_ranks, policy_.num_ranks - 1)};
+                                   who, r, policy_.num_ranks, policy_.num_ranks - 1),
+                       false, hello.ranks};
       }
       if (auto owner = owner_by_rank_.find(r); owner != owner_by_rank_.end()) {
+        const AgentState* holder = Find(owner->second);
         return Refusal{
             ErrorCode::kDuplicateRank,
-            fmt::format("agent {} claims rank {}, already owned by {}", who, r, owner->second)};
+            holder != nullptr && holder->dead
+                ? fmt::format("agent {} claims rank {}, which failed earlier in this run ({}); a "
+                              "failed rank is not re-admitted",
+                              who, r, holder->error)
+                : fmt::format("agent {} claims rank {}, already served by {}", who, r,
+                              holder != nullptr ? holder->Describe() : owner->second),
+            false, hello.ranks};
       }
     }
   }
@@ -132,12 +144,53 @@ bool AgentRegistry::Send(AgentState& agent, int32_t rank, protocol::Body body) {
   return true;
 }
 
+const char* AgentRegistry::RefusalText(protocol::ErrorCode code) {
+  switch (code) {
+    case protocol::ErrorCode::kVersionMismatch:
+      return "refused: another protocol version";
+    case protocol::ErrorCode::kSessionMismatch:
+      return "refused: not the session this agent was started for";
+    case protocol::ErrorCode::kUnknownRank:
+      return "refused: rank not part of this run";
+    case protocol::ErrorCode::kDuplicateRank:
+      return "refused: rank already served, or failed earlier in this run";
+    case protocol::ErrorCode::kBadMessage:
+      return "refused: say HELLO first, with a valid HELLO for this coordinator";
+    case protocol::ErrorCode::kInternal:
+      break;
+  }
+  return "refused";
+}
+
 void AgentRegistry::Refuse(const std::string& identity, const Refusal& refusal) {
   if (refusal.silent) return;
-  DFX_LOG_WARN("turned away {}: {}", Printable(identity), refusal.message);
-  protocol::Message m{protocol::Header{protocol::kProtocolVersion, policy_.session, 0, 0},
-                      protocol::Error{refusal.code, refusal.message}};
+  for (int32_t r : refusal.ranks) refusal_by_rank_[r] = refusal.message;
+  // A peer refused again and again (e.g. two agents claiming one rank) is
+  // logged once per interval, with the count since.
+  constexpr uint64_t kRefusalLogIntervalNs = 10000000000ull;
+  if (refusal_log_.size() > 4096) refusal_log_.clear();  // many distinct peers: forget old ones
+  RefusalLog& log = refusal_log_[identity];
+  const uint64_t now = Now();
+  if (log.logged_ns == 0 || now - log.logged_ns >= kRefusalLogIntervalNs) {
+    DFX_LOG_WARN("turned away {}: {}{}", Printable(identity), refusal.message,
+                 log.suppressed > 0 ? fmt::format(" ({} more refusal(s) of it since the last "
+                                                  "report)",
+                                                  log.suppressed)
+                                    : std::string());
+    log.logged_ns = now;
+    log.suppressed = 0;
+  } else {
+    ++log.suppressed;
+  }
+  // The header carries no session and the text no detail: nothing of the run leaks.
+  protocol::Message m{protocol::Header{protocol::kProtocolVersion, 0, 0, 0},
+                      protocol::Error{refusal.code, RefusalText(refusal.code)}};
   (void)router_.Send(identity, m);
+}
+
+const std::string* AgentRegistry::RefusalOf(int32_t rank) const {
+  auto it = refusal_by_rank_.find(rank);
+  return it == refusal_by_rank_.end() ? nullptr : &it->second;
 }
 
 void AgentRegistry::OnHeartbeat(AgentState& agent, const protocol::Heartbeat& hb) {

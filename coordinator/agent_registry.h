@@ -62,11 +62,15 @@ class AgentRegistry {
   // `router` and `clock` must outlive the registry.
   AgentRegistry(protocol::RouterChannel& router, const Clock& clock, AdmissionPolicy policy);
 
-  // A refusal: the peer is told why (or, when `silent`, nothing).
+  // A refusal. The peer is told only the reason code (RefusalText: a
+  // refused peer learns nothing of the run, neither its session nor its
+  // ranks); `message` is the detail for this side's log. `silent`: the peer
+  // is told nothing at all.
   struct Refusal {
     protocol::ErrorCode code = protocol::ErrorCode::kBadMessage;
     std::string message;
     bool silent = false;
+    std::vector<int32_t> ranks;  // the ranks the peer claimed (for RefusalOf)
   };
   struct Admitted {
     AgentState* agent = nullptr;
@@ -87,8 +91,14 @@ class AgentRegistry {
   // Sends `body` about `rank` to `agent`. False (and logged once per kind of
   // failure) when it could not be queued.
   bool Send(AgentState& agent, int32_t rank, protocol::Body body);
-  // Answers a peer that is not (or not yet) a registered agent.
+  // Answers a peer that is not (or not yet) a registered agent with the
+  // reason code alone, and logs the detail (a peer refused again and again
+  // is logged once per kRefusalLogIntervalNs, with a count).
   void Refuse(const std::string& identity, const Refusal& refusal);
+  // The last refusal of an agent that claimed `rank`; nullptr if none.
+  const std::string* RefusalOf(int32_t rank) const;
+  // What a refused peer is told: a fixed text per code.
+  static const char* RefusalText(protocol::ErrorCode code);
 
   // Folds a heartbeat reply into the clock offset (the sample with the
   // shortest round trip wins).
@@ -110,6 +120,13 @@ class AgentRegistry {
   AdmissionPolicy policy_;
   std::map<std::string, AgentState> agents_;
   std::map<int32_t, std::string> owner_by_rank_;
+  std::map<int32_t, std::string> refusal_by_rank_;
+  // Refusal log throttle, per peer: when it was last logged, how many since.
+  struct RefusalLog {
+    uint64_t logged_ns = 0;
+    uint64_t suppressed = 0;
+  };
+  std::map<std::string, RefusalLog> refusal_log_;
 };
 
 }  // namespace dfx::coordinator

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
+#include "common/file_util.h"
 #include "common/log.h"
 #include "protocol/codec.h"
 
@@ -20,18 +22,12 @@ using collectors::ArtifactState;
 
 namespace {
 
-// True if any existing component of `rel` below `root` is a symlink (an
-// artifact is never written through a link).
-bool CrossesSymlink(const fs::path& root, const fs::path& rel) {
-  fs::path p = root;
-  std::error_code ec;
-  for (const auto& part : rel) {
-    p /= part;
-    auto st = fs::symlink_status(p, ec);
-    if (ec) return false;  // does not exist yet: fine
-    if (fs::is_symlink(st)) return true;
-  }
-  return false;
+// A path as the agent sent it, printable and bounded (for a record of a
+// stream refused because of its path).
+std::string Printable(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? char(c) : '?';
+  return out.empty() ? std::string("?") : out;
 }
 
 }  // namespace
@@ -48,7 +44,30 @@ ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, 
 }
 
 void ArtifactReceiver::GrantCredits(AgentState& agent) {
-  registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window});
+  if (registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window})) {
+    credit_balance_[agent.identity] += options_.credit_window;
+  }
+}
+
+bool ArtifactReceiver::TakeCredit(AgentState& agent) {
+  int64_t& balance = credit_balance_[agent.identity];
+  if (balance <= 0) return false;
+  --balance;
+  return true;
+}
+
+void ArtifactReceiver::RefuseBegin(AgentState& agent, const protocol::ArtifactBegin& b,
+                                   const std::optional<size_t>& dispatch, const std::string& rel,
+                                   const std::string& why) {
+  AckFail(agent, b.transfer_id, why);
+  ArtifactEntry entry;
+  entry.path = rel;
+  entry.size = b.size;
+  entry.status = ArtifactState::kFailed;
+  entry.error = "refused: " + why;
+  std::vector<ArtifactEntry>& entries = store_(dispatch);
+  if (entries.size() < 100000)
+    entries.push_back(std::move(entry));  // bounded, whatever a peer sends
 }
 
 ArtifactWriter::Job ArtifactReceiver::JobFor(ArtifactWriter::Kind kind, const Transfer& t) {
@@ -67,6 +86,7 @@ void ArtifactReceiver::AckFail(AgentState& agent, uint64_t transfer_id, const st
 void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin& b,
                                std::optional<size_t> dispatch) {
   const auto key = std::make_pair(agent.identity, b.transfer_id);
+  const std::string dir = collectors::DispatchDirPath(b.rank, b.k) + "/";
   if (transfers_.count(key)) {
     AckFail(agent, b.transfer_id, "transfer id reused while its stream is open");
     return;
@@ -74,12 +94,19 @@ void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin&
   // Validate checked the path; keep its canonical form.
   auto clean = protocol::SanitizeArtifactPath(b.path);
   if (!clean.ok()) {
-    AckFail(agent, b.transfer_id, clean.status().message());
+    RefuseBegin(agent, b, dispatch, dir + Printable(b.path), clean.status().message());
     return;
   }
-  const std::string rel = collectors::DispatchDirPath(b.rank, b.k) + "/" + *clean;
-  if (CrossesSymlink(dfx_dir_, rel)) {
-    AckFail(agent, b.transfer_id, "the destination " + rel + " goes through a symbolic link");
+  const std::string rel = dir + *clean;
+  if (b.size > options_.max_artifact_bytes) {
+    RefuseBegin(agent, b, dispatch, rel,
+                fmt::format("it declares {} bytes; this coordinator takes at most {} bytes per "
+                            "artifact (--max-artifact-bytes)",
+                            b.size, options_.max_artifact_bytes));
+    return;
+  }
+  if (Status s = CheckNoLinks(dfx_dir_, rel); !s.ok()) {
+    RefuseBegin(agent, b, dispatch, rel, s.message());
     return;
   }
   Transfer t;
@@ -243,26 +270,38 @@ void ArtifactReceiver::FlushCredits() {
   for (auto& [identity, n] : credits_owed_) {
     if (n == 0) continue;
     AgentState* agent = registry_.Find(identity);
-    if (agent != nullptr && !agent->dead) {
-      registry_.Send(*agent, agent->ranks.front(), protocol::Credit{n});
+    if (agent != nullptr && !agent->dead &&
+        registry_.Send(*agent, agent->ranks.front(), protocol::Credit{n})) {
+      credit_balance_[identity] += n;
     }
     n = 0;
   }
 }
 
 void ArtifactReceiver::AbortAgent(const std::string& identity, const std::string& why) {
+  std::set<uint64_t> streams;
   for (auto it = transfers_.begin(); it != transfers_.end();) {
     if (it->second.agent == identity) {
       Fail(it->second, "transfer interrupted: " + why);
-      if (auto ref = streams_.find(it->second.stream); ref != streams_.end()) {
-        ref->second.aborted = true;
-        ForgetIfDone(ref);
-      }
+      streams.insert(it->second.stream);
       it = transfers_.erase(it);
     } else {
       ++it;
     }
   }
+  // Its chunk data still queued for the writer is freed now, not written.
+  const std::map<uint64_t, uint32_t> dropped = writer_.DiscardWrites(streams);
+  for (uint64_t stream : streams) {
+    auto ref = streams_.find(stream);
+    if (ref == streams_.end()) continue;
+    if (auto d = dropped.find(stream); d != dropped.end()) {
+      ref->second.pending_writes -= std::min(ref->second.pending_writes, d->second);
+    }
+    ref->second.aborted = true;
+    ForgetIfDone(ref);
+  }
+  credits_owed_.erase(identity);
+  credit_balance_.erase(identity);
 }
 
 void ArtifactReceiver::AbortDispatch(size_t dispatch, const std::string& why) {

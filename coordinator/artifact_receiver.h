@@ -4,7 +4,12 @@
 // thread to a temporary name and renamed into place once the checksum
 // verifies; then acknowledged, so the agent deletes its spool copy. Flow
 // control: an agent may have `credit_window` chunks unwritten; a chunk's
-// credit goes back once it is on disk (or dropped).
+// credit goes back once it is on disk (or dropped). Credits are enforced
+// here, where chunks arrive (TakeCredit): a peer past its window is dropped
+// by the event loop, so the memory a peer can hold is bounded by the window
+// whatever it sends. A declared size above max_artifact_bytes is refused.
+// A refused stream is recorded (failed, with the reason) in its dispatch's
+// entries: nothing an agent offered disappears without a trace.
 //
 // Each stream updates one ArtifactEntry of the run manifest, found through
 // the ArtifactStore the owner gives: the artifacts of a dispatch record, or
@@ -37,8 +42,14 @@ namespace dfx::coordinator {
 using ArtifactStore =
     std::function<std::vector<collectors::ArtifactEntry>&(const std::optional<size_t>& dispatch)>;
 
+// The default cap on one artifact's declared size: far above any real
+// artifact (a full args dump of a big program is a few hundred MiB), far
+// below what a disk or a bogus peer could make of it.
+inline constexpr uint64_t kDefaultMaxArtifactBytes = 8ull << 30;
+
 struct ReceiverOptions {
-  uint32_t credit_window = 8;  // chunks in flight per agent
+  uint32_t credit_window = 8;                              // chunks in flight per agent
+  uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // declared size cap per artifact
   // The state a verified file gets: kOk in a run, kRecovered in a gather.
   collectors::ArtifactState verified_state = collectors::ArtifactState::kOk;
   // Test-only fault injection: SIGKILL this process after receiving this
@@ -67,6 +78,9 @@ class ArtifactReceiver {
   void OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t offset, std::string_view data,
                const protocol::FrameBytes& frame);
   void OnEnd(AgentState& agent, const protocol::ArtifactEnd& end);
+  // Every chunk that arrives takes one of the agent's credits; false when
+  // it has none left (it ignored flow control: the caller drops it).
+  bool TakeCredit(AgentState& agent);
   // A chunk that failed validation still gives its credit back.
   void ReturnCredit(AgentState& agent) { ++credits_owed_[agent.identity]; }
   // Refuses a stream before it starts (the agent keeps its spool copy).
@@ -78,7 +92,9 @@ class ArtifactReceiver {
   // for committed (or refused) files; updates the entries.
   void TakeWriterResults();
 
-  // Fails every open stream of `agent` (it died) / of dispatch record `dispatch`.
+  // Fails every open stream of `agent` (it died) and frees what it held:
+  // its queued chunk data, its credits. / Fails every open stream of
+  // dispatch record `dispatch`.
   void AbortAgent(const std::string& identity, const std::string& why);
   void AbortDispatch(size_t dispatch, const std::string& why);
 
@@ -121,6 +137,11 @@ class ArtifactReceiver {
   void AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why);
   void FlushCredits();
   void ForgetIfDone(std::map<uint64_t, StreamRef>::iterator it);
+  // Refuses a stream at its begin and records it (failed, `why`) where its
+  // entry would have been.
+  void RefuseBegin(AgentState& agent, const protocol::ArtifactBegin& begin,
+                   const std::optional<size_t>& dispatch, const std::string& rel,
+                   const std::string& why);
 
   std::filesystem::path dfx_dir_;
   AgentRegistry& registry_;
@@ -132,6 +153,8 @@ class ArtifactReceiver {
   // (a second pass) supersedes an earlier one's result.
   std::map<std::pair<std::optional<size_t>, size_t>, uint64_t> entry_stream_;
   std::map<std::string, uint32_t> credits_owed_;
+  // Credits each agent holds: granted (or returned) minus chunks received.
+  std::map<std::string, int64_t> credit_balance_;
   uint64_t next_stream_ = 0;
   uint64_t bytes_received_ = 0;
   uint64_t chunks_received_ = 0;

@@ -34,6 +34,22 @@ std::deque<ArtifactWriter::Done> ArtifactWriter::TakeResults() {
   return out;
 }
 
+std::map<uint64_t, uint32_t> ArtifactWriter::DiscardWrites(const std::set<uint64_t>& streams) {
+  std::map<uint64_t, uint32_t> dropped;
+  if (streams.empty()) return dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->kind == Kind::kWrite && streams.count(it->stream)) {
+      ++dropped[it->stream];
+      --outstanding_;
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
+}
+
 bool ArtifactWriter::Idle() {
   std::lock_guard<std::mutex> lock(mu_);
   return outstanding_ == 0;

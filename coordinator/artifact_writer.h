@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,6 +64,10 @@ class ArtifactWriter {
   std::deque<Done> TakeResults();
   // Every queued job ran and its result was taken.
   bool Idle();
+  // Drops the queued (not yet started) kWrite jobs of `streams`, freeing
+  // their frames; returns how many were dropped per stream. Their results
+  // never come.
+  std::map<uint64_t, uint32_t> DiscardWrites(const std::set<uint64_t>& streams);
 
  private:
   void Loop();

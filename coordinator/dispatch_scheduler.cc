@@ -99,6 +99,7 @@ bool DispatchScheduler::OnDone(const protocol::DispatchDone& done) {
   if (!index) return false;
   collectors::DispatchEntry& d = dispatches_[*index];
   d.tasks_executed = done.tasks_executed;
+  d.artifact_count = done.artifact_count;
   const bool ok = done.status == protocol::DispatchStatus::kOk;
   Finish(*index, ok ? DispatchState::kOk : DispatchState::kFailed,
          ok ? "" : fmt::format("{}: {}", protocol::DispatchStatusName(done.status), done.error));
@@ -146,6 +147,28 @@ std::vector<std::pair<int32_t, uint32_t>> DispatchScheduler::ExpireInFlight(
     FailRank(static_cast<int32_t>(r), fmt::format("dispatch d{} {}", d.k, why_prefix));
   }
   return expired;
+}
+
+void DispatchScheduler::ReconcileArtifacts() {
+  for (collectors::DispatchEntry& d : dispatches_) {
+    if (d.status != DispatchState::kOk) continue;
+    uint32_t verified = 0;
+    std::string problem;
+    for (const collectors::ArtifactEntry& a : d.artifacts) {
+      if (a.status == collectors::ArtifactState::kOk ||
+          a.status == collectors::ArtifactState::kRecovered) {
+        ++verified;
+      } else if (problem.empty()) {
+        problem = fmt::format("{} {}: {}", a.path, collectors::ArtifactStateName(a.status),
+                              a.error.empty() ? std::string("no verified copy") : a.error);
+      }
+    }
+    const uint32_t expected = d.artifact_count.value_or(verified);
+    if (verified >= expected && problem.empty()) continue;
+    d.status = DispatchState::kFailed;
+    d.error = fmt::format("{} of the {} artifact(s) the agent reported arrived verified{}{}",
+                          verified, expected, problem.empty() ? "" : "; first missing: ", problem);
+  }
 }
 
 void DispatchScheduler::CompleteRanks() {

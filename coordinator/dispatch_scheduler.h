@@ -76,6 +76,11 @@ class DispatchScheduler {
                                                            const std::string& why_prefix);
   // The end of the run: every rank still ready is ok.
   void CompleteRanks();
+  // Once every stream has ended (the writer drained): a dispatch its agent
+  // reported ok is ok only if all its artifacts arrived verified — as many
+  // as DispatchDone.artifact_count said, none refused or failed. Otherwise
+  // it fails, naming what is missing.
+  void ReconcileArtifacts();
 
   // --- display --------------------------------------------------------------
   struct RankProgress {

@@ -18,9 +18,29 @@ EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, Loop
       registry_(router_, clock, std::move(policy)),
       receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
 
-Status EventLoop::Bind(const std::string& endpoint) {
-  DFX_ASSIGN_OR_RETURN(router_, protocol::RouterChannel::Bind(context_, endpoint, options_.socket));
+Status EventLoop::Bind(const std::string& endpoint, std::optional<protocol::CurveServer> curve) {
+  protocol::SocketOptions socket = options_.socket;
+  socket.curve_server = std::move(curve);
+  DFX_ASSIGN_OR_RETURN(router_, protocol::RouterChannel::Bind(context_, endpoint, socket));
   return Status::Ok();
+}
+
+// Peers turned away at the handshake (no CURVE, an unknown key) never
+// reach the registry; they are counted and logged every few seconds.
+void EventLoop::LogRefusedHandshakes() {
+  protocol::HandshakeRefusals r = router_.TakeRefusals();
+  if (r.count > 0) {
+    refused_handshakes_ += r.count;
+    last_refused_handshake_ = r.last;
+  }
+  if (refused_handshakes_ > 0 && NowNs() - refused_logged_ns_ > 5000000000ull) {
+    DFX_LOG_WARN(
+        "turned away {} connection(s) at the handshake (not admitted; they were sent "
+        "nothing): last: {}",
+        refused_handshakes_, last_refused_handshake_);
+    refused_handshakes_ = 0;
+    refused_logged_ns_ = NowNs();
+  }
 }
 
 void EventLoop::OnHello(const std::string& identity, const protocol::Header& header,
@@ -81,12 +101,26 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
       return;
     }
     registry_.Refuse(frame.identity,
-                     {protocol::ErrorCode::kUnknownRank,
+                     {protocol::ErrorCode::kBadMessage,
                       fmt::format("{} from a peer that never said HELLO (rank {}); say HELLO first",
                                   protocol::BodyName(m.body), m.header.rank)});
     return;
   }
   if (agent->dead) return;  // a dead rank stays dead for the run (no re-admission)
+  if (chunk || std::holds_alternative<protocol::ArtifactChunk>(m.body)) {
+    // Credits are enforced where chunks arrive: a peer that sends beyond
+    // its window is dropped before its data is queued anywhere.
+    if (!receiver_.TakeCredit(*agent)) {
+      const std::string why = fmt::format(
+          "sent an artifact chunk without credit (more than the credit window of {} unwritten "
+          "chunks): flow control violated, dropped",
+          options_.receiver.credit_window);
+      registry_.Send(*agent, agent->ranks.front(),
+                     protocol::Error{protocol::ErrorCode::kBadMessage, why});
+      DeclareDead(*agent, why, handler);
+      return;
+    }
+  }
   protocol::Expectations expect;
   expect.session_id = registry_.session();
   expect.ranks.insert(agent->ranks.begin(), agent->ranks.end());
@@ -146,6 +180,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
     }
   }
   receiver_.TakeWriterResults();
+  LogRefusedHandshakes();
   const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
   for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
     DeclareDead(*silent,

@@ -47,7 +47,15 @@ struct LoopOptions {
   double heartbeat_interval_s = 0.2;  // both directions
   double heartbeat_timeout_s = 10;    // a silent peer is dead after this
   ReceiverOptions receiver;
-  protocol::SocketOptions socket;
+  // Agents never send a frame larger than kMaxAgentFrameBytes, and at most
+  // the credit window of chunks plus a few control messages at a time: the
+  // ROUTER buffers no more than that per peer (ZMQ_MAXMSGSIZE, RCVHWM).
+  protocol::SocketOptions socket = [] {
+    protocol::SocketOptions o;
+    o.max_message_bytes = static_cast<int64_t>(protocol::kMaxAgentFrameBytes);
+    o.receive_high_water = 64;
+    return o;
+  }();
 };
 
 class EventLoop {
@@ -56,7 +64,10 @@ class EventLoop {
   EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
             const Clock& clock, ArtifactStore store);
 
-  Status Bind(const std::string& endpoint);
+  // Binds the ROUTER; with `curve`, only its admitted agent keys can
+  // connect (design.md §7).
+  Status Bind(const std::string& endpoint,
+              std::optional<protocol::CurveServer> curve = std::nullopt);
   // The bound endpoint with its real port.
   const std::string& endpoint() const { return router_.endpoint(); }
   AgentRegistry& registry() { return registry_; }
@@ -76,6 +87,7 @@ class EventLoop {
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler);
+  void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
                const protocol::Hello& hello, PeerHandler& handler);
 
@@ -83,6 +95,9 @@ class EventLoop {
   LoopOptions options_;
   protocol::Context context_;
   protocol::RouterChannel router_;
+  uint64_t refused_handshakes_ = 0;  // since the last log line
+  std::string last_refused_handshake_;
+  uint64_t refused_logged_ns_ = 0;
   AgentRegistry registry_;
   ArtifactReceiver receiver_;  // last: its writer thread stops first
 };

@@ -94,6 +94,7 @@ class GatherCoordinator final : public PeerHandler {
     o.heartbeat_interval_s = options_.heartbeat_interval_s;
     o.heartbeat_timeout_s = options_.heartbeat_timeout_s;
     o.receiver.credit_window = options_.credit_window;
+    o.receiver.max_artifact_bytes = options_.max_artifact_bytes;
     o.receiver.verified_state = ArtifactState::kRecovered;
     return o;
   }
@@ -118,8 +119,11 @@ class GatherCoordinator final : public PeerHandler {
 };
 
 Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
-  DFX_RETURN_IF_ERROR(loop_.Bind("tcp://127.0.0.1:0"));
+  const std::string bind = "tcp://127.0.0.1:0";
+  DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess({}, bind, /*launching=*/true));
+  DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
   AgentLaunch launch;
+  launch.curve = access.launched_agents;
   launch.agent_binary = options_.agent_binary;
   launch.endpoint = loop_.endpoint();
   launch.session = session_;
@@ -154,7 +158,12 @@ Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
 }
 
 Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
-  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind));
+  DFX_ASSIGN_OR_RETURN(Access access,
+                       ResolveAccess(options_.access, options_.bind, /*launching=*/false));
+  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind, access.server));
+  if (!access.server) {
+    std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
+  }
   std::fprintf(stderr,
                "[dfx-coordinator] gather of session %s: waiting for %d rank(s) on %s; start "
                "(or keep running) `dfx-rank-agent serve --coordinator %s --rank R`\n",
@@ -231,9 +240,29 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
     DFX_LOG_WARN("{}; writing a new one", existing.status().message());
   }
   m.session = session_;
-  // A run whose coordinator died never said how it ended.
+  // A run whose coordinator died never said how it ended: it, and whatever
+  // it left waiting or running, was interrupted.
   if (m.status == collectors::RunState::kStarting || m.status == collectors::RunState::kRunning) {
     m.status = collectors::RunState::kInterrupted;
+    for (collectors::RankEntry& r : m.ranks) {
+      if (r.status == collectors::RankState::kWaiting ||
+          r.status == collectors::RankState::kReady) {
+        r.status = collectors::RankState::kInterrupted;
+        if (r.error.empty()) r.error = "the coordinator stopped before the run ended";
+      }
+    }
+    for (collectors::DispatchEntry& d : m.dispatches) {
+      using collectors::DispatchState;
+      if (d.status == DispatchState::kPending || d.status == DispatchState::kSent ||
+          d.status == DispatchState::kRunning) {
+        d.status = DispatchState::kInterrupted;
+        if (d.error.empty()) {
+          d.error =
+              "the coordinator stopped before this dispatch finished; its artifacts that "
+              "reached a spool are listed as recovered";
+        }
+      }
+    }
   }
   // Mark the dispatch entries whose artifacts came back through gather.
   for (collectors::DispatchEntry& d : m.dispatches) {
@@ -278,6 +307,14 @@ Result<GatherOutcome> RunGather(const GatherOptions& options) {
                                 (dfx_dir / collectors::kSessionFile).string(),
                                 options.work_dir.string()));
   }
+  // A live coordinator of this run holds the lock: gather must not touch
+  // its temporary files or its manifest.
+  auto lock = collectors::LockWorkDir(options.work_dir);
+  if (!lock.ok()) {
+    return Status(lock.status().code(), "gather: " + lock.status().message() +
+                                            " (gather is for a run whose coordinator has stopped)");
+  }
+  if (!lock->warning().empty()) DFX_LOG_WARN("{}", lock->warning());
   DFX_ASSIGN_OR_RETURN(SessionRecord record, ReadSessionRecord(*record_dir));
   std::vector<fs::path> spools;
   if (!options.spool_root.empty()) {

@@ -6,7 +6,10 @@
 // hosts whose spools it cannot read) to connect; every spooled file is
 // received exactly like in a live run (checksummed, renamed into place),
 // acknowledged (the agent then deletes its copy) and recorded in the run
-// manifest's "gather" entry.
+// manifest's "gather" entry. A run whose coordinator died is marked
+// "interrupted" there (the run, and every rank and dispatch it left
+// unfinished). Gather holds the work dir's lock (a live run holds it too):
+// it refuses to touch a run whose coordinator is still alive.
 //
 // Threads: the calling thread runs the event loop.
 #pragma once
@@ -18,6 +21,8 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "coordinator/access.h"
+#include "coordinator/artifact_receiver.h"
 
 namespace dfx::coordinator {
 
@@ -35,6 +40,10 @@ struct GatherOptions {
   double heartbeat_timeout_s = 10;
   double shutdown_timeout_s = 10;
   uint32_t credit_window = 8;
+  uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;
+  // Attach mode: who may connect (coordinator/access.h). Recovery agents
+  // started here always get a key pair of this gather.
+  AccessFlags access;
   const Clock* clock = &MonotonicClock::Instance();
 };
 

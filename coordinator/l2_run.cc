@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
+#include "common/file_util.h"
 #include "common/subprocess.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
@@ -23,6 +24,12 @@ Result<L2Outcome> RunL2(const L2Options& options) {
   const std::vector<config::PassPlan> passes = config::PlanPasses(options.config, /*l3=*/false);
   L2Outcome out;
   out.two_pass = passes.size() > 1;
+  // One coordinator per work dir (a concurrent run or gather would mix files).
+  DFX_RETURN_IF_ERROR(MakeDirs(work_dir));
+  DFX_ASSIGN_OR_RETURN(DirectoryLock lock, collectors::LockWorkDir(work_dir));
+  if (!lock.warning().empty()) std::fprintf(stderr, "warning: %s\n", lock.warning().c_str());
+  DFX_RETURN_IF_ERROR(CheckNoLinks(work_dir, collectors::kDfxOutputsDirName));
+  DFX_RETURN_IF_ERROR(CheckNoLinks(work_dir, collectors::kDeviceStateDirName));
   {
     // A new run is a new session: the chip's device memory starts empty.
     std::error_code ec;

@@ -35,7 +35,17 @@ protocol::AgentCommandLine AgentLauncher::CommandLine(const AgentLaunch& l) cons
   line.heartbeat_timeout_s = l.heartbeat_timeout_s;
   line.chip.log_level = l.log_level;
   line.chip.virtual_clock = l.virtual_clock;
+  line.total_ranks = l.total_ranks;
   return line;
+}
+
+Status AgentLauncher::Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch) {
+  SpawnOptions options;
+  if (launch.curve) options.extra_env = protocol::CurveClientEnvironment(*launch.curve);
+  DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, options));
+  children_.push_back(std::move(child));
+  reported_.push_back(false);
+  return Status::Ok();
 }
 
 Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& launch) {
@@ -51,22 +61,23 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
     if (agents > static_cast<int>(std::thread::hardware_concurrency())) {
       argv.push_back("--oversubscribe");
     }
+    // The credentials travel in the environment: mpirun forwards the names given with -x.
+    if (launch.curve) {
+      for (const std::string& name : protocol::CurveClientEnvironmentNames()) {
+        argv.insert(argv.end(), {"-x", name});
+      }
+    }
     argv.insert(argv.end(), {"-np", std::to_string(agents), launch.agent_binary.string()});
     for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));  // no --rank: from MPI
     DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
-    DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
-    children_.push_back(std::move(child));
-    reported_.push_back(false);
-    return Status::Ok();
+    return Spawn(argv, launch);
   }
   for (int i = 0; i < agents; ++i) {
     protocol::AgentCommandLine local = line;
     local.rank = i;
     std::vector<std::string> argv = {launch.agent_binary.string()};
     for (std::string& a : local.ToArgv()) argv.push_back(std::move(a));
-    DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
-    children_.push_back(std::move(child));
-    reported_.push_back(false);
+    DFX_RETURN_IF_ERROR(Spawn(argv, launch));
   }
   return Status::Ok();
 }
@@ -77,10 +88,7 @@ Status AgentLauncher::StartRecovery(const AgentLaunch& l, int32_t rank) {
   line.rank = rank;
   std::vector<std::string> argv = {l.agent_binary.string()};
   for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));
-  DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
-  children_.push_back(std::move(child));
-  reported_.push_back(false);
-  return Status::Ok();
+  return Spawn(argv, l);
 }
 
 std::vector<AgentLauncher::Exit> AgentLauncher::Reap() {

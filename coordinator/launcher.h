@@ -9,19 +9,23 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "common/subprocess.h"
 #include "protocol/agent_command_line.h"
+#include "protocol/curve.h"
 
 namespace dfx::coordinator {
 
 enum class Launcher { kLocal, kMpirun, kAttach };
 const char* LauncherName(Launcher launcher);
 
-// What every launched agent is told (its command line).
+// What every launched agent is told: its command line, and its CURVE
+// credentials through its environment (never the command line: mpirun gets
+// `-x NAME` and reads the values from its own environment).
 struct AgentLaunch {
   std::filesystem::path agent_binary;
   std::string endpoint;  // the coordinator's, as agents dial it
@@ -33,6 +37,8 @@ struct AgentLaunch {
   double heartbeat_timeout_s = 10;
   std::string log_level = "warn";
   bool virtual_clock = false;
+  int total_ranks = 0;  // the run's rank count: the last agent drives only ranks below it
+  std::optional<protocol::CurveClient> curve;
 };
 
 class AgentLauncher {
@@ -62,6 +68,7 @@ class AgentLauncher {
 
  private:
   protocol::AgentCommandLine CommandLine(const AgentLaunch& launch) const;
+  Status Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch);
   std::vector<ChildProcess> children_;
   std::vector<bool> reported_;
 };

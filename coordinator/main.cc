@@ -4,13 +4,16 @@
 //   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
+//   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, design.md §7)
 //
 // Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,7 @@
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "config/run_config.h"
+#include "coordinator/access.h"
 #include "coordinator/gather.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
@@ -68,6 +72,51 @@ const CLI::Validator& LogLevel() {
                                              std::end(dfx::protocol::kAgentLogLevels)))
           .name("LEVEL");
   return v;
+}
+
+// The access flags (coordinator/access.h), shared by run and gather.
+void AddAccessOptions(CLI::App& app, dc::AccessFlags& a) {
+  app.add_option("--keys", a.keys_dir,
+                 "a `dfx-coordinator keygen` directory: this coordinator's key pair "
+                 "(coordinator.key) and the agent public keys it admits (agents/*.pub)");
+  app.add_option("--key", a.key_file, "this coordinator's CURVE key pair (a .key file, mode 0600)");
+  app.add_option("--agent-keys", a.agent_keys,
+                 "the public keys of the agents admitted: a .pub file or a directory of them");
+}
+
+// The declared size an artifact may have (bytes; suffixes K, M, G, T of 1024).
+const CLI::Validator& ByteCount() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+        uint64_t scale = 1;
+        std::string suffix = end;
+        if (suffix == "K" || suffix == "KiB") scale = 1ull << 10;
+        if (suffix == "M" || suffix == "MiB") scale = 1ull << 20;
+        if (suffix == "G" || suffix == "GiB") scale = 1ull << 30;
+        if (suffix == "T" || suffix == "TiB") scale = 1ull << 40;
+        if (end == text.c_str() || errno == ERANGE || (scale == 1 && !suffix.empty()) || n == 0 ||
+            n > dfx::protocol::kMaxArtifactBytes / scale) {
+          return fmt::format("{}: expected a byte count from 1 to 1T, e.g. 8G or 500M", text);
+        }
+        text = std::to_string(n * scale);
+        return "";
+      },
+      "BYTES");
+  return v;
+}
+
+// A server keeps its descriptors for agents and files: the soft limit is
+// raised to the hard one (a flood of half-open connections then has more
+// to exhaust, and each lives only the handshake deadline).
+void RaiseDescriptorLimit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &rl);
+  }
 }
 
 std::optional<fs::path> FindAgent(std::string* error) {
@@ -141,6 +190,11 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.add_flag("--virtual-clock", f.virtual_clock, "deterministic virtual-clock chips");
   run.add_flag("--bench", f.bench,
                "after the run, a separate plain run without DFX flags; prints its wall time");
+  run.add_option("--max-artifact-bytes", so.max_artifact_bytes,
+                 "the largest artifact an agent may announce (default 8G); a larger one is "
+                 "refused and recorded")
+      ->transform(ByteCount());
+  AddAccessOptions(run, so.access);
   run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
                  "L2: the emulated host args-dump drain (default: disk speed)")
       ->check(CLI::Range(0.0, 1e15));
@@ -153,6 +207,11 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
 
 int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
   for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (dfx::Status s =
+          dfx::protocol::CheckHeartbeat(so.heartbeat_interval_s, so.heartbeat_timeout_s);
+      !s.ok()) {
+    return Fail(s.message(), 2);
+  }
   so.config = parsed.config;
   so.work_dir = f.work_dir;
   dfx::log::Init("dfx-coordinator", f.log_level);
@@ -303,10 +362,48 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
                   "serve agents on other hosts stream their spools (needs --bind)");
   gather.add_option("--bind", o.bind, "where the serve agents connect (e.g. the run's --bind)");
   gather.add_option("--log-level", f.log_level, "(info)")->check(LogLevel());
+  gather
+      .add_option("--max-artifact-bytes", o.max_artifact_bytes,
+                  "the largest artifact an agent may announce (default 8G)")
+      ->transform(ByteCount());
+  AddAccessOptions(gather, o.access);
+}
+
+struct KeygenFlags {
+  std::string dir;
+  std::vector<std::string> agents;
+};
+
+void AddKeygenOptions(CLI::App& keygen, KeygenFlags& f) {
+  keygen.add_option("dir", f.dir, "the key directory (created, mode 0700)")->required();
+  keygen.add_option("--agent", f.agents,
+                    "an agent key pair to make (repeatable; default: one named \"agent\")");
+  keygen.footer(R"(
+Writes DIR/coordinator.key (0600), DIR/coordinator.pub and DIR/agents/NAME.key (0600) +
+DIR/agents/NAME.pub; existing pairs are kept. Then:
+  dfx-coordinator run PLAN --attach --bind tcp://0.0.0.0:5555 --keys DIR ...
+  dfx-rank-agent serve --coordinator tcp://HOST:5555 --key DIR/agents/NAME.key \
+      --coordinator-key DIR/coordinator.pub
+Give each host only its agent's .key and coordinator.pub.
+)");
+}
+
+int Keygen(KeygenFlags& f) {
+  if (f.agents.empty()) f.agents.push_back("agent");
+  auto written = dc::WriteKeyDirectory(f.dir, f.agents);
+  if (!written.ok()) return Fail("keygen: " + written.status().message());
+  for (const fs::path& p : *written) std::printf("wrote %s\n", dfx::ShellQuote(p.string()).c_str());
+  const fs::path dir = f.dir;
+  std::printf("coordinator: --keys %s\nagent NAME:  --key %s --coordinator-key %s\n",
+              dfx::ShellQuote(dir.string()).c_str(),
+              dfx::ShellQuote((dir / dc::kAgentKeysDir / "NAME.key").string()).c_str(),
+              dfx::ShellQuote((dir / dc::kCoordinatorPublicKeyFile).string()).c_str());
+  return 0;
 }
 
 int Gather(GatherFlags& f, dc::GatherOptions& options) {
   dfx::log::Init("dfx-coordinator gather", f.log_level);
+
   options.work_dir = f.work_dir;
   options.spool_root = f.spool;
   if (options.attach && options.bind.empty()) {
@@ -348,11 +445,15 @@ int Main(int argc, char** argv) {
   CLI::App* gather =
       app.add_subcommand("gather", "collect what agents still spool after a coordinator crash");
   AddGatherOptions(*gather, gather_flags, gather_options);
+  KeygenFlags keygen_flags;
+  CLI::App* keygen = app.add_subcommand(
+      "keygen", "make CURVE key pairs: the coordinator's and its agents' (see --help)");
+  AddKeygenOptions(*keygen, keygen_flags);
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("command", help_topic, "run or gather");
+  help->add_option("command", help_topic, "run, gather or keygen");
   const std::string version = dfx::VersionLine("dfx-coordinator");
-  for (CLI::App* a : {&app, run, gather, help}) a->set_version_flag("--version", version);
+  for (CLI::App* a : {&app, run, gather, keygen, help}) a->set_version_flag("--version", version);
   app.footer(kEnvironment);
   gather->footer(kEnvironment);
 
@@ -382,13 +483,17 @@ int Main(int argc, char** argv) {
       std::fputs(run->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic == "gather") {
       std::fputs(gather->help("dfx-coordinator").c_str(), stdout);
+    } else if (help_topic == "keygen") {
+      std::fputs(keygen->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic.empty()) {
       std::fputs(app.help().c_str(), stdout);
     } else {
-      return Fail("help " + help_topic + ": unknown command; commands: run, gather", 2);
+      return Fail("help " + help_topic + ": unknown command; commands: run, gather, keygen", 2);
     }
     return 0;
   }
+  if (keygen->parsed()) return Keygen(keygen_flags);
+  RaiseDescriptorLimit();
   if (run->parsed()) return Run(run_flags, so, parsed);
   return Gather(gather_flags, gather_options);
 }

@@ -51,7 +51,8 @@ std::string FormatBytes(uint64_t b) {
 
 // Removes the rank<N>/d<K> directories of an earlier run (spec §2.7: the d<K>
 // numbering restarts every run). Real directories only: a link is never
-// followed (collectors::ListDispatchDirs skips them).
+// followed (collectors::ListDispatchDirs skips them, remove_all does not
+// follow links inside what it removes).
 void ClearStaleDispatchDirs(const fs::path& dfx_dir) {
   std::error_code ec;
   for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(dfx_dir)) {
@@ -99,6 +100,7 @@ class RunCoordinator final : public PeerHandler {
     o.heartbeat_interval_s = options_.heartbeat_interval_s;
     o.heartbeat_timeout_s = options_.heartbeat_timeout_s;
     o.receiver.credit_window = options_.credit_window;
+    o.receiver.max_artifact_bytes = options_.max_artifact_bytes;
     o.receiver.verified_state = ArtifactState::kOk;
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
     return o;
@@ -117,7 +119,9 @@ class RunCoordinator final : public PeerHandler {
   const Plan& plan_;
   SessionOptions options_;
   const uint64_t session_;
-  const fs::path dfx_dir_;  // where the manifest and session record go
+  std::optional<protocol::CurveClient> launched_curve_;  // what launched agents get
+  bool authenticated_ = false;                           // the ROUTER speaks CURVE
+  const fs::path dfx_dir_;                               // where the manifest and session record go
   fs::path spool_;
   SessionRecord record_;
   std::unique_ptr<DispatchScheduler> scheduler_;
@@ -228,11 +232,16 @@ void RunCoordinator::ReapChildren() {
     }
     if (!matched && !finishing_) {
       for (int c = 0; c < options_.chips_per_agent; ++c) {
-        if (first + c < options_.ranks && loop_.registry().OwnerOf(first + c) == nullptr) {
-          scheduler_->FailRank(
-              first + c, fmt::format("its agent process (pid {}) exited before HELLO: {}", exit.pid,
-                                     exit.how));
-        }
+        const int32_t rank = first + c;
+        if (rank >= options_.ranks || loop_.registry().OwnerOf(rank) != nullptr) continue;
+        // Said HELLO and was turned away, or never got that far.
+        const std::string* refused = loop_.registry().RefusalOf(rank);
+        scheduler_->FailRank(
+            rank, refused != nullptr
+                      ? fmt::format("its agent process (pid {}) was refused ({}) and exited: {}",
+                                    exit.pid, *refused, exit.how)
+                      : fmt::format("its agent process (pid {}) exited before HELLO: {}", exit.pid,
+                                    exit.how));
       }
     }
   }
@@ -244,11 +253,14 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   if (agent == nullptr || agent->dead) return Unavailable("rank has no live agent");
   const PlanProgram& program = plan_.programs.at(d.program);
   if (options_.config.AnyDfx()) {
+    // The dispatch's directory is made here, never through a link: a
+    // rank<N> or d<K> that is one fails the dispatch before it runs (its
+    // artifacts would be refused, and the link's target is not ours).
+    const std::string dir = collectors::DispatchDirPath(d.rank, d.k);
+    DFX_RETURN_IF_ERROR(MakeDirsNoLinks(dfx_dir_, dir));
     Json label;
     label["program"] = d.program;
-    Status s = WriteJsonFileAtomic(
-        dfx_dir_ / collectors::DispatchDirPath(d.rank, d.k) / collectors::kDispatchProgramFile,
-        label, -1);
+    Status s = WriteJsonFileAtomic(dfx_dir_ / dir / collectors::kDispatchProgramFile, label, -1);
     if (!s.ok()) DFX_LOG_WARN("{}: {}", collectors::kDispatchProgramFile, s.message());
   }
   protocol::Dispatch msg;
@@ -267,10 +279,12 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
 
 Status RunCoordinator::Launch() {
   if (options_.launcher == Launcher::kAttach) {
-    std::fprintf(stderr,
-                 "[dfx-coordinator] waiting for %d rank(s) to attach: start them with\n"
-                 "  dfx-rank-agent serve --coordinator %s --rank R\n",
-                 options_.ranks, loop_.endpoint().c_str());
+    std::fprintf(
+        stderr,
+        "[dfx-coordinator] waiting for %d rank(s) to attach: start them with\n"
+        "  dfx-rank-agent serve --coordinator %s --rank R%s\n",
+        options_.ranks, loop_.endpoint().c_str(),
+        authenticated_ ? " --key KEYS/agents/NAME.key --coordinator-key KEYS/coordinator.pub" : "");
     return Status::Ok();
   }
   AgentLaunch launch;
@@ -284,6 +298,8 @@ Status RunCoordinator::Launch() {
   launch.heartbeat_timeout_s = options_.heartbeat_timeout_s;
   launch.log_level = options_.agent_log_level;
   launch.virtual_clock = options_.virtual_clock;
+  launch.total_ranks = options_.ranks;
+  launch.curve = launched_curve_;
   return launcher_.StartRun(options_.launcher, options_.ranks, launch);
 }
 
@@ -362,11 +378,21 @@ Result<SessionOutcome> RunCoordinator::Run() {
   scheduler_->set_on_finished(
       [this](size_t index, const std::string& error) { OnDispatchFinished(index, error); });
 
+  // One coordinator per work dir: a second run or a gather waits its turn.
+  DFX_RETURN_IF_ERROR(MakeDirs(options_.work_dir));
+  DFX_ASSIGN_OR_RETURN(DirectoryLock lock, collectors::LockWorkDir(options_.work_dir));
+  if (!lock.warning().empty()) DFX_LOG_WARN("{}", lock.warning());
+  DFX_RETURN_IF_ERROR(CheckNoLinks(options_.work_dir, collectors::kDfxOutputsDirName));
   DFX_RETURN_IF_ERROR(MakeDirs(dfx_dir_));
-  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind));
-  // Only once the run has really started (the endpoint is ours) are an
-  // earlier run's dispatch directories cleared.
-  if (options_.config.AnyDfx()) ClearStaleDispatchDirs(dfx_dir_);
+  const bool launching = options_.launcher != Launcher::kAttach;
+  DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess(options_.access, options_.bind, launching));
+  launched_curve_ = access.launched_agents;
+  authenticated_ = access.server.has_value();
+  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind, access.server));
+  DFX_LOG_INFO("access: {}", access.description);
+  if (!access.server) {
+    std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
+  }
   spool_ = options_.spool_root.empty() ? options_.work_dir / collectors::kSpoolDirName
                                        : options_.spool_root;
   spool_ = fs::absolute(spool_).lexically_normal();
@@ -404,6 +430,17 @@ Result<SessionOutcome> RunCoordinator::Run() {
     DFX_RETURN_IF_ERROR(Pump());
   }
 
+  // The run has really started once a rank is READY: only now are an
+  // earlier run's dispatch directories cleared (a run that never got this
+  // far leaves the previous run's artifacts as they were).
+  if (options_.config.AnyDfx()) {
+    bool any_ready = false;
+    for (const collectors::RankEntry& r : scheduler_->ranks()) {
+      any_ready |= r.status == RankState::kReady;
+    }
+    if (any_ready) ClearStaleDispatchDirs(dfx_dir_);
+  }
+
   // Agents attached from elsewhere spool where they were told to: record
   // every spool so `dfx-coordinator gather` finds them after a crash.
   {
@@ -439,6 +476,8 @@ Result<SessionOutcome> RunCoordinator::Run() {
 
   // 3. Shut the agents down; wait for them under the shutdown deadline.
   Finish();
+  // Every stream has ended: a dispatch is ok only with all its artifacts.
+  scheduler_->ReconcileArtifacts();
 
   SessionOutcome out;
   out.session_id = session_;

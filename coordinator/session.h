@@ -7,6 +7,11 @@
 // temporary name, renamed once its checksum verifies), converts the swimlane
 // records (post_run.h) and writes the run manifest (collectors/run_manifest.h).
 //
+// The work dir is locked (a flock of the directory) for the whole run, so
+// neither a second run nor a `gather` touches it meanwhile; an earlier run's
+// rank<N>/d<K>/ directories are cleared only once this run really started
+// (some rank is READY), and nothing is written or removed through a link.
+//
 // Threads: RunSession owns the socket and does everything on the calling
 // thread (one event loop).
 #pragma once
@@ -19,6 +24,8 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "config/run_config.h"
+#include "coordinator/access.h"
+#include "coordinator/artifact_receiver.h"
 #include "coordinator/launcher.h"
 #include "coordinator/plan.h"
 
@@ -42,7 +49,11 @@ struct SessionOptions {
   double dispatch_timeout_s = 3600;   // one dispatch, run + stream
   double shutdown_timeout_s = 10;     // agents exiting after Shutdown
   double convert_timeout_s = 600;     // the post-run swimlane conversion, per dispatch
-  uint32_t credit_window = 8;         // chunks in flight per agent
+  uint32_t credit_window = 8;         // chunks in flight per agent (enforced)
+  uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // --max-artifact-bytes
+  // Who may connect (coordinator/access.h): launched agents always use a
+  // key pair of this run; the flags admit agents started elsewhere.
+  AccessFlags access;
   // Progress display: redraw in place when stderr is a terminal.
   bool live_progress = false;
   // Test-only fault injection (set by main from the environment): SIGKILL
