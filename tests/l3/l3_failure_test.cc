@@ -7,7 +7,7 @@
 
 #include "protocol/channel.h"
 #include "protocol/codec.h"
-#include "tests/l3/e2e_util.h"
+#include "tests/l3/raw_client.h"
 
 namespace dfx::e2e {
 namespace {
@@ -16,41 +16,6 @@ using namespace dfx::protocol;
 
 const fs::path kVector = Source("examples/vector_pipeline.json");
 const fs::path kBusy = Source("tests/l3/testdata/busy.json");
-
-// Waits for <work>/dfx_outputs/.session.json and returns it.
-Json WaitSession(const fs::path& work, Process& coordinator) {
-  Json s;
-  WaitFor(
-      [&] {
-        s = LoadJson(work / "dfx_outputs/.session.json");
-        return s.is_object() || coordinator.Wait(0);
-      },
-      60);
-  return s;
-}
-
-std::optional<Message> ReceiveMessage(DealerChannel& ch, int timeout_s = 30) {
-  for (int waited = 0; waited < timeout_s * 20; ++waited) {
-    auto r = ch.Receive(50);
-    if (!r.ok()) return std::nullopt;
-    if (r->frame) {
-      auto m = Decode(r->frame->bytes);
-      if (m.ok()) return *m;
-    }
-  }
-  return std::nullopt;
-}
-
-// Receives until a message of type T arrives (others are skipped).
-template <typename T>
-std::optional<std::pair<Header, T>> ReceiveA(DealerChannel& ch, int timeout_s = 30) {
-  for (int i = 0; i < 1000; ++i) {
-    auto m = ReceiveMessage(ch, timeout_s);
-    if (!m) return std::nullopt;
-    if (auto* t = std::get_if<T>(&m->body)) return std::make_pair(m->header, *t);
-  }
-  return std::nullopt;
-}
 
 TEST(L3FailureTest, KilledAgentFailsItsRankWhileOthersAreGathered) {
   fs::path dir = TestDir("l3_sigkill");
@@ -342,11 +307,13 @@ TEST(L3FailureTest, AgentRejectsBadMessagesAndKeepsWorking) {
   Process agent({Bin("dfx-rank-agent"), "--coordinator", router->endpoint(), "--session", "aa",
                  "--rank", "2", "--spool", (dir / "spool").string(), "--heartbeat-timeout", "60"},
                 dir);
+  std::string id;  // the agent's routing identity ("rank-2.<nonce>"), from its messages
   auto receive = [&]() -> std::optional<Message> {
     for (int i = 0; i < 600; ++i) {
       auto r = router->Receive(50);
       if (r.ok() && r->frame) {
         auto m = Decode(r->frame->bytes);
+        id = r->frame->identity;
         if (m.ok()) return *m;
       }
     }
@@ -363,7 +330,7 @@ TEST(L3FailureTest, AgentRejectsBadMessagesAndKeepsWorking) {
   auto hello = receive_a(Body(Hello{}).index());
   ASSERT_TRUE(hello.has_value()) << agent.err();
   EXPECT_EQ(std::get<Hello>(hello->body).ranks, std::vector<int32_t>{2});
-  const std::string id = "rank-2";
+  EXPECT_EQ(id.rfind("rank-2.", 0), 0u) << id;
   uint64_t seq = 0;
   auto send = [&](uint64_t s, int32_t rank, Body body) {
     ASSERT_TRUE(
