@@ -18,8 +18,19 @@ if(DFX_WERROR)
   target_compile_options(dfx_warnings INTERFACE -Werror)
 endif()
 
+option(DFX_FUZZ "Build the fuzz targets (tests/fuzz) with libFuzzer; needs clang" OFF)
+
 add_library(dfx_sanitizers INTERFACE)
-if(DFX_SANITIZE)
+if(DFX_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "DFX_FUZZ needs clang (libFuzzer): CXX=clang++ CC=clang, or scripts/fuzz.sh")
+  endif()
+  # Every library is instrumented for coverage; only the fuzz targets link
+  # libFuzzer's main (tests/fuzz/CMakeLists.txt).
+  target_compile_options(dfx_sanitizers INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                         -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(dfx_sanitizers INTERFACE -fsanitize=address,undefined)
+elseif(DFX_SANITIZE)
   target_compile_options(dfx_sanitizers INTERFACE -fsanitize=address,undefined
                          -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(dfx_sanitizers INTERFACE -fsanitize=address,undefined)
