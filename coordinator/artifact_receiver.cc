@@ -37,7 +37,8 @@ ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry, Ar
     : dfx_dir_(std::move(dfx_dir)),
       registry_(registry),
       store_(std::move(store)),
-      options_(options) {}
+      options_(options),
+      writer_(std::chrono::milliseconds(options.fault_write_delay_ms)) {}
 
 ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, size_t index) {
   return store_(dispatch)[index];

@@ -55,6 +55,9 @@ struct ReceiverOptions {
   // Test-only fault injection: SIGKILL this process after receiving this
   // many chunks (0 = never). Set by main from DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS.
   uint64_t fault_kill_after_chunks = 0;
+  // Test-only fault injection: every chunk write takes this long (a slow
+  // disk). Set by main from DFX_FAULT_COORDINATOR_WRITE_DELAY_MS.
+  uint32_t fault_write_delay_ms = 0;
 };
 
 class ArtifactReceiver {

@@ -4,7 +4,8 @@
 
 namespace dfx::coordinator {
 
-ArtifactWriter::ArtifactWriter() : thread_([this] { Loop(); }) {}
+ArtifactWriter::ArtifactWriter(std::chrono::milliseconds write_delay)
+    : write_delay_(write_delay), thread_([this] { Loop(); }) {}
 
 ArtifactWriter::~ArtifactWriter() {
   {
@@ -86,6 +87,7 @@ bool ArtifactWriter::Run(Job& job, Done* done) {
       if (Status s = sink.file.Open(job.path); !s.ok()) sink.error = s.message();
       return false;
     case Kind::kWrite:
+      if (write_delay_.count() > 0) std::this_thread::sleep_for(write_delay_);
       if (sink.error.empty()) {
         sink.sum.Update(job.data.data(), job.data.size());
         if (Status s = sink.file.Write(job.data); !s.ok()) {

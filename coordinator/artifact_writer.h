@@ -12,6 +12,7 @@
 // thread runs the jobs and wakes the loop through wake_fd().
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,7 +55,9 @@ class ArtifactWriter {
     std::string error;  // kCommit: empty = verified and renamed into place
   };
 
-  ArtifactWriter();
+  // `write_delay` is test-only fault injection: each chunk write takes at
+  // least that long (a slow disk), so unwritten chunks pile up.
+  explicit ArtifactWriter(std::chrono::milliseconds write_delay = {});
   ~ArtifactWriter();  // joins; queued jobs are dropped and their temporary files removed
   ArtifactWriter(const ArtifactWriter&) = delete;
   ArtifactWriter& operator=(const ArtifactWriter&) = delete;
@@ -71,7 +74,7 @@ class ArtifactWriter {
 
  private:
   void Loop();
-  static bool Run(Job& job, Done* done);
+  bool Run(Job& job, Done* done);
 
   protocol::WakePipe wake_;
   std::mutex mu_;
@@ -81,6 +84,7 @@ class ArtifactWriter {
   size_t outstanding_ = 0;  // pushed and not yet taken back by the loop
   size_t taken_ = 0;        // finished by the worker since the last TakeResults
   bool stop_ = false;
+  const std::chrono::milliseconds write_delay_;
   std::thread thread_;  // last: starts after everything above exists
 };
 

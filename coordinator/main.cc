@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -305,6 +306,10 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
     so.fault_kill_after_chunks = std::strtoull(fault, nullptr, 10);
   }
+  if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_WRITE_DELAY_MS")) {
+    so.fault_write_delay_ms =
+        static_cast<uint32_t>(std::min(std::strtoul(fault, nullptr, 10), 60000ul));
+  }
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message());
   if (!outcome->artifacts.empty()) {
@@ -325,6 +330,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     plain.spool_root.clear();
     plain.live_progress = false;
     plain.fault_kill_after_chunks = 0;
+    plain.fault_write_delay_ms = 0;
     const auto t0 = std::chrono::steady_clock::now();
     auto bench_out = dc::RunSession(*plan, plain);
     const double wall =

@@ -103,6 +103,7 @@ class RunCoordinator final : public PeerHandler {
     o.receiver.max_artifact_bytes = options_.max_artifact_bytes;
     o.receiver.verified_state = ArtifactState::kOk;
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
+    o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
     return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }

@@ -59,6 +59,8 @@ struct SessionOptions {
   // Test-only fault injection (set by main from the environment): SIGKILL
   // the coordinator after this many artifact chunks (0 = never).
   uint64_t fault_kill_after_chunks = 0;
+  // ... and make every chunk write take this long (a slow disk).
+  uint32_t fault_write_delay_ms = 0;
   const Clock* clock = &MonotonicClock::Instance();
 };
 

@@ -10,7 +10,11 @@ cd "$(dirname "$0")/.."
 export BUILD_DIR=${BUILD_DIR:-build-fuzz}
 export CC=${CC:-clang-14} CXX=${CXX:-clang++-14}
 seconds=${FUZZ_SECONDS:-20}
+# -O1 with line tables, as the sanitizer test build (scripts/test.sh): fast to
+# compile, and every report still has file and line.
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFX_FUZZ=ON \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
   -DDFX_BUILD_BENCH=OFF -DDFX_FUZZ_SECONDS="$seconds" \
   $(command -v ccache >/dev/null && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
   >/dev/null
@@ -18,5 +22,5 @@ cmake --build "$BUILD_DIR" -j "$(nproc)" --target dfx_fuzz_targets
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=(fuzz_protocol fuzz_program fuzz_plan fuzz_run_config); fi
 regex=$(IFS='|'; echo "${targets[*]}")
-ctest --test-dir "$BUILD_DIR" -L fuzz -R "^(${regex})_smoke$" --output-on-failure \
+ctest --test-dir "$BUILD_DIR" -L fuzz -R "^(${regex})_smoke$" --output-on-failure -j "$(nproc)" \
   --timeout $((seconds + 120))
