@@ -253,6 +253,7 @@ Json RunManifestToJson(const RunManifest& m) {
   j["work_dir"] = m.work_dir;
   j["launcher"] = m.launcher;
   j["endpoint"] = m.endpoint;
+  j["bind"] = m.bind;
   j["run_config"] = config::RunConfigToJson(m.run_config);
   Json passes = Json::array();
   for (config::PassKind p : m.passes) passes.push_back(config::PassKindName(p));
@@ -262,6 +263,7 @@ Json RunManifestToJson(const RunManifest& m) {
     Json e;
     e["rank"] = r.rank;
     e["host"] = NullOr(r.host);
+    e["address"] = NullOr(r.address);
     e["pid"] = NullOr(r.pid);
     e["status"] = RankStateName(r.status);
     e["error"] = NullOr(r.error);
@@ -324,6 +326,7 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
   DFX_RETURN_IF_ERROR(f.String("work_dir", &m.work_dir, false));
   DFX_RETURN_IF_ERROR(f.String("launcher", &m.launcher, false));
   DFX_RETURN_IF_ERROR(f.String("endpoint", &m.endpoint, false));
+  DFX_RETURN_IF_ERROR(f.String("bind", &m.bind, false));
   if (const Json* rc = f.Find("run_config"); rc != nullptr && !rc->is_null()) {
     DFX_ASSIGN_OR_RETURN(config::ParsedRunConfig parsed,
                          config::RunConfigFromJson(*rc, origin, "$.run_config"));
@@ -341,6 +344,7 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     RankEntry rank;
     DFX_RETURN_IF_ERROR(r.Int("rank", &rank.rank));
     DFX_RETURN_IF_ERROR(r.OptionalString("host", &rank.host));
+    DFX_RETURN_IF_ERROR(r.OptionalString("address", &rank.address));
     DFX_RETURN_IF_ERROR(r.OptionalInt("pid", &rank.pid));
     DFX_RETURN_IF_ERROR(r.Enum("status", &rank.status, ParseRankState,
                                "one of \"waiting\", \"ready\", \"ok\", \"failed\", "

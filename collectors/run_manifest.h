@@ -87,6 +87,8 @@ struct RankEntry {
   std::optional<int64_t> clock_offset_ns;
   std::optional<uint64_t> clock_offset_rtt_ns;
   uint32_t dispatches = 0;  // dispatch entries of this rank (all passes)
+  // The address its connection came from (the coordinator's view), once it said HELLO.
+  std::optional<std::string> address;
   bool operator==(const RankEntry&) const = default;
 };
 
@@ -123,7 +125,8 @@ struct RunManifest {
   std::string plan;
   std::string work_dir;  // absolute
   std::string launcher;  // "local" | "mpirun" | "attach"
-  std::string endpoint;
+  std::string endpoint;  // what agents were told to dial (--advertise or derived from --bind)
+  std::string bind;      // what the coordinator listened on, with its real port
   config::RunConfig run_config;  // as the user asked (passes derive from it)
   std::vector<config::PassKind> passes;
   std::vector<RankEntry> ranks;

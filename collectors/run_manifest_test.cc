@@ -17,11 +17,12 @@ RunManifest Sample() {
   m.plan = "decode";
   m.work_dir = "/w";
   m.launcher = "local";
-  m.endpoint = "tcp://127.0.0.1:5555";
+  m.endpoint = "tcp://head.example:5555";
+  m.bind = "tcp://0.0.0.0:5555";
   m.run_config.enable_chip_swimlane = 4;
   m.run_config.save_kernels = true;
   m.passes = {config::PassKind::kGraph, config::PassKind::kTiming};
-  m.ranks.push_back({0, "host-a", 42, RankState::kOk, "", -1500, 2000, 2});
+  m.ranks.push_back({0, "host-a", 42, RankState::kOk, "", -1500, 2000, 2, "10.0.0.2"});
   m.ranks.push_back({1, std::nullopt, std::nullopt, RankState::kFailed, "agent died", {}, {}, 2});
   DispatchEntry d;
   d.rank = 0;
@@ -66,10 +67,10 @@ TEST(RunManifestTest, RoundTripsThroughJsonAndDisk) {
 
 TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   Json j = RunManifestToJson(Sample());
-  EXPECT_EQ(testing::Keys(j),
-            (std::vector<std::string>{"session", "status", "plan", "work_dir", "launcher",
-                                      "endpoint", "run_config", "passes", "ranks", "dispatches",
-                                      "bytes_gathered", "merged_swimlane", "gather"}));
+  EXPECT_EQ(testing::Keys(j), (std::vector<std::string>{
+                                  "session", "status", "plan", "work_dir", "launcher", "endpoint",
+                                  "bind", "run_config", "passes", "ranks", "dispatches",
+                                  "bytes_gathered", "merged_swimlane", "gather"}));
   EXPECT_EQ(j["session"], "0123456789abcdef");
   EXPECT_EQ(j["status"], "failed");
   EXPECT_EQ(j["dispatches"][0]["dir"], "rank0/d1");
@@ -77,6 +78,8 @@ TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   EXPECT_TRUE(j["dispatches"][0]["artifacts"][1]["checksum"].is_null());
   EXPECT_EQ(j["dispatches"][1]["status"], "not_run");
   EXPECT_TRUE(j["ranks"][1]["host"].is_null());
+  EXPECT_EQ(j["ranks"][0]["address"], "10.0.0.2");
+  EXPECT_EQ(j["bind"], "tcp://0.0.0.0:5555");
   // "sent" is a state like the others (it was once missing from the documented list).
   EXPECT_EQ(ParseDispatchState("sent"), DispatchState::kSent);
   EXPECT_EQ(ParseRunState("interrupted"), RunState::kInterrupted);

@@ -163,15 +163,15 @@ void ApplyOptions(zmq::socket_t& socket, const SocketOptions& options) {
   socket.set(zmq::sockopt::handshake_ivl, options.handshake_ms);
 }
 
-// A socket's handshake events (zmq_socket_monitor) on an inproc PAIR
-// socket, read by the socket's owner thread inside Receive.
-class HandshakeMonitor {
+// A socket's handshake failures and closed connections (zmq_socket_monitor)
+// on an inproc PAIR socket, read by the socket's owner thread inside Receive.
+class SocketMonitor {
  public:
-  HandshakeMonitor(zmq::context_t& context, zmq::socket_t& socket)
+  SocketMonitor(zmq::context_t& context, zmq::socket_t& socket)
       : pair_(context, zmq::socket_type::pair) {
     const std::string address = fmt::format("inproc://dfx-monitor-{}", ++g_next_id);
     const int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
     if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) {
       throw zmq::error_t();
     }
@@ -190,6 +190,12 @@ class HandshakeMonitor {
       uint32_t value = 0;
       std::memcpy(&event, head.data(), 2);
       std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
+      if (event == ZMQ_EVENT_DISCONNECTED) {
+        // Bounded: an owner that never asks keeps only the latest closes.
+        if (disconnects_.size() >= 4096) disconnects_.erase(disconnects_.begin());
+        disconnects_.push_back(static_cast<int>(value));
+        continue;
+      }
       ++refusals_.count;
       if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
         refusals_.last = fmt::format("the peer refused the credentials (ZAP status {})", value);
@@ -212,10 +218,15 @@ class HandshakeMonitor {
     Drain();
     return std::exchange(refusals_, HandshakeRefusals{});
   }
+  std::vector<int> TakeDisconnects() {
+    Drain();
+    return std::exchange(disconnects_, {});
+  }
 
  private:
   zmq::socket_t pair_;
   HandshakeRefusals refusals_;
+  std::vector<int> disconnects_;
 };
 
 // A zmq message over `bytes`. Large payloads (artifact chunks) are handed
@@ -262,7 +273,7 @@ Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
   }
 }
 
-Result<Polled> ReceiveFrame(zmq::socket_t& socket, HandshakeMonitor* monitor, bool router,
+Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool router,
                             int timeout_ms, int wake_fd) {
   Polled out;
   try {
@@ -292,6 +303,12 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, HandshakeMonitor* monitor, bo
     if (!socket.recv(*payload, zmq::recv_flags::none)) return out;
     const std::string_view view(static_cast<const char*>(payload->data()), payload->size());
     const bool more = payload->more();
+    if (router) {
+      if (const char* peer = zmq_msg_gets(payload->handle(), "Peer-Address")) {
+        frame.peer_address = peer;
+      }
+      frame.connection_fd = zmq_msg_get(payload->handle(), ZMQ_SRCFD);
+    }
     frame.bytes = FrameBytes(std::shared_ptr<const void>(payload, payload.get()), view);
     if (more) {  // drain and flag any further parts
       frame.had_extra_parts = true;
@@ -317,7 +334,7 @@ FrameBytes::FrameBytes(std::string bytes) {
 
 struct RouterChannel::Impl {
   zmq::socket_t socket;
-  std::unique_ptr<HandshakeMonitor> monitor;
+  std::unique_ptr<SocketMonitor> monitor;
   Context::Impl* context = nullptr;
   std::string zap_domain;  // set when CURVE is on
   ~Impl() {
@@ -351,7 +368,7 @@ Result<RouterChannel> RouterChannel::Bind(Context& context, const std::string& e
       socket.set(zmq::sockopt::zap_domain, channel.impl_->zap_domain);
     }
     channel.impl_->monitor =
-        std::make_unique<HandshakeMonitor>(context.impl_->context, channel.impl_->socket);
+        std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
     socket.bind(endpoint);
     channel.endpoint_ = socket.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -389,11 +406,13 @@ HandshakeRefusals RouterChannel::TakeRefusals() {
   return r;
 }
 
+std::vector<int> RouterChannel::TakeDisconnects() { return impl_->monitor->TakeDisconnects(); }
+
 bool RouterChannel::authenticated() const { return impl_ && !impl_->zap_domain.empty(); }
 
 struct DealerChannel::Impl {
   zmq::socket_t socket;
-  std::unique_ptr<HandshakeMonitor> monitor;
+  std::unique_ptr<SocketMonitor> monitor;
 };
 
 DealerChannel::DealerChannel() = default;
@@ -418,7 +437,7 @@ Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string
       socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
     }
     channel.impl_->monitor =
-        std::make_unique<HandshakeMonitor>(context.impl_->context, channel.impl_->socket);
+        std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "protocol/curve.h"
@@ -85,6 +86,12 @@ struct Frame {
   std::string identity;
   FrameBytes bytes;
   bool had_extra_parts = false;  // a multipart message (never sent by our peers): reject it
+  // ROUTER only: the address the sender's connection comes from (ZeroMQ's
+  // "Peer-Address", e.g. "10.0.0.2"; empty when unknown) and that
+  // connection's descriptor (ZMQ_SRCFD), which ties the sender to a later
+  // disconnect event (RouterChannel::TakeDisconnects).
+  std::string peer_address;
+  int connection_fd = -1;
 };
 
 // What one wait produced.
@@ -141,6 +148,11 @@ class RouterChannel {
   // Peers turned away at the handshake since the last call (never a
   // message: they were not admitted); the owner logs them.
   HandshakeRefusals TakeRefusals();
+  // The descriptors of connections that closed since the last call (the
+  // socket monitor's ZMQ_EVENT_DISCONNECTED), in order: a sender whose
+  // Frame::connection_fd is among them is gone at once, whatever its
+  // heartbeat deadline says.
+  std::vector<int> TakeDisconnects();
   // True when bound with a CurveServer.
   bool authenticated() const;
 

@@ -54,6 +54,8 @@ Status CheckLimits(const Body& body) {
         if constexpr (std::is_same_v<T, Hello>) {
           DFX_RETURN_IF_ERROR(CheckText("hello.host", m.host.size(), kMaxTextBytes));
           DFX_RETURN_IF_ERROR(CheckText("hello.spoolDir", m.spool_dir.size(), kMaxTextBytes));
+          DFX_RETURN_IF_ERROR(
+              CheckText("hello.launchFailure", m.launch_failure.size(), kMaxTextBytes));
           if (m.ranks.size() > kMaxRanksPerAgent) {
             return InvalidArgument(fmt::format("field hello.ranks has {} entries; the limit is {}",
                                                m.ranks.size(), kMaxRanksPerAgent));
@@ -136,6 +138,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           h.setAgentClockNs(m.agent_clock_ns);
           h.setMode(static_cast<w::AgentMode>(m.mode));
           h.setSpoolDir(AsText(m.spool_dir));
+          if (!m.launch_failure.empty()) h.setLaunchFailure(AsText(m.launch_failure));
         } else if constexpr (std::is_same_v<T, Ready>) {
           auto r = b.initReady();
           auto list = r.initChipDescriptions(static_cast<unsigned>(m.chip_descriptions.size()));
@@ -264,6 +267,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       DFX_ASSIGN_OR_RETURN(
           m.mode, CheckedEnum<AgentMode>("hello.mode", static_cast<uint16_t>(h.getMode()), 2));
       m.spool_dir = ToString(h.getSpoolDir());
+      m.launch_failure = ToString(h.getLaunchFailure());
       return Body(std::move(m));
     }
     case w::Envelope::Body::READY: {

@@ -90,6 +90,24 @@ void CheckGolden(const std::string& name, const Message& message) {
 }
 
 TEST(CodecTest, GoldenHello) { CheckGolden("hello", MakeHello()); }
+
+// A HELLO encoded before Hello.launchFailure was appended (an older agent)
+// still decodes, with no launch failure.
+TEST(CodecTest, HelloFromBeforeLaunchFailureDecodes) {
+  auto old =
+      ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/hello_before_launch_failure.bin");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  auto decoded = Decode(*old);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->body == MakeHello().body);
+  Hello failed = std::get<Hello>(MakeHello().body);
+  failed.launch_failure = "killed by signal 9 (Killed)";
+  auto bytes = Encode(Message{Header{kProtocolVersion, 1, 0, 1}, failed});
+  ASSERT_TRUE(bytes.ok());
+  auto back = Decode(*bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::get<Hello>(back->body).launch_failure, "killed by signal 9 (Killed)");
+}
 TEST(CodecTest, GoldenDispatch) { CheckGolden("dispatch", MakeDispatch()); }
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }

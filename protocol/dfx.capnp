@@ -35,6 +35,9 @@ struct Hello {
   agentClockNs @6 :UInt64;     # agent monotonic clock when sent (first clock-offset sample)
   mode @7 :AgentMode;          # how the agent was started
   spoolDir @8 :Text;           # the agent's spool root (its files live in <spoolDir>/<session>/rank<N>/d<K>/)
+  launchFailure @9 :Text;      # set only by an agent's launch guard (a launched agent's parent
+                               # process) when the agent process ended before it said HELLO: how
+                               # it ended. The coordinator fails these ranks and admits nobody.
 }
 
 enum AgentMode {

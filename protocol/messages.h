@@ -55,6 +55,9 @@ struct Hello {
   uint64_t agent_clock_ns = 0;
   AgentMode mode = AgentMode::kOneShot;
   std::string spool_dir;
+  // The launch guard's report: the agent process of these ranks ended
+  // before saying HELLO, and how ("killed by signal 9"). Empty for a real HELLO.
+  std::string launch_failure;
   bool operator==(const Hello&) const = default;
 };
 
