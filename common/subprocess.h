@@ -97,5 +97,9 @@ Result<std::filesystem::path> FindProjectBinary(const std::string& name, const s
 std::string ShellQuote(const std::string& word);
 // The words shell-quoted and joined by spaces: a command a user can paste.
 std::string ShellCommand(const std::vector<std::string>& argv);
+// The inverse for one flag's value: words split at blanks, with '...'
+// (literal) and "..." (backslash escapes \" and \\) quoting and \ outside
+// quotes; no expansion of any kind. Error for an unterminated quote.
+Result<std::vector<std::string>> SplitShellWords(const std::string& text);
 
 }  // namespace dfx

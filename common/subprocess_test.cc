@@ -57,5 +57,17 @@ TEST(SubprocessTest, ShellQuoteMatchesShlex) {
   EXPECT_EQ(ShellCommand({"dfx-view", "a b"}), "dfx-view 'a b'");
 }
 
+TEST(SubprocessTest, SplitShellWordsInvertsShellQuote) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(*SplitShellWords("  --hostfile h  --map-by node "),
+            (V{"--hostfile", "h", "--map-by", "node"}));
+  EXPECT_EQ(*SplitShellWords("-H 'a b',c \"x\\\"y\" z\\ w"), (V{"-H", "a b,c", "x\"y", "z w"}));
+  EXPECT_EQ(*SplitShellWords(""), V{});
+  const V words = {"--mca", "btl tcp,self", "it's", ""};
+  EXPECT_EQ(*SplitShellWords(ShellCommand(words)), words);
+  EXPECT_FALSE(SplitShellWords("'open").ok());
+  EXPECT_FALSE(SplitShellWords("\"open").ok());
+}
+
 }  // namespace
 }  // namespace dfx

@@ -136,9 +136,18 @@ bool AgentRegistry::Send(AgentState& agent, int32_t rank, protocol::Body body) {
                  r.status().message());
     return false;
   }
+  if (*r == protocol::SendResult::kUnroutable) {
+    // The ROUTER has no connection to it any more: said once, and the
+    // event loop declares it dead (nothing sent to it can arrive).
+    if (!agent.disconnected) {
+      DFX_LOG_WARN("sending {} to {}: its connection is gone", protocol::BodyName(m.body),
+                   agent.Describe());
+    }
+    agent.disconnected = true;
+    return false;
+  }
   if (*r != protocol::SendResult::kSent) {
-    DFX_LOG_WARN("sending {} to {}: {}", protocol::BodyName(m.body), agent.identity,
-                 *r == protocol::SendResult::kUnroutable ? "peer not connected" : "queue full");
+    DFX_LOG_WARN("sending {} to {}: queue full", protocol::BodyName(m.body), agent.identity);
     return false;
   }
   return true;
@@ -210,7 +219,7 @@ std::vector<AgentState*> AgentRegistry::Tick(uint64_t interval_ns, uint64_t time
   std::vector<AgentState*> silent;
   const uint64_t now = Now();
   for (auto& [id, agent] : agents_) {
-    if (agent.dead || agent.shutdown_sent) continue;
+    if (agent.dead || agent.shutdown_sent || agent.disconnected) continue;
     if (now - agent.last_rx_ns > timeout_ns) {
       silent.push_back(&agent);
       continue;

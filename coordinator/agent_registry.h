@@ -32,7 +32,13 @@ struct AgentState {
   bool dead = false;
   bool shutdown_sent = false;
   bool gather_done = false;  // recover / attach-gather: every spooled file was offered
-  std::string error;         // why it is dead
+  // Transport: where its connection comes from, that connection's
+  // descriptor (a disconnect event names it), and whether the ROUTER lost
+  // the route to it (closed, or unroutable on send: logged once).
+  std::string address;
+  int connection_fd = -1;
+  bool disconnected = false;
+  std::string error;  // why it is dead
   uint64_t last_rx_ns = 0;
   uint64_t last_ping_ns = 0;
   // Agent clock minus coordinator clock, from the heartbeat with the

@@ -44,14 +44,17 @@ void EventLoop::LogRefusedHandshakes() {
 }
 
 void EventLoop::OnHello(const std::string& identity, const protocol::Header& header,
-                        const protocol::Hello& hello, PeerHandler& handler) {
+                        const protocol::Hello& hello, const std::string& address, int connection_fd,
+                        PeerHandler& handler) {
   auto admitted = registry_.Admit(identity, header, hello);
   if (auto* refusal = std::get_if<AgentRegistry::Refusal>(&admitted)) {
     registry_.Refuse(identity, *refusal);
     return;
   }
   const auto& a = std::get<AgentRegistry::Admitted>(admitted);
+  a.agent->connection_fd = connection_fd;
   if (!a.fresh) return;
+  a.agent->address = address;
   // The first answer carries the session (a serve agent adopts it) and
   // starts the clock-offset measurement.
   registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Heartbeat{NowNs(), 0, true});
@@ -91,7 +94,16 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
   }
   protocol::Message& m = *decoded;
   if (auto* hello = std::get_if<protocol::Hello>(&m.body)) {
-    OnHello(frame.identity, m.header, *hello, handler);
+    if (!hello->launch_failure.empty()) {
+      if (m.header.session_id == registry_.session() && hello->session_id == registry_.session()) {
+        handler.OnLaunchFailure(*hello);
+      } else {
+        DFX_LOG_WARN("ignored a launch-failure report from {} for another session",
+                     AgentRegistry::Printable(frame.identity));
+      }
+      return;
+    }
+    OnHello(frame.identity, m.header, *hello, frame.peer_address, frame.connection_fd, handler);
     return;
   }
   if (agent == nullptr) {
@@ -136,6 +148,7 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
     return;
   }
   agent->last_rx_ns = NowNs();
+  if (frame.connection_fd >= 0) agent->connection_fd = frame.connection_fd;
   if (chunk) {
     receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
     return;
@@ -181,6 +194,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   }
   receiver_.TakeWriterResults();
   LogRefusedHandshakes();
+  NoticeDisconnects(handler);
   const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
   for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
     DeclareDead(*silent,
@@ -190,6 +204,35 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   }
   handler.OnTick();
   return Status::Ok();
+}
+
+// The transport knows at once when a peer's connection closed (its process
+// ended, or its host closed the socket): such an agent is dead now, not
+// after --heartbeat-timeout. One that was told to go, or finished its
+// gather, just left.
+void EventLoop::NoticeDisconnects(PeerHandler& handler) {
+  for (int fd : router_.TakeDisconnects()) {
+    for (auto& [id, agent] : registry_.agents()) {
+      if (agent.connection_fd == fd && !agent.dead) {
+        agent.disconnected = true;
+        agent.connection_fd = -1;
+      }
+    }
+  }
+  for (auto& [id, agent] : registry_.agents()) {
+    if (!agent.disconnected || agent.dead || agent.shutdown_sent || agent.gather_done) continue;
+    DeclareDead(agent,
+                fmt::format("its connection{} closed (the agent process or its host is gone)",
+                            agent.address.empty() ? "" : " from " + agent.address),
+                handler);
+  }
+}
+
+bool EventLoop::AnyConnected() {
+  for (auto& [id, agent] : registry_.agents()) {
+    if (!agent.dead && !agent.disconnected) return true;
+  }
+  return false;
 }
 
 void EventLoop::DeclareDead(AgentState& agent, const std::string& why, PeerHandler& handler) {

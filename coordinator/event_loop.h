@@ -41,6 +41,10 @@ class PeerHandler {
   virtual void OnAgentDead(AgentState& agent, const std::string& why) = 0;
   // Once per Pump, after the messages: deadlines and children of the owner.
   virtual void OnTick() = 0;
+  // A launched agent's launch guard reports that the agent process of
+  // `hello.ranks` ended before it said HELLO (hello.launch_failure says
+  // how). Nobody is admitted; a run fails those ranks at once.
+  virtual void OnLaunchFailure(const protocol::Hello& /*hello*/) {}
 };
 
 struct LoopOptions {
@@ -84,12 +88,17 @@ class EventLoop {
   void DrainWriter(uint64_t deadline_ns, PeerHandler& handler);
   // Tells every live agent to go (serve agents wait for the next session).
   void SendShutdown(const std::string& reason);
+  // True while some registered agent that is not dead still has its
+  // connection (as of the last Pump): false once every one of them left.
+  bool AnyConnected();
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler);
   void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
-               const protocol::Hello& hello, PeerHandler& handler);
+               const protocol::Hello& hello, const std::string& address, int connection_fd,
+               PeerHandler& handler);
+  void NoticeDisconnects(PeerHandler& handler);
 
   const Clock& clock_;
   LoopOptions options_;

@@ -15,6 +15,7 @@
 #include "coordinator/event_loop.h"
 #include "coordinator/launcher.h"
 #include "coordinator/session_record.h"
+#include "protocol/endpoint.h"
 
 namespace dfx::coordinator {
 
@@ -158,16 +159,18 @@ Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
 }
 
 Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
-  DFX_ASSIGN_OR_RETURN(Access access,
-                       ResolveAccess(options_.access, options_.bind, /*launching=*/false));
-  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind, access.server));
+  DFX_ASSIGN_OR_RETURN(const std::string bind, protocol::ResolveBindEndpoint(options_.bind));
+  DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess(options_.access, bind, /*launching=*/false));
+  DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
+  DFX_ASSIGN_OR_RETURN(const std::string advertised,
+                       protocol::AdvertisedEndpoint(loop_.endpoint(), options_.advertise));
   if (!access.server) {
     std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
   }
   std::fprintf(stderr,
                "[dfx-coordinator] gather of session %s: waiting for %d rank(s) on %s; start "
                "(or keep running) `dfx-rank-agent serve --coordinator %s --rank R`\n",
-               Hex64(session_).c_str(), ranks, loop_.endpoint().c_str(), loop_.endpoint().c_str());
+               Hex64(session_).c_str(), ranks, loop_.endpoint().c_str(), advertised.c_str());
   const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
   std::set<int32_t> missing;
   for (;;) {
@@ -320,13 +323,15 @@ Result<GatherOutcome> RunGather(const GatherOptions& options) {
   if (!options.spool_root.empty()) {
     spools.push_back(options.spool_root);
   } else {
-    if (record.spool.empty()) {
+    // Node-local spools (mpirun / srun) leave $.spool empty: the agents'
+    // own spools were recorded once they said HELLO.
+    if (record.spool.empty() && record.agent_spools.empty() && !options.attach) {
       return InvalidArgument(
           fmt::format("{}: at $.spool: expected the spool directory (or pass "
                       "--spool)",
                       (*record_dir / collectors::kSessionFile).string()));
     }
-    spools.push_back(record.spool);
+    if (!record.spool.empty()) spools.push_back(record.spool);
     spools.insert(spools.end(), record.agent_spools.begin(), record.agent_spools.end());
   }
   // A coordinator killed mid-stream leaves its temporary files behind: they

@@ -35,6 +35,7 @@ struct GatherOptions {
   // Done once every rank of the run (the session record's "ranks") was gathered.
   bool attach = false;
   std::string bind;
+  std::string advertise;  // what the serve agents dial ("" = derived from bind)
   double timeout_s = 120;
   double heartbeat_interval_s = 0.2;
   double heartbeat_timeout_s = 10;

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include "common/file_util.h"
 #include "common/log.h"
 
@@ -16,10 +14,88 @@ const char* LauncherName(Launcher launcher) {
       return "local";
     case Launcher::kMpirun:
       return "mpirun";
+    case Launcher::kSrun:
+      return "srun";
     case Launcher::kAttach:
       return "attach";
   }
   return "?";
+}
+
+const char* MpiFlavourName(MpiFlavour flavour) {
+  switch (flavour) {
+    case MpiFlavour::kOpenMpi:
+      return "Open MPI";
+    case MpiFlavour::kMpich:
+      return "MPICH";
+    case MpiFlavour::kIntelMpi:
+      return "Intel MPI";
+    case MpiFlavour::kUnknown:
+      break;
+  }
+  return "an unknown MPI";
+}
+
+MpiFlavour MpiFlavourFromVersion(const std::string& text) {
+  // "mpirun (Open MPI) 4.1.4"; MPICH's Hydra: "HYDRA build details: ...";
+  // "Intel(R) MPI Library for Linux* OS, Version 2021...".
+  if (text.find("Open MPI") != std::string::npos || text.find("OpenRTE") != std::string::npos) {
+    return MpiFlavour::kOpenMpi;
+  }
+  if (text.find("Intel(R) MPI") != std::string::npos) return MpiFlavour::kIntelMpi;
+  if (text.find("HYDRA") != std::string::npos || text.find("MPICH") != std::string::npos) {
+    return MpiFlavour::kMpich;
+  }
+  return MpiFlavour::kUnknown;
+}
+
+MpiFlavour DetectMpiFlavour(const std::string& mpirun) {
+  auto run = RunCaptured({mpirun, "--version"}, 10);
+  if (!run.ok() || run->timed_out) return MpiFlavour::kUnknown;
+  return MpiFlavourFromVersion(run->output);
+}
+
+std::vector<std::string> LauncherArgv(Launcher launcher, int agents, const AgentLaunch& launch,
+                                      const std::vector<std::string>& agent_args) {
+  std::vector<std::string> argv;
+  const std::vector<std::string> secrets =
+      launch.curve ? protocol::CurveClientEnvironmentNames() : std::vector<std::string>();
+  if (launcher == Launcher::kSrun) {
+    // srun passes this process's environment (the credentials with it) to
+    // every task by default (--export=ALL); one failed task must not end
+    // the others (--kill-on-bad-exit=0): the coordinator fails its rank.
+    argv = {launch.launcher_binary.empty() ? "srun" : launch.launcher_binary,
+            "--ntasks=" + std::to_string(agents), "--kill-on-bad-exit=0", "--export=ALL"};
+  } else {
+    argv = {launch.launcher_binary.empty() ? "mpirun" : launch.launcher_binary};
+    switch (launch.mpi_flavour) {
+      case MpiFlavour::kOpenMpi:
+        // --enable-recovery: without it Open MPI 4.1 aborts every rank as
+        // soon as one dies (e.g. SIGKILL); with it the others run on and
+        // the coordinator fails the dead rank alone.
+        argv.push_back("--enable-recovery");
+        if (launch.root) argv.push_back("--allow-run-as-root");
+        if (agents > static_cast<int>(launch.cores)) argv.push_back("--oversubscribe");
+        // The credentials travel in the environment: mpirun forwards the names given with -x.
+        for (const std::string& name : secrets) argv.insert(argv.end(), {"-x", name});
+        break;
+      case MpiFlavour::kMpich:
+      case MpiFlavour::kIntelMpi:
+        // Hydra forwards the whole environment by default; say so for the
+        // credentials anyway, in case a site default turned that off.
+        if (!secrets.empty())
+          argv.insert(argv.end(), {"-genvlist", fmt::format("{}", fmt::join(secrets, ","))});
+        break;
+      case MpiFlavour::kUnknown:
+        break;  // plain -np N: whatever else it needs comes from --launcher-args
+    }
+    argv.insert(argv.end(), {"-np", std::to_string(agents)});
+  }
+  argv.insert(argv.end(), launch.launcher_args.begin(), launch.launcher_args.end());
+  argv.push_back(launch.agent_command.empty() ? launch.agent_binary.string()
+                                              : launch.agent_command);
+  argv.insert(argv.end(), agent_args.begin(), agent_args.end());
+  return argv;
 }
 
 // The agent's command line (protocol/agent_command_line.h owns its flag
@@ -52,23 +128,9 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
   if (launcher == Launcher::kAttach) return Status::Ok();
   const protocol::AgentCommandLine line = CommandLine(launch);
   const int agents = (ranks + launch.chips_per_agent - 1) / launch.chips_per_agent;
-  if (launcher == Launcher::kMpirun) {
-    // --enable-recovery: without it Open MPI 4.1 aborts every rank as soon
-    // as one dies (e.g. SIGKILL); with it the others run on, the dead rank is
-    // found by its heartbeat deadline and mpirun exits once all ranks are gone.
-    std::vector<std::string> argv = {"mpirun", "--enable-recovery"};
-    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-    if (agents > static_cast<int>(std::thread::hardware_concurrency())) {
-      argv.push_back("--oversubscribe");
-    }
-    // The credentials travel in the environment: mpirun forwards the names given with -x.
-    if (launch.curve) {
-      for (const std::string& name : protocol::CurveClientEnvironmentNames()) {
-        argv.insert(argv.end(), {"-x", name});
-      }
-    }
-    argv.insert(argv.end(), {"-np", std::to_string(agents), launch.agent_binary.string()});
-    for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));  // no --rank: from MPI
+  if (launcher == Launcher::kMpirun || launcher == Launcher::kSrun) {
+    // No --rank: each agent reads it from the launcher's environment.
+    std::vector<std::string> argv = LauncherArgv(launcher, agents, launch, line.ToArgv());
     DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
     return Spawn(argv, launch);
   }

@@ -20,18 +20,37 @@
 
 namespace dfx::coordinator {
 
-enum class Launcher { kLocal, kMpirun, kAttach };
+enum class Launcher { kLocal, kMpirun, kSrun, kAttach };
 const char* LauncherName(Launcher launcher);
+
+// Which MPI an mpirun belongs to: they differ in the flags they accept
+// (Open MPI's --enable-recovery, --allow-run-as-root, --oversubscribe, -x
+// NAME; Hydra's -genvlist NAMES for MPICH and Intel MPI).
+enum class MpiFlavour { kOpenMpi, kMpich, kIntelMpi, kUnknown };
+const char* MpiFlavourName(MpiFlavour flavour);
+// From the text of `mpirun --version`.
+MpiFlavour MpiFlavourFromVersion(const std::string& version_text);
+// Runs `<mpirun> --version` (bounded to a few seconds).
+MpiFlavour DetectMpiFlavour(const std::string& mpirun);
 
 // What every launched agent is told: its command line, and its CURVE
 // credentials through its environment (never the command line: mpirun gets
 // `-x NAME` and reads the values from its own environment).
 struct AgentLaunch {
   std::filesystem::path agent_binary;
+  // mpirun / srun (see SessionOptions): the launcher program, its extra
+  // arguments, the agent command the hosts run ("" = agent_binary) and,
+  // for mpirun, its flavour.
+  std::string launcher_binary;
+  std::vector<std::string> launcher_args;
+  std::string agent_command;
+  MpiFlavour mpi_flavour = MpiFlavour::kUnknown;
+  bool root = false;     // this process runs as root (Open MPI must be told)
+  unsigned cores = 1;    // of this host (Open MPI needs --oversubscribe past them)
   std::string endpoint;  // the coordinator's, as agents dial it
   uint64_t session = 0;
   int chips_per_agent = 1;
-  std::filesystem::path spool_root;
+  std::filesystem::path spool_root;  // empty: each agent's node-local default
   double connect_timeout_s = 60;
   double heartbeat_interval_s = 0.2;
   double heartbeat_timeout_s = 10;
@@ -40,6 +59,12 @@ struct AgentLaunch {
   int total_ranks = 0;  // the run's rank count: the last agent drives only ranks below it
   std::optional<protocol::CurveClient> curve;
 };
+
+// The launcher's command line for `agents` agents (mpirun / srun; pure,
+// so tests check it): launcher program, its flags for the flavour, the
+// user's launcher arguments, then the agent command and its arguments.
+std::vector<std::string> LauncherArgv(Launcher launcher, int agents, const AgentLaunch& launch,
+                                      const std::vector<std::string>& agent_args);
 
 class AgentLauncher {
  public:
@@ -51,7 +76,8 @@ class AgentLauncher {
   };
 
   // Starts the agents of `ranks` ranks with `launch`: one mpirun (`kMpirun`)
-  // or one process per agent (`kLocal`; agent i owns ranks i*chips ..).
+  // or srun (`kSrun`) that starts them all, or one process per agent
+  // (`kLocal`; agent i owns ranks i*chips ..).
   // `kAttach` starts nothing.
   Status StartRun(Launcher launcher, int ranks, const AgentLaunch& launch);
   // Starts one recovery agent for `rank`'s spool under `spool_root`.

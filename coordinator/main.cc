@@ -134,6 +134,7 @@ struct RunFlags {
   std::string work_dir;
   std::optional<int> ranks;
   std::string launcher;
+  std::string launcher_args;
   bool attach = false;
   bool bench = false;
   bool virtual_clock = false;
@@ -163,11 +164,23 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.add_option("--work-dir", f.work_dir, "where dfx_outputs/ goes (created)")->required();
   run.add_option("--ranks", f.ranks, "number of ranks (L3)")->check(CLI::Range(1, 4096));
   run.add_option("--launcher", f.launcher, "how agents start (default: mpirun when on PATH)")
-      ->check(CLI::IsMember({"mpirun", "local"}));
+      ->check(CLI::IsMember({"mpirun", "srun", "local"}));
+  run.add_option("--launcher-binary", so.launcher_binary,
+                 "the mpirun / srun program to start (default: mpirun / srun on PATH)");
+  run.add_option("--launcher-args", f.launcher_args,
+                 "words passed to mpirun / srun before the agent, e.g. \"--hostfile H --map-by "
+                 "node\" or \"--nodes 2\" (split at spaces; quote with ' or \")");
+  run.add_option("--agent-command", so.agent_command,
+                 "what mpirun / srun start on each host (default: this dfx-rank-agent's absolute "
+                 "path; a bare name is looked up on each host's PATH)");
   run.add_flag("--attach", f.attach,
                "wait for `dfx-rank-agent serve` agents started elsewhere instead of launching");
-  run.add_option("--bind", so.bind, "the coordinator's ROUTER endpoint")
+  run.add_option("--bind", so.bind,
+                 "where the coordinator listens: tcp://ADDRESS|HOSTNAME|INTERFACE|0.0.0.0:PORT")
       ->default_str("tcp://127.0.0.1:0");
+  run.add_option("--advertise", so.advertise,
+                 "what agents dial, tcp://HOST[:PORT] (default: the bind address; needed when "
+                 "--bind is a wildcard and this host's name resolves only to loopback)");
   run.add_option("--chips-per-agent", so.chips_per_agent, "chips (ranks) each agent drives")
       ->check(CLI::Range(1, 64));
   run.add_option("--spool", so.spool_root, "agents' spool root (default W/.dfx_spool)");
@@ -294,12 +307,36 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   if (f.attach) {
     so.launcher = dc::Launcher::kAttach;
   } else if (!f.launcher.empty()) {
-    so.launcher = f.launcher == "mpirun" ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
+    so.launcher = f.launcher == "mpirun" ? dc::Launcher::kMpirun
+                  : f.launcher == "srun" ? dc::Launcher::kSrun
+                                         : dc::Launcher::kLocal;
   } else {
     so.launcher = have_mpirun ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
   }
-  if (so.launcher == dc::Launcher::kMpirun && !have_mpirun) {
-    return Fail("--launcher mpirun: mpirun is not on PATH; use --launcher local");
+  const bool launcher_program =
+      so.launcher == dc::Launcher::kMpirun || so.launcher == dc::Launcher::kSrun;
+  if (!launcher_program &&
+      (!so.launcher_binary.empty() || !f.launcher_args.empty() || !so.agent_command.empty())) {
+    return Fail(fmt::format("--launcher-binary, --launcher-args and --agent-command are for "
+                            "--launcher mpirun or srun, not {}",
+                            dc::LauncherName(so.launcher)),
+                2);
+  }
+  if (launcher_program) {
+    const std::string program = !so.launcher_binary.empty()          ? so.launcher_binary
+                                : so.launcher == dc::Launcher::kSrun ? "srun"
+                                                                     : "mpirun";
+    if (!dfx::FindExecutable(program)) {
+      return Fail(fmt::format("--launcher {}: {} is not {}; {}", dc::LauncherName(so.launcher),
+                              program,
+                              so.launcher_binary.empty() ? "on PATH" : "an executable file",
+                              so.launcher_binary.empty()
+                                  ? "give its path with --launcher-binary, or use --launcher local"
+                                  : "give the path of an existing mpirun / srun"));
+    }
+    auto words = dfx::SplitShellWords(f.launcher_args);
+    if (!words.ok()) return Fail("--launcher-args: " + words.status().message(), 2);
+    so.launcher_args = *words;
   }
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   // Test-only fault injection (the gather tests kill the coordinator mid-stream).
@@ -367,6 +404,8 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_flag("--attach", o.attach,
                   "serve agents on other hosts stream their spools (needs --bind)");
   gather.add_option("--bind", o.bind, "where the serve agents connect (e.g. the run's --bind)");
+  gather.add_option("--advertise", o.advertise,
+                    "what the serve agents dial, tcp://HOST[:PORT] (default: from --bind)");
   gather.add_option("--log-level", f.log_level, "(info)")->check(LogLevel());
   gather
       .add_option("--max-artifact-bytes", o.max_artifact_bytes,

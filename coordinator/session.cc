@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include "collectors/artifact_layout.h"
 #include "collectors/run_manifest.h"
@@ -21,6 +22,7 @@
 #include "coordinator/event_loop.h"
 #include "coordinator/post_run.h"
 #include "coordinator/session_record.h"
+#include "protocol/endpoint.h"
 
 namespace dfx::coordinator {
 
@@ -86,6 +88,7 @@ class RunCoordinator final : public PeerHandler {
                                               const protocol::ArtifactBegin& b) override;
   void OnAgentDead(AgentState& agent, const std::string& why) override;
   void OnTick() override;
+  void OnLaunchFailure(const protocol::Hello& hello) override;
 
  private:
   AdmissionPolicy Policy() const {
@@ -122,6 +125,7 @@ class RunCoordinator final : public PeerHandler {
   const uint64_t session_;
   std::optional<protocol::CurveClient> launched_curve_;  // what launched agents get
   bool authenticated_ = false;                           // the ROUTER speaks CURVE
+  std::string advertised_;                               // what agents dial
   const fs::path dfx_dir_;                               // where the manifest and session record go
   fs::path spool_;
   SessionRecord record_;
@@ -173,6 +177,19 @@ void RunCoordinator::OnAgentDead(AgentState& agent, const std::string& why) {
   manifest_dirty_ = true;
 }
 
+void RunCoordinator::OnLaunchFailure(const protocol::Hello& hello) {
+  for (int32_t r : hello.ranks) {
+    if (r < 0 || r >= options_.ranks || loop_.registry().OwnerOf(r) != nullptr) continue;
+    const std::string why =
+        fmt::format("its agent process (pid {} on {}) ended before it said HELLO: {}", hello.pid,
+                    hello.host, hello.launch_failure);
+    if (scheduler_->ranks()[r].status == RankState::kFailed) continue;
+    DFX_LOG_ERROR("rank {}: {}", r, why);
+    scheduler_->FailRank(r, why);
+  }
+  manifest_dirty_ = true;
+}
+
 void RunCoordinator::OnDispatchFinished(size_t index, const std::string& error) {
   const collectors::DispatchEntry& d = scheduler_->dispatches()[index];
   // Streams of this dispatch still open can no longer complete.
@@ -206,15 +223,17 @@ void RunCoordinator::OnTick() {
 
 void RunCoordinator::ReapChildren() {
   for (const AgentLauncher::Exit& exit : launcher_.Reap()) {
-    if (options_.launcher == Launcher::kMpirun) {
+    if (options_.launcher == Launcher::kMpirun || options_.launcher == Launcher::kSrun) {
+      const char* name = LauncherName(options_.launcher);
       for (auto& [id, agent] : loop_.registry().agents()) {
         if (!agent.dead && !agent.shutdown_sent) {
-          loop_.DeclareDead(agent, fmt::format("mpirun exited ({})", exit.how), *this);
+          loop_.DeclareDead(agent, fmt::format("{} exited ({})", name, exit.how), *this);
         }
       }
       for (int32_t r = 0; r < options_.ranks; ++r) {
         if (loop_.registry().OwnerOf(r) == nullptr && !finishing_) {
-          scheduler_->FailRank(r, "mpirun exited (" + exit.how + ") before this rank said HELLO");
+          scheduler_->FailRank(
+              r, fmt::format("{} exited ({}) before this rank said HELLO", name, exit.how));
         }
       }
       continue;
@@ -284,13 +303,31 @@ Status RunCoordinator::Launch() {
         stderr,
         "[dfx-coordinator] waiting for %d rank(s) to attach: start them with\n"
         "  dfx-rank-agent serve --coordinator %s --rank R%s\n",
-        options_.ranks, loop_.endpoint().c_str(),
+        options_.ranks, advertised_.c_str(),
         authenticated_ ? " --key KEYS/agents/NAME.key --coordinator-key KEYS/coordinator.pub" : "");
     return Status::Ok();
   }
   AgentLaunch launch;
   launch.agent_binary = options_.agent_binary;
-  launch.endpoint = loop_.endpoint();
+  launch.launcher_binary = options_.launcher_binary;
+  launch.launcher_args = options_.launcher_args;
+  launch.agent_command = options_.agent_command;
+  launch.root = ::geteuid() == 0;
+  launch.cores = std::max(1u, std::thread::hardware_concurrency());
+  if (options_.launcher == Launcher::kMpirun) {
+    const std::string mpirun =
+        options_.launcher_binary.empty() ? std::string("mpirun") : options_.launcher_binary;
+    launch.mpi_flavour = DetectMpiFlavour(mpirun);
+    DFX_LOG_INFO("{} is {}", mpirun, MpiFlavourName(launch.mpi_flavour));
+    if (launch.mpi_flavour == MpiFlavour::kUnknown) {
+      std::fprintf(stderr,
+                   "[dfx-coordinator] warning: `%s --version` names neither Open MPI nor MPICH "
+                   "nor Intel MPI; starting it with plain -np N (pass what else it needs with "
+                   "--launcher-args)\n",
+                   mpirun.c_str());
+    }
+  }
+  launch.endpoint = advertised_;
   launch.session = session_;
   launch.chips_per_agent = options_.chips_per_agent;
   launch.spool_root = spool_;
@@ -311,7 +348,22 @@ void RunCoordinator::Finish() {
   loop_.DrainWriter(Now() + SecondsToNs(options_.shutdown_timeout_s), *this);
   loop_.SendShutdown("run complete");
   const uint64_t deadline = Now() + SecondsToNs(options_.shutdown_timeout_s);
-  while (launcher_.AnyRunning() && Now() <= deadline) (void)Pump();
+  // Once no agent is connected any more, mpirun / srun has nothing left to
+  // wait for but ranks that never came (dead before HELLO, or stuck):
+  // they get a short grace, not the whole --shutdown-timeout.
+  const bool one_launcher =
+      options_.launcher == Launcher::kMpirun || options_.launcher == Launcher::kSrun;
+  uint64_t all_gone_ns = 0;
+  while (launcher_.AnyRunning() && Now() <= deadline) {
+    (void)Pump();
+    if (!one_launcher || loop_.AnyConnected()) continue;
+    if (all_gone_ns == 0) all_gone_ns = Now();
+    if (Now() - all_gone_ns > 2000 * kMs) {
+      DFX_LOG_INFO("every agent left; stopping {} (still running 2 s later)",
+                   LauncherName(options_.launcher));
+      break;
+    }
+  }
   launcher_.TerminateAll(2000);
   if (options_.live_progress) DrawProgress(true);
 }
@@ -345,7 +397,8 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   m.plan = plan_.name;
   m.work_dir = fs::absolute(options_.work_dir).string();
   m.launcher = LauncherName(options_.launcher);
-  m.endpoint = loop_.endpoint();
+  m.endpoint = advertised_;
+  m.bind = loop_.endpoint();
   m.run_config = options_.config;
   for (const auto& p : scheduler_->passes()) m.passes.push_back(p.kind);
   m.ranks = scheduler_->ranks();
@@ -353,6 +406,7 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   for (collectors::RankEntry& r : m.ranks) {
     if (const AgentState* agent = registry.OwnerOf(r.rank)) {
       r.host = agent->host;
+      if (!agent->address.empty()) r.address = agent->address;
       r.pid = agent->pid;
       r.clock_offset_ns = agent->clock_offset_ns;
       if (agent->best_rtt_ns != UINT64_MAX) r.clock_offset_rtt_ns = agent->best_rtt_ns;
@@ -379,6 +433,8 @@ Result<SessionOutcome> RunCoordinator::Run() {
   scheduler_->set_on_finished(
       [this](size_t index, const std::string& error) { OnDispatchFinished(index, error); });
 
+  // A --bind that cannot work is refused before anything is written.
+  DFX_ASSIGN_OR_RETURN(const std::string bind, protocol::ResolveBindEndpoint(options_.bind));
   // One coordinator per work dir: a second run or a gather waits its turn.
   DFX_RETURN_IF_ERROR(MakeDirs(options_.work_dir));
   DFX_ASSIGN_OR_RETURN(DirectoryLock lock, collectors::LockWorkDir(options_.work_dir));
@@ -386,27 +442,37 @@ Result<SessionOutcome> RunCoordinator::Run() {
   DFX_RETURN_IF_ERROR(CheckNoLinks(options_.work_dir, collectors::kDfxOutputsDirName));
   DFX_RETURN_IF_ERROR(MakeDirs(dfx_dir_));
   const bool launching = options_.launcher != Launcher::kAttach;
-  DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess(options_.access, options_.bind, launching));
+  DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess(options_.access, bind, launching));
   launched_curve_ = access.launched_agents;
   authenticated_ = access.server.has_value();
-  DFX_RETURN_IF_ERROR(loop_.Bind(options_.bind, access.server));
+  DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
+  DFX_ASSIGN_OR_RETURN(advertised_,
+                       protocol::AdvertisedEndpoint(loop_.endpoint(), options_.advertise));
   DFX_LOG_INFO("access: {}", access.description);
   if (!access.server) {
     std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
   }
-  spool_ = options_.spool_root.empty() ? options_.work_dir / collectors::kSpoolDirName
-                                       : options_.spool_root;
-  spool_ = fs::absolute(spool_).lexically_normal();
+  // mpirun / srun agents may run on other hosts: by default each spools
+  // node-locally (its own default, under $TMPDIR) and says where in HELLO.
+  const bool node_local = options_.spool_root.empty() && (options_.launcher == Launcher::kMpirun ||
+                                                          options_.launcher == Launcher::kSrun);
+  if (!node_local) {
+    spool_ = options_.spool_root.empty() ? options_.work_dir / collectors::kSpoolDirName
+                                         : options_.spool_root;
+    spool_ = fs::absolute(spool_).lexically_normal();
+  }
   record_.session = session_;
   record_.spool = spool_;
-  record_.endpoint = loop_.endpoint();
+  record_.endpoint = advertised_;
   record_.launcher = LauncherName(options_.launcher);
   record_.ranks = options_.ranks;
   record_.coordinator_pid = ::getpid();
   DFX_RETURN_IF_ERROR(WriteSessionRecord(dfx_dir_, record_));
-  std::fprintf(stderr, "[dfx-coordinator] session %s: %d rank(s), %s launcher, listening on %s\n",
-               Hex64(session_).c_str(), options_.ranks, LauncherName(options_.launcher),
-               loop_.endpoint().c_str());
+  std::fprintf(
+      stderr, "[dfx-coordinator] session %s: %d rank(s), %s launcher, listening on %s%s\n",
+      Hex64(session_).c_str(), options_.ranks, LauncherName(options_.launcher),
+      loop_.endpoint().c_str(),
+      advertised_ == loop_.endpoint() ? "" : fmt::format(", agents dial {}", advertised_).c_str());
 
   DFX_RETURN_IF_ERROR(Launch());
   WriteManifest(collectors::RunState::kStarting);
@@ -445,7 +511,8 @@ Result<SessionOutcome> RunCoordinator::Run() {
   // Agents attached from elsewhere spool where they were told to: record
   // every spool so `dfx-coordinator gather` finds them after a crash.
   {
-    std::set<fs::path> seen = {spool_};
+    std::set<fs::path> seen;
+    if (!spool_.empty()) seen.insert(spool_);
     for (const auto& [id, agent] : loop_.registry().agents()) {
       if (!agent.spool.empty() && seen.insert(agent.spool).second) {
         record_.agent_spools.push_back(agent.spool);
@@ -535,7 +602,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   }
   WriteManifest(ok ? collectors::RunState::kOk : collectors::RunState::kFailed);
   std::error_code ec;
-  fs::remove(spool_, ec);  // only when every agent emptied it
+  if (!spool_.empty()) fs::remove(spool_, ec);  // only when every agent emptied it
   return out;
 }
 

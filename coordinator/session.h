@@ -37,10 +37,22 @@ struct SessionOptions {
   int ranks = 1;
   int chips_per_agent = 1;
   Launcher launcher = Launcher::kLocal;
-  std::string bind = "tcp://127.0.0.1:0";  // ephemeral port by default
-  std::filesystem::path agent_binary;      // dfx-rank-agent (local / mpirun)
-  std::filesystem::path spool_root;        // default <work_dir>/.dfx_spool
-  bool virtual_clock = false;              // agents run virtual-clock chips
+  std::string bind = "tcp://127.0.0.1:0";  // ephemeral port by default; a host name or interface
+  // What agents dial (protocol/endpoint.h): "" = derived from the bind.
+  std::string advertise;
+  std::filesystem::path agent_binary;  // dfx-rank-agent (local / mpirun / srun)
+  // mpirun / srun: the launcher program (default: "mpirun" / "srun" on
+  // PATH), the arguments passed to it before the agent's command (a
+  // hostfile, -H, --map-by, MCA options, srun's --nodes ...), and the agent
+  // command the launched hosts run (default: agent_binary's absolute path;
+  // a bare name is looked up on each host's PATH).
+  std::string launcher_binary;
+  std::vector<std::string> launcher_args;
+  std::string agent_command;
+  // Default: <work_dir>/.dfx_spool for local agents; node-local
+  // ($TMPDIR/dfx-spool-<uid>/<session>/ on each host) for mpirun / srun.
+  std::filesystem::path spool_root;
+  bool virtual_clock = false;  // agents run virtual-clock chips
   std::string agent_log_level = "warn";
   // Deadlines (every wait has one).
   double startup_timeout_s = 60;      // spawn + HELLO + READY of every rank
