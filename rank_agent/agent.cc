@@ -21,6 +21,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "protocol/codec.h"
+#include "rank_agent/launch_guard.h"
 #include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
@@ -163,6 +164,8 @@ struct RankAgent::Impl {
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;
   uint64_t last_hello_ns_ = 0;
+  uint64_t wait_started_ns_ = 0;  // serve: when the current wait for a coordinator began
+  uint64_t wait_logged_ns_ = 0;
   uint64_t next_hello_ns_ = 0;     // serve: no HELLO before this (backoff after a refusal)
   uint64_t hello_backoff_ns_ = 0;  // the current backoff; 0 = none
   uint64_t handshake_failures_ = 0;
@@ -601,6 +604,50 @@ struct RankAgent::Impl {
     gather_requested_ = false;
     if (options_.session_id == 0) session_ = 0;
     last_hello_ns_ = 0;
+    BeginServeWait();
+  }
+
+  // Serve: a wait for a coordinator starts (at start, after each session).
+  void BeginServeWait() {
+    wait_started_ns_ = Now();
+    wait_logged_ns_ = wait_started_ns_;
+    std::fprintf(stderr, "dfx-rank-agent rank %d: waiting for a coordinator at %s (%s)\n",
+                 options_.first_rank, options_.coordinator.c_str(),
+                 options_.serve_connect_timeout_ms > 0
+                     ? fmt::format("giving up after --connect-timeout {:g} s",
+                                   options_.serve_connect_timeout_ms / 1000.0)
+                           .c_str()
+                     : "no time limit; --connect-timeout S sets one");
+  }
+
+  // Serve, not attached: logs the wait now and then; an error once it
+  // passed --connect-timeout.
+  Status CheckServeWait(uint64_t now) {
+    const uint64_t waited = now - wait_started_ns_;
+    if (options_.serve_connect_timeout_ms > 0 &&
+        waited > static_cast<uint64_t>(options_.serve_connect_timeout_ms) * 1000000) {
+      return DeadlineExceeded(fmt::format(
+          "no coordinator answered at {} within --connect-timeout {:g} s{}", options_.coordinator,
+          options_.serve_connect_timeout_ms / 1000.0,
+          handshake_failures_ == 0
+              ? std::string("; is it running, and is the endpoint one this host can reach?")
+              : fmt::format("; the CURVE handshake failed {} time(s): {}; check --key and "
+                            "--coordinator-key",
+                            handshake_failures_, last_handshake_failure_)));
+    }
+    if (now - wait_logged_ns_ > static_cast<uint64_t>(options_.serve_wait_log_ms) * 1000000) {
+      wait_logged_ns_ = now;
+      std::fprintf(stderr,
+                   "dfx-rank-agent rank %d: still waiting for a coordinator at %s (%.0f s so "
+                   "far%s)\n",
+                   options_.first_rank, options_.coordinator.c_str(), waited / 1e9,
+                   handshake_failures_ == 0
+                       ? ""
+                       : fmt::format("; {} CURVE handshake(s) failed: {}", handshake_failures_,
+                                     last_handshake_failure_)
+                             .c_str());
+    }
+    return Status::Ok();
   }
 
   // What a refusal code means for this agent (the coordinator's message is
@@ -705,6 +752,7 @@ struct RankAgent::Impl {
     last_rx_ns_ = Now();
     if (!attached_) {
       attached_ = true;
+      NoteHelloSent();  // admitted: from now on the coordinator notices if this process ends
       if (!ready_sent_ && options_.mode != AgentMode::kRecover) {
         std::vector<std::string> descriptions;
         for (auto& w : workers_) descriptions.push_back(w->chip->Describe());
@@ -763,6 +811,7 @@ struct RankAgent::Impl {
 
   Status Run() {
     started_ns_ = Now();
+    if (options_.mode == AgentMode::kServe) BeginServeWait();
     session_ = options_.session_id;
     if (options_.mode == AgentMode::kRecover) {
       ranks_ = RanksInSpool();
@@ -789,6 +838,10 @@ struct RankAgent::Impl {
       NoteHandshakeFailures(now);
       if (!attached_) {
         if (options_.mode == AgentMode::kServe) {
+          if (Status s = CheckServeWait(now); !s.ok()) {
+            result = s;
+            break;
+          }
           if (now >= next_hello_ns_ && now - last_hello_ns_ > 2 * hb_interval + 500000000ull) {
             SendHello();
           }

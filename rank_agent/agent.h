@@ -49,7 +49,12 @@ struct AgentOptions {
   // streams in parallel); false = every rank found in the spool.
   bool recover_only_first_rank = false;
   // Deadlines (design.md §9: every wait has one).
-  int connect_timeout_ms = 30000;    // first coordinator answer (one-shot / recover)
+  int connect_timeout_ms = 30000;  // first coordinator answer (one-shot / recover)
+  // Serve: how long to wait for a coordinator (at start, and after each
+  // session) before giving up with an error; 0 = no limit. The wait is
+  // logged when it starts and every serve_wait_log_ms while it lasts.
+  int serve_connect_timeout_ms = 0;
+  int serve_wait_log_ms = 30000;
   int heartbeat_interval_ms = 200;   // how often this agent says it is alive
   int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
   uint64_t chunk_bytes = protocol::kDefaultChunkBytes;

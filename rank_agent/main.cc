@@ -23,6 +23,7 @@
 #include "protocol/agent_command_line.h"
 #include "rank_agent/agent.h"
 #include "rank_agent/exec.h"
+#include "rank_agent/launch_guard.h"
 #include "rank_agent/rank_env.h"
 
 namespace {
@@ -32,8 +33,10 @@ using dfx::Result;
 using dfx::Status;
 
 dfx::rank_agent::RankAgent* g_agent = nullptr;
+volatile sig_atomic_t g_signal = 0;  // the signal that stopped the agent
 
-void OnSignal(int) {
+void OnSignal(int signal) {
+  g_signal = signal;
   if (g_agent != nullptr) g_agent->Stop();  // atomic store + pipe write: async-signal-safe
 }
 
@@ -107,7 +110,7 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   return 0;
 }
 
-int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
+int RunAgentMode(const dfx::protocol::AgentCommandLine& line, bool connect_timeout_given) {
   dfx::rank_agent::AgentOptions options;
   options.mode = line.mode;
   options.coordinator = line.coordinator;
@@ -119,16 +122,23 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   if (!curve.ok()) return Fail(curve.status().message());
   options.curve = *curve;
   options.connect_timeout_ms = static_cast<int>(line.connect_timeout_s * 1000);
+  // A serve agent waits for coordinators without end unless told a limit.
+  if (connect_timeout_given) options.serve_connect_timeout_ms = options.connect_timeout_ms;
   options.heartbeat_interval_ms = std::max(1, static_cast<int>(line.heartbeat_interval_s * 1000));
   options.heartbeat_timeout_ms = static_cast<int>(line.heartbeat_timeout_s * 1000);
   options.chip = ChipOptionsFrom(line.chip);
   options.faults = FaultsFromEnvironment();
   const std::optional<int> flag_rank = line.rank;
 
+  // The rank comes from the launcher's environment when it is there: no
+  // MPI_Init (a collective) before HELLO, so a rank that dies early fails
+  // alone and is named. MPI only for a launcher that sets no variable.
+  const bool recover = options.mode == dfx::protocol::AgentMode::kRecover;
+  const std::optional<dfx::rank_agent::LaunchRank> env_rank =
+      flag_rank || recover ? std::nullopt : dfx::rank_agent::RankFromEnvironment();
   dfx::rank_agent::MpiScope mpi;
   std::optional<dfx::rank_agent::LaunchRank> mpi_rank;
-  const bool recover = options.mode == dfx::protocol::AgentMode::kRecover;
-  if (!flag_rank && !recover) mpi_rank = mpi.InitIfLaunched();
+  if (!flag_rank && !recover && !env_rank) mpi_rank = mpi.InitIfLaunched();
   auto rank = recover ? Result<dfx::rank_agent::LaunchRank>(
                             dfx::rank_agent::LaunchRank{flag_rank.value_or(0), 1, "spool"})
                       : dfx::rank_agent::ResolveRank(flag_rank, mpi_rank);
@@ -145,6 +155,23 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
                               options.first_rank, rank->rank, options.chips, line.total_ranks));
     }
     options.chips = std::min(options.chips, line.total_ranks - options.first_rank);
+  }
+  if (env_rank && options.mode == dfx::protocol::AgentMode::kOneShot) {
+    // Started by mpirun / srun: run under the launch guard, which reports
+    // this agent's death before HELLO (rank_agent/launch_guard.h).
+    dfx::rank_agent::LaunchGuardOptions guard;
+    guard.coordinator = options.coordinator;
+    guard.session = options.session_id;
+    for (int i = 0; i < options.chips; ++i) guard.ranks.push_back(options.first_rank + i);
+    guard.curve = options.curve;
+    guard.log_prefix = fmt::format("dfx-rank-agent rank {}", options.first_rank);
+    if (std::optional<int> code = dfx::rank_agent::RunLaunchGuard(guard)) return *code;
+    // Test hook: DFX_FAULT_KILL_RANK_BEFORE_HELLO=R kills the agent of
+    // launcher rank R here, as a crash before HELLO would.
+    if (const char* kill = std::getenv("DFX_FAULT_KILL_RANK_BEFORE_HELLO");
+        kill != nullptr && std::string(kill) == std::to_string(rank->rank)) {
+      std::raise(SIGKILL);
+    }
   }
   if (options.spool_root.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -165,7 +192,15 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line) {
   std::signal(SIGINT, OnSignal);
   Status s = agent.Run();
   g_agent = nullptr;
+  const bool serve = options.mode == dfx::protocol::AgentMode::kServe;
+  if (g_signal != 0) {
+    std::fprintf(stderr, "dfx-rank-agent rank %d: exiting on %s (signal %d)\n", options.first_rank,
+                 ::strsignal(g_signal), static_cast<int>(g_signal));
+  }
   if (!s.ok()) return Fail(s.message(), 1);
+  if (serve && g_signal == 0) {
+    std::fprintf(stderr, "dfx-rank-agent rank %d: exiting\n", options.first_rank);
+  }
   return 0;
 }
 
@@ -190,5 +225,9 @@ int main(int argc, char** argv) {
     case Form::kAgent:
       break;
   }
-  return RunAgentMode(parsed->agent);
+  const bool connect_timeout_given = std::any_of(argv + 1, argv + argc, [](const char* a) {
+    return std::strcmp(a, "--connect-timeout") == 0 ||
+           std::strncmp(a, "--connect-timeout=", 18) == 0;
+  });
+  return RunAgentMode(parsed->agent, connect_timeout_given);
 }

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <utility>
 
 namespace dfx::rank_agent {
 
@@ -42,18 +43,30 @@ std::optional<LaunchRank> MpiScope::InitIfLaunched() {
   return r;
 }
 
+std::optional<LaunchRank> RankFromEnvironment() {
+  // rank variable, size variable: Open MPI, PMIx (Open MPI 5, MPICH with
+  // PMIx), Hydra's PMI (MPICH, Intel MPI), Slurm.
+  static const std::pair<const char*, const char*> kVariables[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMIX_RANK", "PMIX_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (auto [rank, size] : kVariables) {
+    if (auto v = EnvInt(rank)) return LaunchRank{*v, EnvInt(size).value_or(0), rank};
+  }
+  return std::nullopt;
+}
+
 Result<LaunchRank> ResolveRank(std::optional<int> flag_rank, const std::optional<LaunchRank>& mpi) {
   if (flag_rank) {
     if (*flag_rank < 0) return InvalidArgument("--rank must be >= 0");
     return LaunchRank{*flag_rank, 0, "--rank"};
   }
+  if (auto env = RankFromEnvironment()) return *env;
   if (mpi) return *mpi;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (auto v = EnvInt(name)) return LaunchRank{*v, 0, name};
-  }
   return InvalidArgument(
-      "cannot tell this agent's rank: pass --rank R, or start it with mpirun (MPI_Comm_rank), "
-      "or set OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID");
+      "cannot tell this agent's rank: pass --rank R, or start it with mpirun / srun (which set "
+      "OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK / SLURM_PROCID)");
 }
 
 }  // namespace dfx::rank_agent

@@ -1,6 +1,9 @@
 // Where an agent's rank comes from (design.md §8): --rank when given;
-// otherwise MPI (MPI_Init + MPI_Comm_rank) when started by mpirun; otherwise
-// the usual launcher variables OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID.
+// otherwise the launcher's environment (OMPI_COMM_WORLD_RANK, PMIX_RANK,
+// PMI_RANK, SLURM_PROCID), read without initialising MPI, so the agent says
+// HELLO before any collective MPI call and a rank that dies early fails
+// alone; MPI_Init + MPI_Comm_rank only for an MPI launcher that sets none
+// of them.
 #pragma once
 
 #include <optional>
@@ -33,7 +36,10 @@ class MpiScope {
   bool initialised_ = false;
 };
 
-// Resolves the rank: `flag_rank` if set, else `mpi`, else the environment.
+// The rank the launcher's environment gives, without MPI; nullopt if none.
+std::optional<LaunchRank> RankFromEnvironment();
+
+// Resolves the rank: `flag_rank` if set, else the environment, else `mpi`.
 // Error (naming the variables looked at) when none is available.
 Result<LaunchRank> ResolveRank(std::optional<int> flag_rank, const std::optional<LaunchRank>& mpi);
 
