@@ -24,6 +24,7 @@
 #include "collectors/name_map.h"
 #include "collectors/run_manifest.h"
 #include "collectors/swimlane/swimlane_reader.h"
+#include "common/json.h"
 #include "view/dispatch_converter.h"
 #include "view/trace_writer.h"
 
@@ -38,25 +39,42 @@ using collectors::UnmatchedWarning;
 
 namespace {
 
-// Dispatch start times from the run manifest: (rank, dispatch) -> start on
-// the coordinator clock (ns). Empty without a manifest; a warning when it
-// cannot be read.
-std::map<std::pair<int, int>, int64_t> ReadManifestStarts(const std::filesystem::path& path,
-                                                          std::ostream& err) {
+// What the run manifest says about placement: dispatch start times, (rank,
+// dispatch) -> start on the coordinator clock (ns), and each rank's clock
+// offset with its round-trip bound. Empty without a manifest; a warning
+// when it cannot be read.
+struct ManifestPlacement {
   std::map<std::pair<int, int>, int64_t> starts;
+  Json clock_ranks = Json::array();
+  double max_uncertainty_us = 0;  // half the worst rank's best round trip
+};
+
+ManifestPlacement ReadManifestPlacement(const std::filesystem::path& path, std::ostream& err) {
+  ManifestPlacement p;
   auto manifest = collectors::ReadRunManifest(path);
   if (!manifest.ok()) {
     if (manifest.status().code() != Code::kNotFound) {
       err << "Warning: couldn't read " << path.string() << ": " << manifest.status().message()
           << "\n";
     }
-    return starts;
+    return p;
   }
   for (const collectors::DispatchEntry& d : manifest->dispatches) {
     if (d.pass == config::PassKind::kGraph) continue;
-    starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
+    p.starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
   }
-  return starts;
+  for (const collectors::RankEntry& r : manifest->ranks) {
+    if (!r.clock_offset_ns || !r.clock_offset_rtt_ns) continue;
+    Json e;
+    e["rank"] = r.rank;
+    e["host"] = r.host ? Json(*r.host) : Json();
+    e["clock_offset_ns"] = *r.clock_offset_ns;
+    e["round_trip_ns"] = *r.clock_offset_rtt_ns;
+    e["uncertainty_ns"] = *r.clock_offset_rtt_ns / 2;
+    p.clock_ranks.push_back(std::move(e));
+    p.max_uncertainty_us = std::max(p.max_uncertainty_us, *r.clock_offset_rtt_ns / 2000.0);
+  }
+  return p;
 }
 
 }  // namespace
@@ -79,7 +97,9 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
         fmt::format("no rank<N>/d<K>/{} under {}; run with --enable-chip-swimlane first",
                     collectors::kSwimlaneRecordsFile, run_dir.string()));
   }
-  auto starts = ReadManifestStarts(run_dir / collectors::kRunManifestFile, err);
+  const ManifestPlacement placement =
+      ReadManifestPlacement(run_dir / collectors::kRunManifestFile, err);
+  const auto& starts = placement.starts;
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& [k, v] : starts) t0 = std::min(t0, v);
   std::filesystem::path out_path = output ? *output : run_dir / collectors::kRunSwimlaneFile;
@@ -122,7 +142,24 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
       if (verbose) out << "Merged " << path.string() << " at +" << trace.ts_offset() << " us\n";
     }
   }
-  DFX_RETURN_IF_ERROR(trace.Finish(Json()));
+  // How well the ranks line up: each dispatch is placed at its start on the
+  // coordinator clock, and what one rank's clock says is known to within
+  // half the best heartbeat round trip measured with it.
+  Json metadata;
+  metadata["clock_alignment"]["method"] =
+      "dispatches placed at their start on the coordinator clock; each rank's agent clock offset "
+      "from the heartbeat with the shortest round trip (good to +- half of it)";
+  metadata["clock_alignment"]["ranks"] = placement.clock_ranks;
+  metadata["clock_alignment"]["max_uncertainty_us"] = placement.max_uncertainty_us;
+  const double shortest = trace.shortest_task_us();
+  if (!placement.clock_ranks.empty() && shortest < placement.max_uncertainty_us) {
+    err << fmt::format(
+        "Warning: ranks are aligned only to within +- {:.1f} us (half the best heartbeat round "
+        "trip, run_manifest.json ranks[].clock_offset_rtt_ns), longer than the shortest task "
+        "drawn ({:.1f} us): do not read cross-rank order of tasks shorter than that\n",
+        placement.max_uncertainty_us, shortest);
+  }
+  DFX_RETURN_IF_ERROR(trace.Finish(metadata));
   out << "Wrote " << out_path.string() << " (" << files.size() << " rank(s), " << dispatches
       << " dispatch(es), " << trace.slice_events() << " slices, " << trace.flow_events()
       << " flow events"

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -87,6 +88,11 @@ class TraceWriter {
     return first;
   }
   void CountSlice() { ++slice_events_; }
+  // A task slice of `dur_us` was drawn (the shortest is compared with the
+  // run timeline's clock uncertainty).
+  void NoteTaskDuration(double dur_us) { shortest_task_us_ = std::min(shortest_task_us_, dur_us); }
+  // +infinity when no task was drawn.
+  double shortest_task_us() const { return shortest_task_us_; }
 
   // Process / thread names and sort indices (§4.3), each written once.
   void ProcessName(int pid, const std::string& name, int sort);
@@ -115,6 +121,7 @@ class TraceWriter {
   std::set<std::string> named_processes_;
   uint64_t flow_events_ = 0;
   uint64_t slice_events_ = 0;
+  double shortest_task_us_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace dfx::view

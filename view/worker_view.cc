@@ -47,6 +47,7 @@ void DispatchConverter::EmitWorkerView() {
       AppendF(b, R"(,"taskId":{}}}}})", g.task_id);
       trace_.End();
       trace_.CountSlice();
+      trace_.NoteTaskDuration(end - ts);
       SeeEnd(end);
     }
   }
