@@ -7,7 +7,8 @@ PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
       libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev graphviz
       chromium
-      pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev)
+      pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev
+      iproute2 util-linux)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
