@@ -11,7 +11,7 @@ export BUILD_DIR=${BUILD_DIR:-build-asan}
 scripts/build.sh -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DDFX_SANITIZE=ON -DDFX_WERROR=ON -DDFX_BUILD_BENCH=OFF
+  -DDFX_SANITIZE=ON -DDFX_WERROR=ON -DDFX_BUILD_BENCH=ON
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 --timeout 300
 # Every fuzz target under libFuzzer for a short smoke (tests/fuzz/README.md).
