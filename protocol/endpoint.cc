@@ -139,18 +139,20 @@ Result<std::string> AdvertisedEndpoint(const std::string& bound, const std::stri
   }
   DFX_ASSIGN_OR_RETURN(TcpEndpoint b, ParseTcpEndpoint(bound, "the bound endpoint"));
   if (!advertise.empty()) {
-    DFX_ASSIGN_OR_RETURN(TcpEndpoint a, ParseTcpEndpoint(advertise, "--advertise"));
-    if (IsWildcardHost(a.host)) {
+    auto given = ParseTcpEndpoint(advertise, "--advertise");
+    if (!given.ok()) return given.status();
+    if (IsWildcardHost(given->host)) {
       return InvalidArgument(fmt::format(
           "--advertise {}: '{}' is a wildcard, not an address agents can dial; give this host's "
           "name or an address of it that the agents' hosts reach",
-          advertise, a.host));
+          advertise, given->host));
     }
-    if (a.port.empty() || a.port == "0") a.port = b.port;
-    if (a.port == "*") {
+    // No port (or 0): the one the coordinator really bound.
+    const std::string port = given->port.empty() || given->port == "0" ? b.port : given->port;
+    if (port == "*") {
       return InvalidArgument(fmt::format("--advertise {}: give a port number, or none", advertise));
     }
-    return a.ToString();
+    return TcpEndpoint{given->host, port}.ToString();
   }
   if (!IsWildcardHost(b.host)) return bound;
   const std::string name = ThisHostName();

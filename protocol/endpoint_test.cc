@@ -17,7 +17,9 @@ TEST(EndpointTest, ParsesHostAndPort) {
   for (const char* bad : {"udp://x:1", "tcp://:5", "tcp://h:99999", "tcp://h:ab", "tcp://[::1"}) {
     auto r = ParseTcpEndpoint(bad, "--bind");
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.status().message().find("--bind"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("--bind"), std::string::npos);
+    }
   }
 }
 
