@@ -50,10 +50,16 @@ trap cleanup EXIT
 
 if [ "$MODE" = auto ]; then
   MODE=loopback
+  # Everything the namespace form needs, tried once: a namespace, a veth
+  # pair and a bridge inside it, a UTS namespace.
   if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && command -v unshare >/dev/null &&
      ip netns add "dfxmh-$ID-probe" 2>/dev/null; then
+    if ip -n "dfxmh-$ID-probe" link add pa type veth peer name pb 2>/dev/null &&
+       ip -n "dfxmh-$ID-probe" link add pbr type bridge 2>/dev/null &&
+       unshare --uts true 2>/dev/null; then
+      MODE=netns
+    fi
     ip netns del "dfxmh-$ID-probe"
-    if unshare --uts true 2>/dev/null; then MODE=netns; fi
   fi
   [ "$MODE" = loopback ] &&
     log "network namespaces are not available here (needs root, iproute2's ip netns and util-linux's unshare): using distinct loopback addresses instead"
