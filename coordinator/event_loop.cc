@@ -52,7 +52,7 @@ void EventLoop::OnHello(const std::string& identity, const protocol::Header& hea
     return;
   }
   const auto& a = std::get<AgentRegistry::Admitted>(admitted);
-  a.agent->connection_fd = connection_fd;
+  if (!a.agent->disconnected) a.agent->connection_fd = connection_fd;
   if (!a.fresh) return;
   a.agent->address = address;
   // The first answer carries the session (a serve agent adopts it) and
@@ -148,7 +148,7 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
     return;
   }
   agent->last_rx_ns = NowNs();
-  if (frame.connection_fd >= 0) agent->connection_fd = frame.connection_fd;
+  if (frame.connection_fd >= 0 && !agent->disconnected) agent->connection_fd = frame.connection_fd;
   if (chunk) {
     receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
     return;
@@ -184,17 +184,22 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
 Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   auto polled = router_.Receive(timeout_ms, receiver_.wake_fd());
   if (!polled.ok()) return polled.status();
+  // Closed connections are tied to their agents before the frame just read
+  // is handled: a descriptor the kernel reused for a new peer must not
+  // take that peer down with the old one.
+  MarkDisconnected();
   if (polled->frame) {
     OnFrame(*polled->frame, handler);
     for (int i = 0; i < 256; ++i) {
       auto more = router_.Receive(0);
+      MarkDisconnected();
       if (!more.ok() || !more->frame) break;
       OnFrame(*more->frame, handler);
     }
   }
   receiver_.TakeWriterResults();
   LogRefusedHandshakes();
-  NoticeDisconnects(handler);
+  DeclareDisconnected(handler);
   const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
   for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
     DeclareDead(*silent,
@@ -207,10 +212,13 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
 }
 
 // The transport knows at once when a peer's connection closed (its process
-// ended, or its host closed the socket): such an agent is dead now, not
-// after --heartbeat-timeout. One that was told to go, or finished its
-// gather, just left.
-void EventLoop::NoticeDisconnects(PeerHandler& handler) {
+// ended, or its host closed the socket). MarkDisconnected ties each closed
+// descriptor to the agent that used it, as of now; DeclareDisconnected, once
+// the frames already received were handled (a last DispatchDone or
+// GatherDone still counts), declares such an agent dead, not after
+// --heartbeat-timeout. One that was told to go, or finished its gather,
+// just left.
+void EventLoop::MarkDisconnected() {
   for (int fd : router_.TakeDisconnects()) {
     for (auto& [id, agent] : registry_.agents()) {
       if (agent.connection_fd == fd && !agent.dead) {
@@ -219,6 +227,10 @@ void EventLoop::NoticeDisconnects(PeerHandler& handler) {
       }
     }
   }
+}
+
+void EventLoop::DeclareDisconnected(PeerHandler& handler) {
+  MarkDisconnected();
   for (auto& [id, agent] : registry_.agents()) {
     if (!agent.disconnected || agent.dead || agent.shutdown_sent || agent.gather_done) continue;
     DeclareDead(agent,

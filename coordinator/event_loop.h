@@ -98,7 +98,8 @@ class EventLoop {
   void OnHello(const std::string& identity, const protocol::Header& header,
                const protocol::Hello& hello, const std::string& address, int connection_fd,
                PeerHandler& handler);
-  void NoticeDisconnects(PeerHandler& handler);
+  void MarkDisconnected();
+  void DeclareDisconnected(PeerHandler& handler);
 
   const Clock& clock_;
   LoopOptions options_;
