@@ -337,6 +337,9 @@ struct RouterChannel::Impl {
   std::unique_ptr<SocketMonitor> monitor;
   Context::Impl* context = nullptr;
   std::string zap_domain;  // set when CURVE is on
+  // The ZAP handler's word on a denial can arrive before the monitor's
+  // event for it: held until the event it explains is taken.
+  std::string pending_denial;
   ~Impl() {
     if (!zap_domain.empty()) context->Zap().RemoveDomain(zap_domain);
   }
@@ -401,7 +404,9 @@ HandshakeRefusals RouterChannel::TakeRefusals() {
   if (!impl_->zap_domain.empty()) {
     // The ZAP handler knows who was denied; the monitor only that someone was.
     std::string denial = impl_->context->Zap().TakeLastDenial(impl_->zap_domain);
-    if (!denial.empty()) r.last = std::move(denial);
+    if (!denial.empty()) impl_->pending_denial = std::move(denial);
+    if (r.count > 0 && !impl_->pending_denial.empty())
+      r.last = std::exchange(impl_->pending_denial, "");
   }
   return r;
 }
