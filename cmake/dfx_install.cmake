@@ -78,6 +78,6 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The headers need these to compile; the Python package needs python3.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, libspdlog-dev, libfmt-dev, nlohmann-json3-dev, libxxhash-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, libspdlog-dev, libfmt-dev, nlohmann-json3-dev, libxxhash-dev, zlib1g-dev")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, graphviz")
 include(CPack)

@@ -1,5 +1,7 @@
 #include "common/json_stream.h"
 
+#include <zlib.h>
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -398,10 +400,46 @@ bool JsonPullReader::ReadJson(Json* out) {
   return true;
 }
 
-Status ChunkedWriter::Open(const std::filesystem::path& path) {
+struct ChunkedWriter::Gzip {
+  z_stream z{};
+  std::string out;
+  ~Gzip() { deflateEnd(&z); }
+};
+
+ChunkedWriter::ChunkedWriter() = default;
+ChunkedWriter::~ChunkedWriter() = default;
+ChunkedWriter::ChunkedWriter(ChunkedWriter&&) noexcept = default;
+ChunkedWriter& ChunkedWriter::operator=(ChunkedWriter&&) noexcept = default;
+
+Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip) {
   buffer_.reserve(kChunkBytes + 4096);
   status_ = file_.Open(path);
+  if (status_.ok() && gzip) {
+    gzip_ = std::make_unique<Gzip>();
+    // windowBits 15 + 16: a gzip header and trailer around the deflate stream.
+    if (deflateInit2(&gzip_->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      status_ = Internal(path.string() + ": cannot start gzip compression");
+    }
+    gzip_->out.resize(kChunkBytes);
+  }
   return status_;
+}
+
+// Compresses `buffer_` (and with `finish`, ends the stream) into the file.
+static Status Deflate(z_stream& z, std::string& in, std::string& out, bool finish,
+                      AtomicFileWriter& file) {
+  z.next_in = reinterpret_cast<Bytef*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  for (;;) {
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    const int rc = deflate(&z, finish ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) return Internal("gzip compression failed");
+    const size_t produced = out.size() - z.avail_out;
+    if (produced > 0) DFX_RETURN_IF_ERROR(file.Write(std::string_view(out.data(), produced)));
+    if (finish ? rc == Z_STREAM_END : z.avail_in == 0 && z.avail_out != 0) break;
+  }
+  return Status::Ok();
 }
 
 void ChunkedWriter::String(std::string_view s) {
@@ -410,12 +448,18 @@ void ChunkedWriter::String(std::string_view s) {
 }
 
 void ChunkedWriter::Flush() {
-  if (status_.ok() && !buffer_.empty()) status_ = file_.Write(buffer_);
+  if (status_.ok() && !buffer_.empty()) {
+    status_ = gzip_ ? Deflate(gzip_->z, buffer_, gzip_->out, false, file_) : file_.Write(buffer_);
+  }
   buffer_.clear();
 }
 
 Status ChunkedWriter::Commit() {
   Flush();
+  if (status_.ok() && gzip_) {
+    std::string empty;
+    status_ = Deflate(gzip_->z, empty, gzip_->out, true, file_);
+  }
   if (!status_.ok()) {
     file_.Abort();
     return status_;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,13 +109,19 @@ class JsonPullReader {
 // file appears under its final name only on Commit().
 //
 // Errors latch: the first failed write is returned by Commit() and every
-// later write is dropped.
+// later write is dropped. With `gzip`, the file is one gzip member (a
+// `.json.gz` a browser-side trace viewer opens as is). Move-only.
 class ChunkedWriter {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
 
+  ChunkedWriter();
+  ~ChunkedWriter();
+  ChunkedWriter(ChunkedWriter&&) noexcept;
+  ChunkedWriter& operator=(ChunkedWriter&&) noexcept;
+
   // Opens "<path>.tmp.<pid>" (see AtomicFileWriter).
-  Status Open(const std::filesystem::path& path);
+  Status Open(const std::filesystem::path& path, bool gzip = false);
   void Append(std::string_view s) {
     buffer_.append(s);
     MaybeFlush();
@@ -138,13 +145,18 @@ class ChunkedWriter {
   }
   // Flushes, closes and renames into place.
   Status Commit();
+  // Bytes in the file so far plus the pending chunk (gzip: compressed bytes
+  // in the file only).
+  uint64_t bytes_written() const { return file_.bytes_written() + (gzip_ ? 0 : buffer_.size()); }
   // Removes the temporary file.
   void Abort() { file_.Abort(); }
 
  private:
   void Flush();
+  struct Gzip;  // zlib state, only for gzip output
 
   AtomicFileWriter file_;
+  std::unique_ptr<Gzip> gzip_;
   std::string buffer_;
   Status status_;
 };
