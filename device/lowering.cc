@@ -28,6 +28,12 @@ constexpr uint64_t kAlign = 64;
 
 uint64_t AlignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
+// "<file>:<line>", at most 31 characters: the file name gives way first.
+std::string Site(const std::string& file, int line) {
+  const std::string suffix = ":" + std::to_string(line);
+  return file.substr(0, suffix.size() < 31 ? 31 - suffix.size() : 0) + suffix;
+}
+
 struct MapEntry {
   uint64_t offset;
   uint64_t numel;
@@ -62,7 +68,11 @@ class Lowerer {
     out_.events.reserve(2 * static_cast<size_t>(p_.submit_count) + 2);
     out_.tensors.reserve(2 * static_cast<size_t>(p_.submit_count) + p_.tensors.size());
     released_.reserve(static_cast<size_t>(p_.submit_count));
-    out_.scopes.push_back({(p_.name + ":root").substr(0, 31), 0, false});
+    // Sites as the reference records a PTO2_SCOPE call site, "<file>:<line>"
+    // (the root scope at the orchestration); without a source file the name.
+    out_.scopes.push_back({p_.source_file.empty() ? (p_.name + ":root").substr(0, 31)
+                                                  : Site(p_.source_file, p_.orchestration_line),
+                           0, false, p_.name + ":root"});
     DFX_RETURN_IF_ERROR(Body(p_.orchestration, 0, 0, false));
     out_.core_executions = 0;
     for (const auto& t : out_.tasks) out_.core_executions += static_cast<uint64_t>(t.block_num);
@@ -108,7 +118,9 @@ class Lowerer {
         }
         case Statement::Kind::kScope: {
           int idx = static_cast<int>(out_.scopes.size());
-          out_.scopes.push_back({st.site.substr(0, 31), depth + 1, st.manual});
+          out_.scopes.push_back(
+              {p_.source_file.empty() ? st.site.substr(0, 31) : Site(p_.source_file, st.line),
+               depth + 1, st.manual, st.site});
           DFX_RETURN_IF_ERROR(Body(st.body, idx, depth + 1, st.manual));
           break;
         }
@@ -123,7 +135,7 @@ class Lowerer {
       for (const LoweredArg& a : out_.tasks[t].args)
         if (a.type == ArgType::kOutput) {
           dead_[a.buffer] = true;
-          dead_scope_[a.buffer] = out_.scopes[scope_index].site;
+          dead_scope_[a.buffer] = out_.scopes[scope_index].name;
         }
     }
     out_.events.push_back({LoweredEvent::Kind::kScopeEnd, scope_index});

@@ -110,9 +110,13 @@ struct LoweredEvent {
 };
 
 struct LoweredScope {
-  std::string site;  // "<site>" truncated to 31 chars
+  // What scope stats record: "<file base name>:<line>" of the scope
+  // statement when the program came from a file, else its name; at most 31
+  // characters (the record's field).
+  std::string site;
   int depth = 0;
   bool manual = false;
+  std::string name;  // the statement's scope name, for messages
 };
 
 struct LoweredProgram {

@@ -102,6 +102,7 @@ struct Statement {
   Submit submit;                // kSubmit
   int tag_tensor = -1;          // kDumpTag
   std::string site;             // kScope: "site-name"
+  int line = 0;                 // kScope: line of the statement in the program file (0 = unknown)
   bool manual = false;          // kScope: only explicit deps inside
   std::vector<Statement> body;  // kScope
   std::string json_path;        // where it came from, for run-time errors
@@ -115,6 +116,11 @@ struct Program {
   std::vector<Statement> orchestration;  // the implicit root scope's body
   // Number of submit statements (the explicit-dep index space).
   int submit_count = 0;
+  // The program file's base name and the line of its "orchestration" key,
+  // when the program came from a file (AttachSourceLines): scope stats sites
+  // are then "<file>:<line>" like the reference's PTO2_SCOPE call sites.
+  std::string source_file;
+  int orchestration_line = 0;
 };
 
 }  // namespace dfx::device

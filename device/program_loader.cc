@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <vector>
+
+#include "common/file_util.h"
 
 namespace dfx::device {
 
@@ -672,8 +676,90 @@ Result<Program> ParseProgram(const Json& json, const std::string& origin) {
 }
 
 Result<Program> LoadProgram(const std::filesystem::path& path) {
-  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));
-  return ParseProgram(j, path.string());
+  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));  // bounded before parsing
+  DFX_ASSIGN_OR_RETURN(Program p, ParseProgram(j, path.string()));
+  DFX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  AttachSourceLines(&p, text, path.filename().string());
+  return p;
+}
+
+namespace {
+
+// Line (1-based) of every object that holds a "scope" key, and of the
+// "orchestration" key, by the loader's JSON path ("$.orchestration[3].body[0]").
+// A scanner, not a parser: the text was already parsed, this only finds
+// positions.
+std::map<std::string, int> ScopeLines(std::string_view text) {
+  struct Frame {
+    bool object;
+    std::string path;
+    int line;
+    size_t index = 0;
+    std::string key;
+    bool expect_key = true;
+  };
+  std::map<std::string, int> lines;
+  std::vector<Frame> stack;
+  int line = 1;
+  auto child_path = [&]() -> std::string {
+    if (stack.empty()) return "$";
+    const Frame& f = stack.back();
+    return f.object ? f.path + "." + f.key : f.path + "[" + std::to_string(f.index) + "]";
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '"') {
+      std::string s;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        if (text[i] == '\n') ++line;
+        s.push_back(text[i]);
+      }
+      if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+        Frame& f = stack.back();
+        f.key = s;
+        f.expect_key = false;
+        if (s == "scope") lines[f.path] = f.line;
+        if (s == "orchestration" && f.path == "$") lines["$.orchestration"] = line;
+      }
+    } else if (c == '{' || c == '[') {
+      stack.push_back(Frame{c == '{', child_path(), line});
+      if (stack.size() > 256) return {};
+    } else if (c == '}' || c == ']') {
+      if (stack.empty()) return {};
+      stack.pop_back();
+    } else if (c == ',') {
+      if (stack.empty()) return {};
+      Frame& f = stack.back();
+      if (f.object) {
+        f.expect_key = true;
+      } else {
+        ++f.index;
+      }
+    }
+  }
+  return lines;
+}
+
+void AttachLines(std::vector<Statement>& body, const std::map<std::string, int>& lines) {
+  for (Statement& st : body) {
+    if (st.kind != Statement::Kind::kScope) continue;
+    auto it = lines.find(st.json_path);
+    st.line = it == lines.end() ? 0 : it->second;
+    AttachLines(st.body, lines);
+  }
+}
+
+}  // namespace
+
+void AttachSourceLines(Program* program, std::string_view text, const std::string& file_name) {
+  program->source_file = file_name;
+  const std::map<std::string, int> lines = ScopeLines(text);
+  auto root = lines.find("$.orchestration");
+  program->orchestration_line = root == lines.end() ? 0 : root->second;
+  AttachLines(program->orchestration, lines);
 }
 
 Json ProgramToJson(const Program& p) {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "common/json.h"
 #include "common/status.h"
@@ -19,6 +20,11 @@ namespace dfx::device {
 Result<Program> LoadProgram(const std::filesystem::path& path);
 // `origin` names the source (usually the file path) in error messages.
 Result<Program> ParseProgram(const Json& json, const std::string& origin);
+// Records where the scope statements (and the orchestration, the root
+// scope) sit in `text`, the program's JSON text: Statement::line and
+// Program::orchestration_line, by JSON path; `file_name` becomes
+// Program::source_file. Text that does not match the program leaves lines 0.
+void AttachSourceLines(Program* program, std::string_view text, const std::string& file_name);
 // The JSON form of `program`; ParseProgram(ProgramToJson(p)) reproduces p.
 Json ProgramToJson(const Program& program);
 // Sets every statement's json_path ("$.orchestration[3].body[0]") from its

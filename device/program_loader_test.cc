@@ -79,6 +79,33 @@ TEST(ProgramLoaderTest, ParsesEveryConstruct) {
   EXPECT_EQ(p->submit_count, 3);
 }
 
+TEST(ProgramLoaderTest, ScopeStatementsGetTheirFileLines) {
+  // kGood: "orchestration" on line 16, the scope statement on line 20. A
+  // nested scope whose "body" comes before its "scope" key still gets the
+  // line of its own object.
+  auto p = Parse(kGood);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  AttachSourceLines(&*p, kGood, "prog.json");
+  EXPECT_EQ(p->source_file, "prog.json");
+  EXPECT_EQ(p->orchestration_line, 16);
+  ASSERT_EQ(p->orchestration[2].kind, Statement::Kind::kScope);
+  EXPECT_EQ(p->orchestration[2].line, 20);
+  const std::string nested = R"({"name": "n", "tensors": [],
+ "kernels": [{"func_id": 0, "name": "spin", "core_type": "aiv", "op": "busy",
+              "params": {"duration_us": 1}}],
+ "orchestration": [
+  {"scope": "outer", "body": [
+    {"body": [{"submit": "spin", "args": []}], "scope": "in \"quoted\" ,[{"}
+  ]}
+ ]})";
+  auto q = Parse(nested);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  AttachSourceLines(&*q, nested, "n.json");
+  EXPECT_EQ(q->orchestration_line, 4);
+  EXPECT_EQ(q->orchestration[0].line, 5);
+  EXPECT_EQ(q->orchestration[0].body[0].line, 6);
+}
+
 TEST(ProgramLoaderTest, JsonRoundTripIsStable) {
   auto p = Parse(kGood);
   ASSERT_TRUE(p.ok());

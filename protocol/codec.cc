@@ -72,6 +72,8 @@ Status CheckLimits(const Body& body) {
               CheckText("dispatch.programName", m.program_name.size(), kMaxTextBytes));
           DFX_RETURN_IF_ERROR(
               CheckText("dispatch.programJson", m.program_json.size(), kMaxProgramJsonBytes));
+          DFX_RETURN_IF_ERROR(
+              CheckText("dispatch.programFile", m.program_file.size(), kMaxTextBytes));
         } else if constexpr (std::is_same_v<T, Progress>) {
           DFX_RETURN_IF_ERROR(CheckText("progress.stage", m.stage.size(), kMaxTextBytes));
         } else if constexpr (std::is_same_v<T, ArtifactBegin>) {
@@ -152,6 +154,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setK(m.k);
           d.setProgramName(AsText(m.program_name));
           d.setProgramJson(AsText(m.program_json));
+          d.setProgramFile(AsText(m.program_file));
           auto c = d.initConfig();
           c.setBackend(m.config.backend_type == config::BackendType::kA5 ? w::BackendType::A5
                                                                          : w::BackendType::A2A3);
@@ -287,6 +290,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.k = d.getK();
       m.program_name = ToString(d.getProgramName());
       m.program_json = ToString(d.getProgramJson());
+      m.program_file = ToString(d.getProgramFile());
       if (!d.hasConfig()) return InvalidArgument("field dispatch.config is missing");
       auto c = d.getConfig();
       DFX_ASSIGN_OR_RETURN(m.config.backend_type, CheckedEnum<config::BackendType>(

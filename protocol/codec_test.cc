@@ -34,6 +34,7 @@ Message MakeDispatch() {
   d.k = 2;
   d.program_name = "attn";
   d.program_json = R"({"kernels": []})";
+  d.program_file = "attention_decode.json";
   d.config.backend_type = config::BackendType::kA5;
   d.config.execution_mode = config::ExecutionMode::kOnboard;
   d.config.enable_chip_swimlane = 4;
@@ -109,6 +110,18 @@ TEST(CodecTest, HelloFromBeforeLaunchFailureDecodes) {
   EXPECT_EQ(std::get<Hello>(back->body).launch_failure, "killed by signal 9 (Killed)");
 }
 TEST(CodecTest, GoldenDispatch) { CheckGolden("dispatch", MakeDispatch()); }
+// Wire bytes from before Dispatch.programFile was appended: they still
+// decode, with the field empty (old peers of the same protocol version).
+TEST(CodecTest, GoldenDispatchWithoutProgramFileStillDecodes) {
+  auto golden =
+      ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/dispatch_without_program_file.bin");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  auto decoded = Decode(*golden);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  Dispatch expected = std::get<Dispatch>(MakeDispatch().body);
+  expected.program_file.clear();
+  EXPECT_TRUE(decoded->body == Body(expected));
+}
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }
 

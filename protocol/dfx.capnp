@@ -95,6 +95,7 @@ struct Dispatch {
   programJson @4 :Text;      # the program file's full JSON text (design.md §6)
   config @5 :RunConfigWire;  # collectors to arm
   pass @6 :PassKind;         # which pass this dispatch belongs to
+  programFile @7 :Text;      # the program file's base name (scope sites "<file>:<line>"); may be empty
 }
 
 # A->C. The dispatch was queued on its chip.

@@ -77,6 +77,7 @@ struct Dispatch {
   std::string program_json;
   config::RunConfig config;  // the collectors to arm; backend_type selects the chip model
   PassKind pass = PassKind::kSingle;
+  std::string program_file;  // the program file's base name, for scope sites; may be empty
   bool operator==(const Dispatch&) const = default;
 };
 

@@ -302,6 +302,7 @@ struct RankAgent::Impl {
     DispatchRequest request;
     request.program_json = std::move(d.program_json);
     request.program_origin = d.program_name.empty() ? "<program>" : d.program_name;
+    request.program_file = d.program_file;
     request.config = d.config;
     request.pass = d.pass;
     request.output_dir = c.dir;
@@ -366,7 +367,7 @@ struct RankAgent::Impl {
       if (c.status != protocol::DispatchStatus::kOk) {
         DFX_LOG_WARN("{}", c.error);
       } else {
-        DFX_LOG_INFO("rank {} d{}: done, {} tasks, {} artifacts", c.dispatch.rank, c.dispatch.k,
+        DFX_LOG_INFO("rank {} d{}: done, {} task(s), {} artifact(s)", c.dispatch.rank, c.dispatch.k,
                      c.tasks, c.files.size());
       }
       send_queue_.emplace_back(DoneMarker{std::move(done_msg)});

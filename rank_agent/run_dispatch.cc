@@ -38,6 +38,11 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
       return Failed(std::move(o), DispatchFailure::kRefused, s);
     auto program = device::ParseProgram(*json, request.program_origin);
     if (!program.ok()) return Failed(std::move(o), DispatchFailure::kRefused, program.status());
+    device::AttachSourceLines(
+        &*program, request.program_json,
+        request.program_file.empty()
+            ? std::filesystem::path(request.program_origin).filename().string()
+            : request.program_file);
 
     // 2.-4. Before the run.
     if (request.on_accepted) {

@@ -35,7 +35,10 @@ namespace dfx::rank_agent {
 struct DispatchRequest {
   std::string program_json;    // the program (design.md §6); up to 32 MiB: move it in
   std::string program_origin;  // names it in errors: its file (L2) or plan name (L3)
-  config::RunConfig config;    // refused unless it validates
+  // The program file's base name for scope sites "<file>:<line>"; empty =
+  // the base name of program_origin.
+  std::string program_file;
+  config::RunConfig config;  // refused unless it validates
   config::PassKind pass = config::PassKind::kSingle;
   std::filesystem::path output_dir;  // the artifacts, flat
   // The name map's file name in output_dir (collectors/artifact_layout.h:
