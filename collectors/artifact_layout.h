@@ -68,6 +68,9 @@ std::filesystem::path DfxOutputsDir(const std::filesystem::path& work_dir);
 // read them): the typed run manifest and the session record.
 inline constexpr const char* kRunManifestFile = "run_manifest.json";
 inline constexpr const char* kSessionFile = ".session.json";
+// Every artifact of the run with the command that renders it (the console
+// prints the summary and the verdict instead of the paths).
+inline constexpr const char* kArtifactsReadmeFile = "README.txt";
 // Where they go: dfx_outputs/ when any DFX flag is on; the work dir itself
 // otherwise (no flag, no dfx_outputs/: the seed page's first Edge Cases row).
 std::filesystem::path RunRecordDir(const std::filesystem::path& work_dir, bool any_dfx);

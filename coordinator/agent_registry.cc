@@ -111,8 +111,8 @@ std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Adm
   if (policy_.num_ranks > 0) {
     for (int32_t r : hello.ranks) owner_by_rank_[r] = identity;
   }
-  DFX_LOG_INFO("HELLO from {}: ranks [{}], {} mode", who, fmt::join(hello.ranks, ","),
-               protocol::AgentModeName(hello.mode));
+  DFX_LOG_DEBUG("HELLO from {}: ranks [{}], {} mode", who, fmt::join(hello.ranks, ","),
+                protocol::AgentModeName(hello.mode));
   return Admitted{&stored, true};
 }
 

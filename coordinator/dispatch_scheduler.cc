@@ -43,7 +43,8 @@ void DispatchScheduler::BeginPass(size_t p) {
   for (size_t i = p * per_pass_; i < (p + 1) * per_pass_; ++i) {
     const int32_t r = dispatches_[i].rank;
     if (Failed(r)) {
-      Finish(i, DispatchState::kNotRun, "never dispatched: rank failed: " + ranks_[r].error);
+      Finish(i, DispatchState::kNotRun,
+             "never dispatched: rank " + std::to_string(r) + " failed: " + ranks_[r].error);
     } else {
       queues_[r].queued.push_back(i);
     }

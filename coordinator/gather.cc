@@ -164,13 +164,11 @@ Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
   DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
   DFX_ASSIGN_OR_RETURN(const std::string advertised,
                        protocol::AdvertisedEndpoint(loop_.endpoint(), options_.advertise));
-  if (!access.server) {
-    std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
-  }
-  std::fprintf(stderr,
-               "[dfx-coordinator] gather of session %s: waiting for %d rank(s) on %s; start "
-               "(or keep running) `dfx-rank-agent serve --coordinator %s --rank R`\n",
-               Hex64(session_).c_str(), ranks, loop_.endpoint().c_str(), advertised.c_str());
+  if (!access.server) DFX_LOG_WARN("{}", access.description);
+  DFX_LOG_INFO(
+      "gather of session {}: waiting for {} rank(s) on {}; start (or keep running) "
+      "`dfx-rank-agent serve --coordinator {} --rank R`",
+      Hex64(session_), ranks, loop_.endpoint(), advertised);
   const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
   std::set<int32_t> missing;
   for (;;) {
@@ -358,8 +356,8 @@ Result<GatherOutcome> RunGather(const GatherOptions& options) {
   total.success = true;
   for (const fs::path& spool : spools) {
     if (!fs::is_directory(spool / Hex64(record.session), ec)) {
-      std::fprintf(stderr, "[dfx-coordinator] nothing to gather: %s holds no spool of session %s\n",
-                   spool.string().c_str(), Hex64(record.session).c_str());
+      DFX_LOG_INFO("nothing to gather: {} holds no spool of session {}", spool.string(),
+                   Hex64(record.session));
       continue;
     }
     GatherCoordinator gather(options, dfx_dir, record.session, gather_id);

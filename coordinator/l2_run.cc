@@ -84,6 +84,8 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     }
   }
   out.artifacts = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
+  // The listing of an earlier run is not an artifact of this one.
+  std::erase(out.artifacts, std::string(collectors::kArtifactsReadmeFile));
   if (options.config.enable_chip_swimlane > 0) {
     for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts))
       out.artifacts.push_back(merged);

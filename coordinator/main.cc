@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "coordinator/gather.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
+#include "coordinator/post_run.h"
 #include "coordinator/report.h"
 #include "coordinator/session.h"
 #include "protocol/agent_command_line.h"
@@ -139,6 +141,10 @@ struct RunFlags {
   bool bench = false;
   bool virtual_clock = false;
   std::string log_level = "info";
+  bool log_level_given = false;  // --log-level on the command line (beats $SPDLOG_LEVEL)
+  bool agent_log_level_given = false;
+  bool quiet = false;                   // -q: only the verdict
+  bool verbose = false;                 // -v: debug log lines and the full summary
   std::vector<std::string> chip_knobs;  // the args-dump drain model, L2 only
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
@@ -198,9 +204,20 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.add_option("--shutdown-timeout", so.shutdown_timeout_s,
                  "agents exiting after the run (default 10)")
       ->check(PositiveSeconds());
-  run.add_option("--agent-log-level", so.agent_log_level, "log level of launched agents (warn)")
-      ->check(LogLevel());
-  run.add_option("--log-level", f.log_level, "this process's log level (info)")->check(LogLevel());
+  run.add_option("--agent-log-level", so.agent_log_level,
+                 "log level of launched agents (default warn, or this process's level when it is "
+                 "quieter: -q, --log-level error|critical|off)")
+      ->check(LogLevel())
+      ->each([&f](const std::string&) { f.agent_log_level_given = true; });
+  run.add_option("--log-level", f.log_level,
+                 "this process's log lines on stderr: trace|debug|info|warn|error|critical|off "
+                 "(default info, or $SPDLOG_LEVEL)")
+      ->check(LogLevel())
+      ->each([&f](const std::string&) { f.log_level_given = true; });
+  run.add_flag("-q,--quiet", f.quiet,
+               "print only the verdict (and errors); the summary stays a `dfx-view summary` away");
+  run.add_flag("-v,--verbose", f.verbose,
+               "debug log lines (one per dispatch) and the full summary (every dispatch)");
   run.add_flag("--virtual-clock", f.virtual_clock, "deterministic virtual-clock chips");
   run.add_flag("--bench", f.bench,
                "after the run, a separate plain run without DFX flags; prints its wall time");
@@ -220,7 +237,21 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
 }
 
 int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
-  for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (f.quiet && f.verbose) return Fail("-q/--quiet and -v/--verbose exclude each other", 2);
+  // -q and -v pick a level unless one was given; $SPDLOG_LEVEL counts as given.
+  std::string level = f.log_level;
+  if (!f.log_level_given && f.quiet) level = "error";
+  if (!f.log_level_given && f.verbose) level = "debug";
+  dfx::log::Init("dfx-coordinator", level, !f.log_level_given && !f.quiet && !f.verbose);
+  // The agents' lines reach the same console: a quieter level governs them too.
+  if (!f.agent_log_level_given) {
+    const auto own = spdlog::default_logger_raw()->level();
+    if (own > spdlog::level::warn) {
+      const auto name = spdlog::level::to_string_view(own);
+      so.agent_log_level = std::string(name.data(), name.size());  // error, critical or off
+    }
+  }
+  for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
   if (dfx::Status s =
           dfx::protocol::CheckHeartbeat(so.heartbeat_interval_s, so.heartbeat_timeout_s);
       !s.ok()) {
@@ -228,7 +259,6 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   }
   so.config = parsed.config;
   so.work_dir = f.work_dir;
-  dfx::log::Init("dfx-coordinator", f.log_level);
   so.virtual_clock = f.virtual_clock;
   for (auto [flag, value] : {std::pair{"--dump-drain-bytes-per-sec", f.dump_drain},
                              std::pair{"--dump-timeout-ms", f.dump_timeout},
@@ -249,6 +279,23 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   const bool is_plan = dc::IsPlan(*json);
   const bool two_pass = so.config.execution_mode == dfx::config::ExecutionMode::kOnboard &&
                         so.config.enable_chip_swimlane > 0;
+  const std::string view = dc::ViewCommand();
+  // The end of every run: the artifacts' paths in README.txt (at L3 instead
+  // of the console), the summary first, the verdict last; -q keeps only the
+  // verdict.
+  auto write_readme = [&](const std::vector<std::string>& artifacts) {
+    if (artifacts.empty()) return;
+    dfx::Status s = dc::WriteArtifactsReadme(dfx_dir, artifacts, so.config, view);
+    if (!s.ok()) DFX_LOG_WARN("cannot write the artifact listing: {}", s.message());
+  };
+  auto print_summary = [&](const std::vector<std::string>& artifacts) {
+    if (f.quiet || so.config.enable_chip_swimlane == 0 || artifacts.empty()) return;
+    std::fputs(dc::RunSummaryText(dfx_dir, f.verbose, view).c_str(), stdout);
+  };
+  auto print_verdict = [&](bool ok, const std::string& what) {
+    std::printf("verdict: %s: %s\n", ok ? "ok" : "FAILED", what.c_str());
+    std::fflush(stdout);
+  };
   auto print_common = [&] {
     if (so.config.AnyDfx()) {
       std::printf("save_kernels: forced on (a DFX flag is on); %s is kept after the run\n",
@@ -272,25 +319,46 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     l2.config = so.config;
     l2.agent_binary = so.agent_binary;
     l2.agent.chip.virtual_clock = f.virtual_clock;
+    // The exec child's lines follow this process's level unless told otherwise.
+    if (f.agent_log_level_given) {
+      l2.agent.chip.log_level = so.agent_log_level;
+    } else {
+      const auto name = spdlog::level::to_string_view(spdlog::default_logger_raw()->level());
+      const std::string own(name.data(), name.size());
+      l2.agent.chip.log_level = own == "warning" ? "warn" : own;
+    }
     if (f.dump_drain >= 0) l2.agent.dump_drain_bytes_per_sec = f.dump_drain;
     if (f.dump_timeout >= 0) l2.agent.dump_timeout_ms = static_cast<uint64_t>(f.dump_timeout);
     if (f.dump_arena >= 0) l2.agent.dump_arena_bytes = static_cast<uint64_t>(f.dump_arena);
     l2.timeout_s = so.dispatch_timeout_s;
     l2.bench = f.bench;
     auto out = dc::RunL2(l2);
-    if (!out.ok()) return Fail(out.status().message());
-    if (out->artifacts.empty()) {
-      std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
-    } else {
-      dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config, dc::ViewCommand());
+    if (!out.ok()) {
+      const int code = Fail(out.status().message());
+      print_verdict(false, "the run failed: " + out.status().message());
+      return code;
     }
-    print_common();
-    if (out->bench_wall_s) {
-      std::printf(
-          "bench: a separate plain run (no DFX flags, its own process) took %.3f s "
-          "wall-clock\n",
-          *out->bench_wall_s);
+    write_readme(out->artifacts);
+    if (!f.quiet) {
+      if (out->artifacts.empty()) {
+        std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
+      } else {
+        // One dispatch: its paths fit the console (and are in README.txt too).
+        dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config, view);
+      }
+      print_summary(out->artifacts);
+      print_common();
+      if (out->bench_wall_s) {
+        std::printf(
+            "bench: a separate plain run (no DFX flags, its own process) took %.3f s "
+            "wall-clock\n",
+            *out->bench_wall_s);
+      }
     }
+    print_verdict(true, out->artifacts.empty()
+                            ? std::string("the program ran; no DFX flag, no artifacts")
+                            : fmt::format("1 dispatch, {} artifact(s) in {}", out->artifacts.size(),
+                                          dfx::ShellQuote(dfx_dir.string())));
     return 0;
   }
   if (!f.chip_knobs.empty()) {
@@ -349,11 +417,25 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   }
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message());
-  if (!outcome->artifacts.empty()) {
-    dc::PrintArtifacts(stdout, dfx_dir, outcome->artifacts, so.config, dc::ViewCommand());
+  write_readme(outcome->artifacts);
+  std::set<std::string> dispatch_dirs;
+  for (const auto& a : outcome->artifacts) {
+    if (auto d = dfx::collectors::DispatchDirOf(a)) {
+      dispatch_dirs.insert(dfx::collectors::DispatchDirPath(*d));
+    }
   }
-  std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
-  print_common();
+  if (!f.quiet) {
+    print_summary(outcome->artifacts);
+    if (!outcome->artifacts.empty()) {
+      std::printf(
+          "artifacts: %zu file(s) in %zu rank<N>/d<K> dir(s); every path with its render "
+          "command: %s\n",
+          outcome->artifacts.size(), dispatch_dirs.size(),
+          dfx::ShellQuote((dfx_dir / dfx::collectors::kArtifactsReadmeFile).string()).c_str());
+    }
+    std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
+    print_common();
+  }
   if (f.bench) {
     // A separate plain session (no DFX flags) in a scratch work dir.
     dc::SessionOptions plain = so;
@@ -378,17 +460,26 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
       return Fail("--bench: the plain run failed: " +
                   (bench_out.ok() ? bench_out->summary : bench_out.status().message()));
     }
-    std::printf(
-        "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
-        "wall-clock\n",
-        wall);
+    if (!f.quiet) {
+      std::printf(
+          "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
+          "wall-clock\n",
+          wall);
+    }
   }
+  const std::string counts = fmt::format("{} rank(s), {} dispatch dir(s), {} artifact(s) in {}",
+                                         so.ranks, dispatch_dirs.size(), outcome->artifacts.size(),
+                                         dfx::ShellQuote(dfx_dir.string()));
   if (!outcome->success) {
     std::fflush(stdout);
     std::fprintf(stderr, "dfx-coordinator: the run did not fully succeed:\n%s",
                  outcome->summary.c_str());
+    std::fflush(stderr);
+    const std::string first = outcome->summary.substr(0, outcome->summary.find('\n'));
+    print_verdict(false, first + " (all problems above and in run_manifest.json); " + counts);
     return 1;
   }
+  print_verdict(true, counts);
   return 0;
 }
 

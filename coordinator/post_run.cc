@@ -7,6 +7,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/subprocess.h"
 
 namespace dfx::coordinator {
@@ -41,7 +42,11 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
     return written;
   }
   const std::string name = collectors::MergedSwimlaneFileName(WallTimestamp());
+  size_t converted = 0;
   for (const std::string& rel_dir : dirs) {
+    // The live status line (a terminal only) covers the conversion too.
+    log::SetStatusLine(fmt::format("converting swimlane records {}/{}{}", ++converted, dirs.size(),
+                                   rel_dir.empty() ? "" : " (" + rel_dir + ")"));
     const fs::path dir = rel_dir.empty() ? dfx_dir : dfx_dir / rel_dir;
     const fs::path records = dir / collectors::kSwimlaneRecordsFile;
     std::vector<std::string> argv = {view->string(), "swimlane", records.string(), "-o",
@@ -73,13 +78,34 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
       continue;
     }
     if (why.empty()) why = "it wrote no trace";
+    log::SetStatusLine("");
     std::fprintf(out,
                  "warning: the swimlane converter failed for %s (%s); the raw records are kept. "
                  "Re-run: %s\n",
                  ShellQuote(records.string()).c_str(), why.c_str(), ShellCommand(argv).c_str());
     if (run.ok() && !run->output.empty()) std::fprintf(out, "%s", run->output.c_str());
   }
+  log::SetStatusLine("");
   return written;
+}
+
+std::string RunSummaryText(const fs::path& dfx_dir, bool full, const std::string& view,
+                           double timeout_s) {
+  auto binary = FindProjectBinary("dfx-view", "DFX_VIEW", {"../view"});
+  if (!binary.ok()) return fmt::format("(no run summary: {})\n", binary.status().message());
+  std::vector<std::string> argv = {binary->string(), "summary", dfx_dir.string(), "--view-command",
+                                   view};
+  if (!full) argv.push_back("--brief");
+  auto run = RunCaptured(argv, timeout_s);
+  if (!run.ok()) return fmt::format("(no run summary: {})\n", run.status().message());
+  if (run->timed_out || run->exit_code != 0) {
+    return fmt::format(
+        "(no run summary: {} {}; re-run: {})\n{}",
+        run->timed_out ? "it did not finish within" : "exit code",
+        run->timed_out ? fmt::format("{:g} s", timeout_s) : std::to_string(run->exit_code),
+        ShellCommand(argv), run->output);
+  }
+  return run->output;
 }
 
 }  // namespace dfx::coordinator

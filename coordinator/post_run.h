@@ -34,4 +34,11 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem:
                                           const std::vector<std::string>& files,
                                           double timeout_s = 600);
 
+// The run summary (`dfx-view summary <dfx_dir> --brief`, or the full table
+// when `full`) as a child process; its text, or a one-line note saying why
+// there is none (no swimlane records, the viewer failed). `view` is how the
+// printed "dig further" commands name dfx-view.
+std::string RunSummaryText(const std::filesystem::path& dfx_dir, bool full, const std::string& view,
+                           double timeout_s = 120);
+
 }  // namespace dfx::coordinator

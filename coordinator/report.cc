@@ -6,6 +6,7 @@
 #include <map>
 
 #include "collectors/artifact_layout.h"
+#include "common/file_util.h"
 #include "common/subprocess.h"
 
 namespace dfx::coordinator {
@@ -23,6 +24,24 @@ std::string ViewCommand() {
 
 void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::string> files,
                     const config::RunConfig& requested, const std::string& view) {
+  const std::string text = FormatArtifacts(dfx_dir, std::move(files), requested, view);
+  std::fputs(text.c_str(), out);
+}
+
+Status WriteArtifactsReadme(const fs::path& dfx_dir, std::vector<std::string> files,
+                            const config::RunConfig& requested, const std::string& view) {
+  const size_t n = files.size();
+  std::string text = fmt::format(
+      "The artifacts of this run ({} file{}), by directory, each with the command that renders "
+      "it.\nThe run summary: {} summary {}\n\n",
+      n, n == 1 ? "" : "s", view, ShellQuote(dfx_dir.string()));
+  text += FormatArtifacts(dfx_dir, std::move(files), requested, view);
+  return WriteFileAtomic(dfx_dir / collectors::kArtifactsReadmeFile, text);
+}
+
+std::string FormatArtifacts(const fs::path& dfx_dir, std::vector<std::string> files,
+                            const config::RunConfig& requested, const std::string& view) {
+  std::string text;
   std::sort(files.begin(), files.end());
   // Group by dispatch directory ("" at L2, "rank0/d1" at L3).
   std::map<std::string, std::vector<std::string>> groups;
@@ -32,13 +51,13 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
   }
   for (const auto& [group, members] : groups) {
     fs::path dir = group.empty() ? dfx_dir : dfx_dir / group;
-    std::fprintf(out, "artifacts in %s:\n", ShellQuote(dir.string()).c_str());
+    text += fmt::format("artifacts in {}:\n", ShellQuote(dir.string()));
     std::vector<std::string> hints;
     bool dump_hinted = false;
     for (const auto& f : members) {
       const fs::path p = dfx_dir / f;
       const std::string q = ShellQuote(p.string());
-      std::fprintf(out, "  %s\n", q.c_str());
+      text += fmt::format("  {}\n", q);
       const std::string name = p.filename().string();
       if (name == collectors::kSwimlaneRecordsFile) {
         hints.push_back(fmt::format("swimlane:     {} swimlane {}", view, q));
@@ -60,8 +79,9 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
         hints.push_back(fmt::format("merged trace: {}   (open in https://ui.perfetto.dev)", q));
       }
     }
-    for (const auto& h : hints) std::fprintf(out, "  -> %s\n", h.c_str());
+    for (const auto& h : hints) text += fmt::format("  -> {}\n", h);
   }
+  return text;
 }
 
 }  // namespace dfx::coordinator

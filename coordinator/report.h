@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "config/run_config.h"
 
 namespace dfx::coordinator {
@@ -16,9 +17,17 @@ namespace dfx::coordinator {
 // their render commands, grouped by directory. The deps hint is printed only
 // when the user asked for dep_gen (spec §2.6). `view` is how the commands
 // name dfx-view (ViewCommand()).
+std::string FormatArtifacts(const std::filesystem::path& dfx_dir, std::vector<std::string> files,
+                            const config::RunConfig& requested,
+                            const std::string& view = "dfx-view");
 void PrintArtifacts(std::FILE* out, const std::filesystem::path& dfx_dir,
                     std::vector<std::string> files, const config::RunConfig& requested,
                     const std::string& view = "dfx-view");
+
+// Writes FormatArtifacts' listing, under a header, to <dfx_dir>/README.txt
+// (collectors::kArtifactsReadmeFile; atomically).
+Status WriteArtifactsReadme(const std::filesystem::path& dfx_dir, std::vector<std::string> files,
+                            const config::RunConfig& requested, const std::string& view);
 
 // How a printed hint names dfx-view so that it works when copied: "dfx-view"
 // when PATH finds the dfx-view this coordinator uses, else its shell-quoted

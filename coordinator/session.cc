@@ -144,7 +144,7 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
     if (agent.ready) return;
     agent.ready = true;
     for (int32_t r : agent.ranks) scheduler_->MarkReady(r);
-    DFX_LOG_INFO("{} READY: {}", agent.identity, fmt::join(ready->chip_descriptions, "; "));
+    DFX_LOG_DEBUG("{} READY: {}", agent.identity, fmt::join(ready->chip_descriptions, "; "));
     loop_.receiver().GrantCredits(agent);
   } else if (auto* accepted = std::get_if<protocol::DispatchAccepted>(&body)) {
     scheduler_->OnAccepted(accepted->rank, accepted->k);
@@ -172,7 +172,7 @@ Result<std::optional<size_t>> RunCoordinator::PlaceArtifact(AgentState&,
 
 void RunCoordinator::OnAgentDead(AgentState& agent, const std::string& why) {
   for (int32_t r : agent.ranks) {
-    scheduler_->FailRank(r, fmt::format("agent {} died: {}", agent.identity, why));
+    scheduler_->FailRank(r, fmt::format("its agent {} died: {}", agent.identity, why));
   }
   manifest_dirty_ = true;
 }
@@ -196,11 +196,15 @@ void RunCoordinator::OnDispatchFinished(size_t index, const std::string& error) 
   loop_.receiver().AbortDispatch(index,
                                  "stream incomplete when the dispatch ended: " +
                                      (error.empty() ? std::string("no ArtifactEnd") : error));
-  if (!options_.live_progress) {
-    std::fprintf(stderr, "[dfx-coordinator] rank %d d%u (%s, %s pass): %s%s%s\n", d.rank, d.k,
-                 d.program.c_str(), config::PassKindName(d.pass),
-                 collectors::DispatchStateName(d.status), d.error.empty() ? "" : ": ",
-                 d.error.c_str());
+  // One line per dispatch only when asked (-v): the run's answer is the
+  // summary at the end; a failure is always reported.
+  if (d.status == DispatchState::kOk) {
+    DFX_LOG_DEBUG("rank {} d{} ({}, {} pass): {}", d.rank, d.k, d.program,
+                  config::PassKindName(d.pass), collectors::DispatchStateName(d.status));
+  } else {
+    DFX_LOG_WARN("rank {} d{} ({}, {} pass): {}{}{}", d.rank, d.k, d.program,
+                 config::PassKindName(d.pass), collectors::DispatchStateName(d.status),
+                 d.error.empty() ? "" : ": ", d.error);
   }
   manifest_dirty_ = true;
 }
@@ -289,6 +293,7 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   msg.k = d.k;
   msg.program_name = d.program;
   msg.program_json = program.json_text;
+  msg.program_file = program.path.filename().string();
   msg.config = pass.config;
   msg.pass = pass.kind;
   if (!loop_.registry().Send(*agent, d.rank, std::move(msg))) {
@@ -299,11 +304,10 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
 
 Status RunCoordinator::Launch() {
   if (options_.launcher == Launcher::kAttach) {
-    std::fprintf(
-        stderr,
-        "[dfx-coordinator] waiting for %d rank(s) to attach: start them with\n"
-        "  dfx-rank-agent serve --coordinator %s --rank R%s\n",
-        options_.ranks, advertised_.c_str(),
+    DFX_LOG_INFO(
+        "waiting for {} rank(s) to attach: start them with `dfx-rank-agent serve --coordinator "
+        "{} --rank R{}`",
+        options_.ranks, advertised_,
         authenticated_ ? " --key KEYS/agents/NAME.key --coordinator-key KEYS/coordinator.pub" : "");
     return Status::Ok();
   }
@@ -318,13 +322,12 @@ Status RunCoordinator::Launch() {
     const std::string mpirun =
         options_.launcher_binary.empty() ? std::string("mpirun") : options_.launcher_binary;
     launch.mpi_flavour = DetectMpiFlavour(mpirun);
-    DFX_LOG_INFO("{} is {}", mpirun, MpiFlavourName(launch.mpi_flavour));
+    DFX_LOG_DEBUG("{} is {}", mpirun, MpiFlavourName(launch.mpi_flavour));
     if (launch.mpi_flavour == MpiFlavour::kUnknown) {
-      std::fprintf(stderr,
-                   "[dfx-coordinator] warning: `%s --version` names neither Open MPI nor MPICH "
-                   "nor Intel MPI; starting it with plain -np N (pass what else it needs with "
-                   "--launcher-args)\n",
-                   mpirun.c_str());
+      DFX_LOG_WARN(
+          "`{} --version` names neither Open MPI nor MPICH nor Intel MPI; starting it with plain "
+          "-np N (pass what else it needs with --launcher-args)",
+          mpirun);
     }
   }
   launch.endpoint = advertised_;
@@ -372,22 +375,33 @@ void RunCoordinator::DrawProgress(bool final) {
   const uint64_t now = Now();
   if (!final && now - last_draw_ns_ < 100 * kMs) return;
   last_draw_ns_ = now;
-  std::string line;
-  const int shown = std::min(scheduler_->num_ranks(), 16);
-  for (int r = 0; r < shown; ++r) {
+  // "12/16 ranks done, 40/48 dispatches, slowest r3 54%, 1.2 GiB gathered":
+  // one short line whatever the number of ranks (the sink cuts it to the
+  // terminal's width).
+  int ranks_done = 0;
+  uint64_t dispatches_done = 0, dispatches_total = 0;
+  int slowest = -1;
+  double slowest_fraction = 2.0;
+  for (int r = 0; r < scheduler_->num_ranks(); ++r) {
     const DispatchScheduler::RankProgress p = scheduler_->Progress(r);
-    std::string tasks;  // the in-flight dispatch's task progress (Progress messages)
-    if (p.in_flight && p.tasks_total > 0) {
-      tasks = fmt::format(" [{}/{} tasks]", p.tasks_done, p.tasks_total);
-    } else if (p.in_flight && p.stage == "streaming") {
-      tasks = " [streaming]";
+    dispatches_done += p.done;
+    dispatches_total += p.total;
+    double fraction = p.total == 0 ? 1.0 : static_cast<double>(p.done) / p.total;
+    if (p.in_flight && p.tasks_total > 0 && p.total > 0) {
+      fraction += static_cast<double>(p.tasks_done) / p.tasks_total / p.total;
     }
-    line += fmt::format("r{} {}/{}{}{} ", r, p.done, p.total, tasks, p.failed ? "!" : "");
+    if (p.done >= p.total || p.failed) {
+      ++ranks_done;
+    } else if (fraction < slowest_fraction) {
+      slowest_fraction = fraction;
+      slowest = r;
+    }
   }
-  if (scheduler_->num_ranks() > 16) line += "... ";
-  line += fmt::format("| {} gathered", FormatBytes(loop_.receiver().bytes_received()));
-  std::fprintf(stderr, "\r\033[K[dfx-coordinator] %s%s", line.c_str(), final ? "\n" : "");
-  std::fflush(stderr);
+  std::string line = fmt::format("{}/{} ranks done, {}/{} dispatches", ranks_done,
+                                 scheduler_->num_ranks(), dispatches_done, dispatches_total);
+  if (slowest >= 0) line += fmt::format(", slowest r{} {:.0f}%", slowest, 100 * slowest_fraction);
+  line += fmt::format(", {} gathered", FormatBytes(loop_.receiver().bytes_received()));
+  log::SetStatusLine(final ? std::string() : line);
 }
 
 collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
@@ -448,9 +462,11 @@ Result<SessionOutcome> RunCoordinator::Run() {
   DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
   DFX_ASSIGN_OR_RETURN(advertised_,
                        protocol::AdvertisedEndpoint(loop_.endpoint(), options_.advertise));
-  DFX_LOG_INFO("access: {}", access.description);
-  if (!access.server) {
-    std::fprintf(stderr, "[dfx-coordinator] warning: %s\n", access.description.c_str());
+  // Authenticated access is the normal case (a debug line); anything less warns.
+  if (access.server) {
+    DFX_LOG_DEBUG("access: {}", access.description);
+  } else {
+    DFX_LOG_WARN("{}", access.description);
   }
   // mpirun / srun agents may run on other hosts: by default each spools
   // node-locally (its own default, under $TMPDIR) and says where in HELLO.
@@ -468,11 +484,9 @@ Result<SessionOutcome> RunCoordinator::Run() {
   record_.ranks = options_.ranks;
   record_.coordinator_pid = ::getpid();
   DFX_RETURN_IF_ERROR(WriteSessionRecord(dfx_dir_, record_));
-  std::fprintf(
-      stderr, "[dfx-coordinator] session %s: %d rank(s), %s launcher, listening on %s%s\n",
-      Hex64(session_).c_str(), options_.ranks, LauncherName(options_.launcher),
-      loop_.endpoint().c_str(),
-      advertised_ == loop_.endpoint() ? "" : fmt::format(", agents dial {}", advertised_).c_str());
+  DFX_LOG_INFO("session {}: {} rank(s), {} launcher, listening on {}{}", Hex64(session_),
+               options_.ranks, LauncherName(options_.launcher), loop_.endpoint(),
+               advertised_ == loop_.endpoint() ? "" : fmt::format(", agents dial {}", advertised_));
 
   DFX_RETURN_IF_ERROR(Launch());
   WriteManifest(collectors::RunState::kStarting);
@@ -525,8 +539,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   const auto& passes = scheduler_->passes();
   for (size_t p = 0; p < passes.size(); ++p) {
     if (passes.size() > 1) {
-      std::fprintf(stderr, "[dfx-coordinator] l3_swimlane_pass=%s event=begin\n",
-                   config::PassKindName(passes[p].kind));
+      DFX_LOG_INFO("l3_swimlane_pass={} event=begin", config::PassKindName(passes[p].kind));
     }
     scheduler_->BeginPass(p);
     for (;;) {
@@ -536,8 +549,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
       DFX_RETURN_IF_ERROR(Pump());
     }
     if (passes.size() > 1) {
-      std::fprintf(stderr, "[dfx-coordinator] l3_swimlane_pass=%s event=end\n",
-                   config::PassKindName(passes[p].kind));
+      DFX_LOG_INFO("l3_swimlane_pass={} event=end", config::PassKindName(passes[p].kind));
     }
   }
   scheduler_->CompleteRanks();
@@ -554,7 +566,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   for (const collectors::RankEntry& r : scheduler_->ranks()) {
     if (r.status != RankState::kOk) {
       ok = false;
-      out.summary += fmt::format("rank failed: {}\n", r.error);
+      out.summary += fmt::format("rank {} failed: {}\n", r.rank, r.error);
     }
   }
   for (const collectors::DispatchEntry& d : scheduler_->dispatches()) {

@@ -179,6 +179,7 @@ py::list L2Artifacts(const std::string& work_dir) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return out;
   for (const auto& rel : dfx::collectors::ListArtifactFiles(root, /*skip_hidden=*/true)) {
+    if (rel == dfx::collectors::kArtifactsReadmeFile) continue;  // the listing, not an artifact
     auto sum = dfx::ChecksumFile(root / rel);
     if (!sum.ok()) throw std::runtime_error(sum.status().message());
     py::dict a;

@@ -51,6 +51,8 @@ struct DepsGraph {
   bool all_ring0 = true;
   bool perf_sidecar = false;
   bool func_name_map = false;
+  // deps --critical-path: the path's tasks, root first (empty = not asked).
+  std::vector<uint64_t> critical_path;
 };
 
 // Builds the graph of `file`; kernel names from `names`.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <set>
 
 #include "common/file_util.h"
 #include "common/json.h"
@@ -24,6 +25,8 @@ using collectors::DepsEdge;
 using collectors::DepsTensor;
 
 namespace {
+
+constexpr size_t kLegibleNodes = 5000;  // above, a whole-graph layout helps nobody
 
 std::string NodeId(uint64_t id) { return fmt::format("T{}_{}", RingOf(id), LocalOf(id)); }
 
@@ -103,8 +106,18 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
   s += fmt::format(
       "  graph [rankdir={}, bgcolor=\"white\", fontname=\"Helvetica\", outputorder=edgesfirst];\n",
       o.direction);
+  // The force-directed engines pile nodes onto each other unless told not to.
+  if (o.engine == "sfdp" || o.engine == "fdp" || o.engine == "neato") {
+    s += "  graph [overlap=false, sep=\"+4\"];\n";
+  }
   s += "  node [fontname=\"Helvetica\", fontsize=10, style=filled];\n  edge [color=\"#555555\", "
        "arrowsize=0.6];\n";
+  // The critical path (deps --critical-path): its tasks and consecutive hops.
+  const std::set<uint64_t> critical(g.critical_path.begin(), g.critical_path.end());
+  std::set<std::pair<uint64_t, uint64_t>> critical_edges;
+  for (size_t i = 1; i < g.critical_path.size(); ++i) {
+    critical_edges.insert({g.critical_path[i - 1], g.critical_path[i]});
+  }
   // Fire markers: early_dispatch or alloc; star: all preds fire and >= 1 non-alloc pred.
   std::map<uint64_t, std::vector<uint64_t>> preds;
   for (const auto& [p, c] : g.edges) preds[c].push_back(p);
@@ -147,6 +160,7 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
       fill = "#66CC99";
     }
     std::string border = n.block_num > 1 ? ", color=\"#C62828\", penwidth=1.5" : "";
+    if (critical.count(id)) border = ", color=\"#d50000\", penwidth=4, class=\"critical\"";
     if (o.show_tensor_info && n.task != nullptr && n.task->args) {
       std::string html =
           "<<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">";
@@ -186,6 +200,9 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
       if (arg < 0) arg = a->arg;
     }
     std::string attrs = fmt::format("id=\"E{}\"", i);
+    if (critical_edges.count(g.edges[i])) {
+      attrs += ", color=\"#d50000\", penwidth=3, class=\"critical\"";
+    }
     if (explicit_only) attrs += ", style=dashed, color=\"#B0B0B0\"";
     if (!overlap_label.empty())
       attrs += ", label=\"" + overlap_label + "\", fontcolor=\"#C62828\", fontsize=8";
@@ -274,6 +291,11 @@ Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
         "graphviz",
         o.engine));
   }
+  if (g.nodes.size() > kLegibleNodes && !o.around) {
+    err << "Note: " << g.nodes.size() << " nodes: a layout of that many takes minutes and shows "
+        << "nothing legible; look at part of the graph with --around TASK --depth N (e.g. "
+           "--around t0 --depth 3) or fewer edges with --edge-mode reduced.\n";
+  }
   if (o.engine == "dot" && g.nodes.size() > 500) {
     err << "Note: " << g.nodes.size()
         << " nodes with --engine dot can take a long time; for large graphs use --engine sfdp.\n";
@@ -329,6 +351,9 @@ Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
     j["hint"] = hint;
     j["func_id"] = FuncIdText(n);
     if (n.duration_us) j["duration_us"] = *n.duration_us;
+    if (std::find(g.critical_path.begin(), g.critical_path.end(), id) != g.critical_path.end()) {
+      j["critical"] = true;
+    }
     Json fi = Json::array(), fo = Json::array();
     for (uint64_t p : fin_list[id]) fi.push_back(NodeId(p));
     for (uint64_t c : fout_list[id]) fo.push_back(NodeId(c));

@@ -30,6 +30,8 @@ std::string DepsTextReport(const DepsGraph& g, const std::vector<bool>& selected
   auto head = [&](const DepsNode& n) {
     std::string h =
         fmt::format("TASK {} kind={} func_id={}", Display(g, n.id), n.kind, FuncIdText(n));
+    // The name map's kernel name(s) beside the ids (the reference prints ids only).
+    if (!n.func_name.empty()) h += " func_name=" + n.func_name;
     if (n.block_num > 1) h += fmt::format(" SPMD block num = {}", n.block_num);
     return h;
   };

@@ -25,7 +25,18 @@ struct DepsViewerOptions {
   bool show_tensor_info = false;
   std::optional<std::filesystem::path> func_names;
   std::chrono::milliseconds layout_timeout{std::chrono::seconds(300)};
+  // Only the tasks within `depth` edges (either direction) of `around` and
+  // the edges among them ("t5", "r1t4", "5", "(1, 4)" or "0x100000004").
+  std::optional<std::string> around;
+  int depth = 2;
+  // The critical path from the sibling chip_swimlane_records.json: listed
+  // hop by hop in the text report, drawn red in the HTML page.
+  bool critical_path = false;
 };
+
+// Parses a task as the viewers display it: "t5", "r1t4", a bare local id
+// (ring 0), "(ring, local)" or a 0x-prefixed full id.
+Result<uint64_t> ParseTaskRef(const std::string& text);
 
 // Writes the report to o.output (default <input dir>/deps_viewer[_<mode>].txt
 // or .html). Progress and the removed edges go to `out`, warnings to `err`.

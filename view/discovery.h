@@ -16,4 +16,13 @@ inline constexpr const char* kDefaultOutputsRoot = "outputs";
 std::optional<std::filesystem::path> NewestUnder(const std::filesystem::path& root,
                                                  const std::string& name, bool recursive);
 
+// The input a viewer uses when none is given: the newest `name` (a file or,
+// for args_dump, a directory) among the reference's ./outputs/*/ (**/ when
+// `recursive`), ./dfx_outputs/ and its rank<N>/d<K>/, and the current
+// directory and its rank<N>/d<K>/ — so a viewer works from the work dir and
+// from inside dfx_outputs/ or one dispatch directory.
+std::optional<std::filesystem::path> FindDefaultInput(const std::string& name, bool recursive);
+// Where FindDefaultInput looked, for the error when it found nothing.
+std::string DefaultInputPlaces(const std::string& name);
+
 }  // namespace dfx::view

@@ -112,9 +112,11 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
   if (!d_.has_sched_phases || d_.num_sched_threads == 0) return;
   std::stable_sort(orch_end_.begin(), orch_end_.end(),
                    [](const OrchEnd& a, const OrchEnd& b) { return a.task_id < b.task_id; });
-  // complete: last-finishing row of each task → its complete bar.
-  // Complete bar of each task (by its first row; + 1, 0 = none): only the
-  // complete→ready flows need it, and only with deps.
+  // complete (§4.7): from the task's anchor rows in each view (an SPMD task:
+  // its earliest block, by receive in the Worker View and by dispatch in the
+  // Scheduler View; otherwise every row) to the complete bar that holds the
+  // task's last finish. Complete bar of each task (by its first row; + 1, 0 =
+  // none): only the complete→ready flows need it, and only with deps.
   std::vector<uint32_t> task_complete(deps_ != nullptr ? NumRows() : 0, 0);
   for (uint32_t k = 0; k < NumRows();) {
     Group g = GroupFrom(k);
@@ -133,11 +135,18 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
       task_complete[g.begin] = static_cast<uint32_t>(bar - complete_bars_.data()) + 1;
     Anchor to{2, BarTid(bar), bar->start, bar->end, CompleteEv(bar)};
     double to_ts = bar->start <= fin ? fin : bar->start;
-    Anchor w{4, CoreTid(r.core_id), 0, 0, WorkerEv(last)};
-    trace_.Flow("complete", w, d_.EndUs(r) - kFlowEps, to, to_ts);
-    if (has_sched_view_ && d_.tasks[last].slot != 0) {
-      Anchor s{3, SchedTidOf(last), 0, 0, SchedEv(last)};
-      trace_.Flow("complete", s, fin - kFlowEps, to, to_ts);
+    for (uint32_t i : AnchorRows(g, true)) {
+      const TaskRow& a = d_.tasks[i];
+      Anchor w{4, CoreTid(a.core_id), 0, 0, WorkerEv(i)};
+      trace_.Flow("complete", w, d_.EndUs(a) - kFlowEps, to, to_ts);
+    }
+    if (has_sched_view_) {
+      for (uint32_t i : AnchorRows(g, false)) {
+        const TaskRow& a = d_.tasks[i];
+        if (a.slot == 0 || d_.Finish(a) == 0) continue;
+        Anchor s{3, SchedTidOf(i), 0, 0, SchedEv(i)};
+        trace_.Flow("complete", s, d_.FinishUs(a) - kFlowEps, to, to_ts);
+      }
     }
   }
   // complete→ready and submit→dispatch, dispatch flows.
@@ -169,11 +178,21 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
         trace_.Flow("complete\u2192ready", from, sat->end - kFlowEps, lane, disp);
       }
     }
+    // submit→dispatch: one arrow per task row, as the reference draws them
+    // (each SPMD block from the submit to its own dispatch).
     auto o = std::lower_bound(orch_end_.begin(), orch_end_.end(), g.task_id,
                               [](const OrchEnd& e, uint64_t v) { return e.task_id < v; });
     if (o != orch_end_.end() && o->task_id == g.task_id && !d_.host_mode) {
       Anchor from{1, o->tid, 0, o->end, 0};
-      trace_.Flow("submit\u2192dispatch", from, o->end, lane, disp);
+      for (uint32_t i = g.begin; i < g.end; ++i) {
+        const TaskRow& r = d_.tasks[i];
+        if (d_.Dispatch(r) == 0) continue;
+        const int row_thread = ThreadOfCore(r.core_id);
+        if (row_thread < 0) continue;
+        const double row_disp = d_.DispatchUs(r);
+        Anchor row_lane{2, SchedTid(row_thread), row_disp, row_disp, 0};
+        trace_.Flow("submit\u2192dispatch", from, o->end, row_lane, row_disp);
+      }
     }
   }
   for (uint32_t i = 0; i < d_.tasks.size(); ++i) {

@@ -6,6 +6,8 @@
 
 #include <exception>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 #include "collectors/artifact_layout.h"
 #include "common/version.h"
@@ -13,10 +15,13 @@
 #include "view/discovery.h"
 #include "view/dump_viewer.h"
 #include "view/pmu_summary.h"
+#include "view/run_inputs.h"
+#include "view/run_summary.h"
 #include "view/run_timeline.h"
 #include "view/sched_overhead.h"
 #include "view/scope_stats.h"
 #include "view/swimlane.h"
+#include "view/task_export.h"
 
 namespace {
 
@@ -59,6 +64,17 @@ int Run(int argc, char** argv) {
   sw->add_flag("--overhead", sw_overhead,
                fmt::format("add the overhead counter tracks (needs {})", layout::kDepsFile));
   sw->add_flag("-v,--verbose", sw_verbose, "progress and counts");
+  std::string sw_ranks, sw_dispatch, sw_window;
+  bool sw_no_flows = false;
+  auto* o_ranks = sw->add_option("--ranks", sw_ranks, "with --run: only these ranks, e.g. 0,2");
+  auto* o_dispatch =
+      sw->add_option("--dispatch", sw_dispatch, "with --run: only these dispatches d<K>, e.g. 0,1");
+  sw->add_option("--window", sw_window,
+                 "only events overlapping T0:T1 µs of the trace (e.g. 0:500, :500, 1000:)");
+  sw->add_flag("--no-flows", sw_no_flows, "no flow arrows (dependencies, dispatch, complete)");
+  uint64_t sw_warn_bytes = 1ull << 30;
+  sw->add_option("--size-warning-bytes", sw_warn_bytes, "warn past this size (default 1 GiB)")
+      ->group("");
 
   // deps
   auto* dp = app.add_subcommand(
@@ -87,6 +103,16 @@ int Run(int argc, char** argv) {
                  "name map or flat {func_id: name} (default: newest sibling name_map*.json)");
   auto* o_timeout = dp->add_option("--layout-timeout", dp_timeout,
                                    "seconds to wait for the Graphviz engine (HTML only)");
+  std::string dp_around;
+  int dp_depth = 2;
+  bool dp_critical = false;
+  dp->add_flag("--critical-path", dp_critical,
+               "the critical path from the chip_swimlane_records.json beside deps.json: hop by "
+               "hop in the text, red in the HTML");
+  dp->add_option("--around", dp_around,
+                 "only the tasks near this one (t5, r1t4, (1, 4), 0x100000004) and their edges");
+  auto* o_depth = dp->add_option("--depth", dp_depth, "with --around: edges away (default 2)")
+                      ->check(CLI::Range(0, 1000000));
 
   // dump
   auto* du = app.add_subcommand("dump", "args dump viewer");
@@ -107,7 +133,9 @@ int Run(int argc, char** argv) {
   auto* ss = app.add_subcommand(
       "scope-stats", fmt::format("{} -> scope_stats.html", BaseName(layout::kScopeStatsFile)));
   std::string ss_input, ss_out;
-  ss->add_option("jsonl", ss_input, BaseName(layout::kScopeStatsFile))->required();
+  ss->add_option("jsonl", ss_input,
+                 fmt::format("{} (default: the newest under ./{}/*/, ./dfx_outputs/ or .)",
+                             BaseName(layout::kScopeStatsFile), kDefaultOutputsRoot));
   auto* o_ssdir = ss->add_option("--out-dir", ss_out, "output directory (default: input dir)");
 
   // sched-overhead
@@ -122,14 +150,47 @@ int Run(int argc, char** argv) {
   // pmu
   auto* pm = app.add_subcommand("pmu", fmt::format("per-function summary of {}", layout::kPmuFile));
   std::string pm_input;
-  pm->add_option("csv", pm_input, layout::kPmuFile)->required();
+  pm->add_option("csv", pm_input,
+                 fmt::format("{} (default: the newest under ./{}/*/, ./dfx_outputs/ or .)",
+                             layout::kPmuFile, kDefaultOutputsRoot));
 
-  for (CLI::App* a : {&app, sw, dp, du, ss, so, pm}) {
+  // summary
+  auto* su = app.add_subcommand(
+      "summary", "the run in one screen: per rank and dispatch, stragglers, top kernels");
+  std::string su_input, su_run, su_format = "table", su_threshold = "5%";
+  bool su_brief = false;
+  int su_top = 5;
+  const char* kRunInputHelp =
+      "W/dfx_outputs of a run, one rank<N>/d<K> directory, or an L2 dfx_outputs (default: "
+      "./dfx_outputs, else . when it holds a run)";
+  su->add_option("input", su_input, kRunInputHelp);
+  su->add_option("--run", su_run, "the same as the positional input");
+  su->add_option("--format", su_format, "table | csv | json")
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  su->add_option("--straggler-threshold", su_threshold,
+                 "a rank is a straggler in a dispatch step when its span exceeds the step's "
+                 "median span by more than this (default 5%)");
+  su->add_flag("--brief", su_brief, "table: ranks, steps, top kernels and the verdict only");
+  su->add_option("--top", su_top, "kernels listed (default 5)")->check(CLI::Range(1, 1000));
+  std::string su_view = "dfx-view";
+  su->add_option("--view-command", su_view, "how printed commands name dfx-view")->group("");
+
+  // export
+  auto* ex = app.add_subcommand("export", "the task table of a run as CSV or SQLite");
+  std::string ex_input, ex_run, ex_format = "csv", ex_out;
+  ex->add_option("input", ex_input, kRunInputHelp);
+  ex->add_option("--run", ex_run, "the same as the positional input");
+  ex->add_option("--format", ex_format, "csv | sqlite")->check(CLI::IsMember({"csv", "sqlite"}));
+  ex->add_option("-o,--output", ex_out, "output file (default: <input>/tasks.csv | tasks.sqlite)");
+
+  for (CLI::App* a : {&app, sw, dp, du, ss, so, pm, su, ex}) {
     a->set_version_flag("--version", dfx::VersionLine("dfx-view"));
   }
   app.footer(
-      "Exit status: 0 ok, 1 error, 2 usage error. Without an input, each viewer looks for the "
-      "newest artifact under ./outputs/.");
+      "Exit status: 0 ok, 1 error, 2 usage error. Without an input, each viewer takes the newest "
+      "artifact under ./outputs/*/ (the reference's layout), ./dfx_outputs/ and its "
+      "rank<N>/d<K>/, or the current directory and its rank<N>/d<K>/; summary and export take "
+      "./dfx_outputs or the current directory.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -140,19 +201,50 @@ int Run(int argc, char** argv) {
   }
 
   if (sw->parsed()) {
+    dfx::view::TraceFilter filter;
+    filter.flows = !sw_no_flows;
+    if (!sw_window.empty()) {
+      if (auto s = dfx::view::ParseWindow(sw_window, &filter); !s.ok()) {
+        std::cerr << "Error: " << s.message() << "\n";
+        return 2;
+      }
+    }
     if (!sw_run.empty()) {
-      std::optional<std::filesystem::path> out;
-      if (!sw_out.empty()) out = sw_out;
-      return Report(dfx::view::RunSwimlaneForRun(sw_run, out, sw_verbose, std::cout, std::cerr));
+      dfx::view::RunTimelineOptions o;
+      o.run_dir = sw_run;
+      if (!sw_out.empty()) o.output = sw_out;
+      o.filter = filter;
+      o.verbose = sw_verbose;
+      o.warn_bytes = sw_warn_bytes;
+      std::set<uint32_t> ranks;
+      for (auto [flag, text, set] : {std::tuple{"--ranks", &sw_ranks, &ranks},
+                                     std::tuple{"--dispatch", &sw_dispatch, &o.dispatches}}) {
+        if (text->empty()) continue;
+        if (auto s = dfx::view::ParseIndexList(flag, *text, set); !s.ok()) {
+          std::cerr << "Error: " << s.message() << "\n";
+          return 2;
+        }
+      }
+      for (uint32_t r : ranks) o.ranks.insert(static_cast<int32_t>(r));
+      return Report(dfx::view::RunSwimlaneForRun(o, std::cout, std::cerr));
+    }
+    for (auto* opt : {o_ranks, o_dispatch}) {
+      if (opt->count() > 0) {
+        std::cerr << "error: " << opt->get_name()
+                  << " selects within a run: it is only valid with --run W/dfx_outputs\n";
+        return 2;
+      }
     }
     dfx::view::SwimlaneOptions o;
+    o.filter = filter;
     if (sw_input.empty()) {
-      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kSwimlaneRecordsFile, false);
+      auto found = dfx::view::FindDefaultInput(layout::kSwimlaneRecordsFile, false);
       if (!found) {
         std::cerr
             << fmt::format("Error: No {}/*/{} found under ", kDefaultOutputsRoot,
                            layout::kSwimlaneRecordsFile)
-            << std::filesystem::current_path().string() << "\n"
+            << std::filesystem::current_path().string() << " (looked in "
+            << dfx::view::DefaultInputPlaces(layout::kSwimlaneRecordsFile) << ")\n"
             << "Run a test with --enable-chip-swimlane first, or specify an explicit input.\n";
         return 1;
       }
@@ -177,10 +269,13 @@ int Run(int argc, char** argv) {
     }
     dfx::view::DepsViewerOptions o;
     if (dp_input.empty()) {
-      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kDepsFile, true);
+      auto found = dfx::view::FindDefaultInput(layout::kDepsFile, true);
       if (!found) {
-        std::cerr << fmt::format("Error: No {} given and no candidate found under ./{}/.\n",
-                                 layout::kDepsFile, kDefaultOutputsRoot);
+        std::cerr << fmt::format(
+            "Error: No {} given and no candidate found under ./{}/ (looked in "
+            "{}).\n",
+            layout::kDepsFile, kDefaultOutputsRoot,
+            dfx::view::DefaultInputPlaces(layout::kDepsFile));
         return 1;
       }
       dp_input = found->string();
@@ -196,15 +291,23 @@ int Run(int argc, char** argv) {
     o.show_tensor_info = dp_tensor;
     if (!dp_names.empty()) o.func_names = dp_names;
     o.layout_timeout = std::chrono::milliseconds(static_cast<long>(dp_timeout * 1000));
+    if (o_depth->count() > 0 && dp_around.empty()) {
+      std::cerr << "error: --depth is only valid with --around TASK\n";
+      return 2;
+    }
+    if (!dp_around.empty()) o.around = dp_around;
+    o.depth = dp_depth;
+    o.critical_path = dp_critical;
     return Report(dfx::view::RunDepsViewer(o, std::cout, std::cerr));
   }
   if (du->parsed()) {
     dfx::view::DumpViewerOptions o;
     if (du_dir.empty()) {
-      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kArgsDumpDir, false);
+      auto found = dfx::view::FindDefaultInput(layout::kArgsDumpDir, false);
       if (!found) {
-        std::cerr << fmt::format("Error: no {}/*/{} directory found\n", kDefaultOutputsRoot,
-                                 layout::kArgsDumpDir);
+        std::cerr << fmt::format("Error: no {}/*/{} directory found (looked in {})\n",
+                                 kDefaultOutputsRoot, layout::kArgsDumpDir,
+                                 dfx::view::DefaultInputPlaces(layout::kArgsDumpDir));
         return 1;
       }
       du_dir = found->string();
@@ -219,18 +322,32 @@ int Run(int argc, char** argv) {
     o.do_export = du_export;
     return Report(dfx::view::RunDumpViewer(o, std::cout, std::cerr));
   }
+  // scope-stats and pmu: the newest artifact where the others look too.
+  auto default_input = [](const std::string& name, std::string* input) {
+    if (!input->empty()) return true;
+    auto found = dfx::view::FindDefaultInput(name, false);
+    if (!found) {
+      std::cerr << "Error: no " << name << " given and none found (looked in "
+                << dfx::view::DefaultInputPlaces(name) << ")\n";
+      return false;
+    }
+    *input = found->string();
+    return true;
+  };
   if (ss->parsed()) {
+    if (!default_input(layout::kScopeStatsFile, &ss_input)) return 1;
     std::optional<std::filesystem::path> out;
     if (o_ssdir->count()) out = ss_out;
     return Report(dfx::view::RunScopeStats(ss_input, out, std::cout, std::cerr));
   }
   if (so->parsed()) {
     if (so_rec.empty()) {
-      auto found = dfx::view::NewestUnder(kDefaultOutputsRoot, layout::kSwimlaneRecordsFile, false);
+      auto found = dfx::view::FindDefaultInput(layout::kSwimlaneRecordsFile, false);
       if (!found) {
         std::cerr << fmt::format("Error: No {}/*/{} found under ", kDefaultOutputsRoot,
                                  layout::kSwimlaneRecordsFile)
-                  << std::filesystem::current_path().string() << "\n";
+                  << std::filesystem::current_path().string() << " (looked in "
+                  << dfx::view::DefaultInputPlaces(layout::kSwimlaneRecordsFile) << ")\n";
         return 1;
       }
       so_rec = found->string();
@@ -240,7 +357,58 @@ int Run(int argc, char** argv) {
     o.deps = so_deps;
     return Report(dfx::view::RunSchedOverhead(o, std::cout));
   }
-  if (pm->parsed()) return Report(dfx::view::RunPmuSummary(pm_input, std::cout));
+  if (pm->parsed() && !default_input(layout::kPmuFile, &pm_input)) return 1;
+  if (pm->parsed()) return Report(dfx::view::RunPmuSummary(pm_input, std::cout, std::cerr));
+  // summary / export: a run directory, given or found.
+  auto run_input = [](const std::string& positional, const std::string& flag,
+                      std::string* input) -> bool {
+    if (!positional.empty() && !flag.empty() && positional != flag) {
+      std::cerr << "Error: give the run directory once (positional or --run), not both\n";
+      return false;
+    }
+    *input = !flag.empty() ? flag : positional;
+    if (!input->empty()) return true;
+    auto found = dfx::view::DefaultRunInput();
+    if (!found) {
+      std::cerr << "Error: no run directory given and neither ./dfx_outputs nor "
+                << std::filesystem::current_path().string()
+                << " holds one; pass W/dfx_outputs of a run\n";
+      return false;
+    }
+    *input = found->string();
+    return true;
+  };
+  if (su->parsed()) {
+    std::string input;
+    if (!run_input(su_input, su_run, &input)) return 1;
+    auto threshold = dfx::view::ParseThresholdPercent(su_threshold);
+    if (!threshold.ok()) {
+      std::cerr << "Error: " << threshold.status().message() << "\n";
+      return 2;
+    }
+    auto summary = dfx::view::SummarizeRun(input, *threshold, std::cerr);
+    if (!summary.ok()) return Report(summary.status());
+    dfx::view::SummaryPrintOptions o;
+    o.format = su_format;
+    o.brief = su_brief;
+    o.top = su_top;
+    o.view = su_view;
+    dfx::view::PrintSummary(*summary, o, std::cout);
+    return 0;
+  }
+  if (ex->parsed()) {
+    dfx::view::ExportOptions o;
+    std::string input;
+    if (!run_input(ex_input, ex_run, &input)) return 1;
+    o.input = input;
+    o.format = ex_format;
+    if (!ex_out.empty()) o.output = ex_out;
+    auto result = dfx::view::ExportTasks(o, std::cerr);
+    if (!result.ok()) return Report(result.status());
+    std::cout << "Wrote " << result->output.string() << " (" << result->rows << " task row(s) of "
+              << result->dispatches << " dispatch(es), format=" << ex_format << ")\n";
+    return 0;
+  }
   return 2;
 }
 

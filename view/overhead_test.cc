@@ -59,5 +59,20 @@ TEST(OverheadTest, VerdictThresholds) {
   EXPECT_NE(std::string(OverheadVerdict(7.99)).find("COMPUTE/DEPENDENCY-BOUND"), std::string::npos);
 }
 
+TEST(SchedOverheadTest, PercentilesAreNearestRankAsTheReference) {
+  // Nearest rank of 1..10: P10 = 1, P25 = 3 (rank ceil(2.5)), P50 = 5, P75 = 8,
+  // P90 = 9, P95 = P99 = 10. Linear interpolation would give 1.9, 3.25, 5.5, ...
+  std::vector<double> v = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+  EXPECT_EQ(NearestRankPercentile(v, 10), 1);
+  EXPECT_EQ(NearestRankPercentile(v, 25), 3);
+  EXPECT_EQ(NearestRankPercentile(v, 50), 5);
+  EXPECT_EQ(NearestRankPercentile(v, 75), 8);
+  EXPECT_EQ(NearestRankPercentile(v, 90), 9);
+  EXPECT_EQ(NearestRankPercentile(v, 95), 10);
+  EXPECT_EQ(NearestRankPercentile(v, 99), 10);
+  EXPECT_EQ(NearestRankPercentile({4.5}, 10), 4.5);
+  EXPECT_EQ(NearestRankPercentile({}, 50), 0);
+}
+
 }  // namespace
 }  // namespace dfx::view

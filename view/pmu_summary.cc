@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <ostream>
 
+#include "view/run_inputs.h"
+
 namespace dfx::view {
 namespace {
 
@@ -45,15 +47,20 @@ Result<PmuSummary> SummarizePmuCsv(const std::filesystem::path& path) {
   return s;
 }
 
-Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out) {
+Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out, std::ostream& err) {
   DFX_ASSIGN_OR_RETURN(PmuSummary s, SummarizePmuCsv(path));
+  // Kernel names from the name map beside the CSV, as every viewer finds it.
+  DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
+                       LoadNameMapFor(path.parent_path(), std::nullopt, path.string(), err));
   std::string types;
   for (int t : s.event_types) types += (types.empty() ? "" : ",") + std::to_string(t);
   out << "PMU summary: " << path.string() << " (" << s.rows << " row(s), event_type "
       << (types.empty() ? "-" : types) << ")\n";
   for (const auto& [key, g] : s.groups) {
-    out << fmt::format("\nfunc_id {} on {}: {} row(s)\n", key.first,
-                       key.second == 0 ? "AIC" : "AIV", g.count);
+    const std::string* name = names.Find(static_cast<int>(key.first));
+    out << fmt::format("\nfunc_id {}{} on {}: {} row(s)\n", key.first,
+                       name ? " (" + *name + ")" : std::string(), key.second == 0 ? "AIC" : "AIV",
+                       g.count);
     out << fmt::format("  {:<36} {:>16} {:>16}\n", "counter", "sum", "mean");
     for (size_t k = 0; k < s.counters.size(); ++k) {
       out << fmt::format("  {:<36} {:>16.0f} {:>16.2f}\n", s.counters[k], g.sums[k],

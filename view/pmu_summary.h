@@ -31,6 +31,8 @@ struct PmuSummary {
 };
 
 Result<PmuSummary> SummarizePmuCsv(const std::filesystem::path& path);
-Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out);
+// Prints the summary; kernel names come from the sibling name map (a
+// warning on `err` when it cannot be read).
+Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out, std::ostream& err);
 
 }  // namespace dfx::view

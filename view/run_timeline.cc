@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -24,8 +26,8 @@
 #include "collectors/name_map.h"
 #include "collectors/run_manifest.h"
 #include "collectors/swimlane/swimlane_reader.h"
-#include "common/json.h"
 #include "view/dispatch_converter.h"
+#include "view/run_inputs.h"
 #include "view/trace_writer.h"
 
 namespace dfx::view {
@@ -39,73 +41,176 @@ using collectors::UnmatchedWarning;
 
 namespace {
 
-// What the run manifest says about placement: dispatch start times, (rank,
-// dispatch) -> start on the coordinator clock (ns), and each rank's clock
-// offset with its round-trip bound. Empty without a manifest; a warning
-// when it cannot be read.
-struct ManifestPlacement {
-  std::map<std::pair<int, int>, int64_t> starts;
+// What the run manifest says about placement and the run itself.
+struct ManifestInfo {
+  std::map<std::pair<int, int>, int64_t> starts;  // (rank, k) -> sent, coordinator clock ns
+  std::map<std::pair<int, int>, int64_t> ends;    // (rank, k) -> finished
+  std::map<std::pair<int, int>, std::string> programs;
+  Json metadata;  // the trace's top-level "metadata"
+  // Each rank's clock offset with its round-trip bound.
   Json clock_ranks = Json::array();
   double max_uncertainty_us = 0;  // half the worst rank's best round trip
 };
 
-ManifestPlacement ReadManifestPlacement(const std::filesystem::path& path, std::ostream& err) {
-  ManifestPlacement p;
+// Reads the run manifest (empty without one; a warning when it cannot be read).
+ManifestInfo ReadManifestInfo(const std::filesystem::path& path, std::ostream& err) {
+  ManifestInfo info;
   auto manifest = collectors::ReadRunManifest(path);
   if (!manifest.ok()) {
     if (manifest.status().code() != Code::kNotFound) {
       err << "Warning: couldn't read " << path.string() << ": " << manifest.status().message()
           << "\n";
     }
-    return p;
+    return info;
   }
   for (const collectors::DispatchEntry& d : manifest->dispatches) {
     if (d.pass == config::PassKind::kGraph) continue;
-    p.starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
+    info.starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
+    info.ends[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.end_ns);
+    info.programs[{d.rank, static_cast<int>(d.k)}] = d.program;
   }
+  const Json full = collectors::RunManifestToJson(*manifest);
+  Json m = Json::object();
+  m["session"] = full.value("session", Json());
+  m["plan"] = manifest->plan;
+  m["launcher"] = manifest->launcher;
+  m["run_config"] = full.value("run_config", Json());
+  Json ranks = Json::object();
   for (const collectors::RankEntry& r : manifest->ranks) {
+    Json e = Json::object();
+    e["host"] = r.host ? Json(*r.host) : Json(nullptr);
+    e["clock_offset_ns"] = r.clock_offset_ns ? Json(*r.clock_offset_ns) : Json(nullptr);
+    e["clock_offset_rtt_ns"] = r.clock_offset_rtt_ns ? Json(*r.clock_offset_rtt_ns) : Json(nullptr);
+    ranks[std::to_string(r.rank)] = std::move(e);
     if (!r.clock_offset_ns || !r.clock_offset_rtt_ns) continue;
-    Json e;
-    e["rank"] = r.rank;
-    e["host"] = r.host ? Json(*r.host) : Json();
-    e["clock_offset_ns"] = *r.clock_offset_ns;
-    e["round_trip_ns"] = *r.clock_offset_rtt_ns;
-    e["uncertainty_ns"] = *r.clock_offset_rtt_ns / 2;
-    p.clock_ranks.push_back(std::move(e));
-    p.max_uncertainty_us = std::max(p.max_uncertainty_us, *r.clock_offset_rtt_ns / 2000.0);
+    Json c;
+    c["rank"] = r.rank;
+    c["host"] = r.host ? Json(*r.host) : Json();
+    c["clock_offset_ns"] = *r.clock_offset_ns;
+    c["round_trip_ns"] = *r.clock_offset_rtt_ns;
+    c["uncertainty_ns"] = *r.clock_offset_rtt_ns / 2;
+    info.clock_ranks.push_back(std::move(c));
+    info.max_uncertainty_us = std::max(info.max_uncertainty_us, *r.clock_offset_rtt_ns / 2000.0);
   }
-  return p;
+  m["ranks"] = std::move(ranks);
+  m["time_zero"] = "the earliest dispatch sent, coordinator clock";
+  info.metadata = std::move(m);
+  return info;
+}
+
+std::string HumanBytes(uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
+  return fmt::format("{:.1f} KiB", b / 1024.0);
+}
+
+// A slice on the rank's "Dispatches" lane or the coordinator's host lane.
+void DispatchBar(TraceWriter& trace, int pid, int tid, double ts, double dur,
+                 const std::string& name, const std::string& args_json) {
+  std::string& b = trace.Begin();
+  AppendF(b, R"({{"ph":"X","cat":"dispatch","pid":{},"tid":{},"ts":)", trace.Pid(pid), tid);
+  Num(b, trace.T(ts));
+  b.append(R"(,"dur":)");
+  Num(b, std::max(dur, 0.02));
+  b.append(R"(,"name":)");
+  AppendJsonString(&b, name);
+  AppendF(b, R"(,"args":{}}})", args_json);
+  trace.End();
+  trace.CountSlice();
 }
 
 }  // namespace
 
-Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
-                         const std::optional<std::filesystem::path>& output, bool verbose,
-                         std::ostream& out, std::ostream& err) {
+Status ParseWindow(const std::string& text, TraceFilter* filter) {
+  const size_t colon = text.find(':');
+  auto bad = [&] {
+    return InvalidArgument(fmt::format(
+        "--window {}: expected T0:T1 in µs from the start of the trace (e.g. 0:500, :500 or "
+        "1000:), T0 < T1",
+        text));
+  };
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos) return bad();
+  auto parse = [](const std::string& part, double fallback, double* v) {
+    if (part.empty()) {
+      *v = fallback;
+      return true;
+    }
+    char* end = nullptr;
+    *v = std::strtod(part.c_str(), &end);
+    return *end == '\0' && std::isfinite(*v);
+  };
+  double t0 = 0, t1 = 0;
+  if (!parse(text.substr(0, colon), -std::numeric_limits<double>::infinity(), &t0) ||
+      !parse(text.substr(colon + 1), std::numeric_limits<double>::infinity(), &t1) || !(t0 < t1)) {
+    return bad();
+  }
+  filter->window_start = t0;
+  filter->window_end = t1;
+  return Status::Ok();
+}
+
+Status ParseIndexList(const std::string& flag, const std::string& text, std::set<uint32_t>* out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string part = text.substr(start, comma - start);
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || part[0] == '-' || v > 1u << 24) {
+      return InvalidArgument(fmt::format(
+          "{} {}: expected a comma-separated list of numbers, e.g. 0,2 (bad item \"{}\")", flag,
+          text, part));
+    }
+    out->insert(static_cast<uint32_t>(v));
+    start = comma + 1;
+  }
+  return Status::Ok();
+}
+
+Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, std::ostream& err) {
+  const std::filesystem::path& run_dir = options.run_dir;
   std::error_code ec;
   if (!std::filesystem::is_directory(run_dir, ec)) {
     return NotFound("--run: " + run_dir.string() + " is not a directory (expected W/dfx_outputs)");
   }
   // rank<N>/d<K>/chip_swimlane_records.json, by rank then dispatch.
   std::map<int, std::map<int, std::filesystem::path>> files;
+  size_t listed = 0;
   for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(run_dir)) {
     auto rec = run_dir / collectors::DispatchDirPath(d) / collectors::kSwimlaneRecordsFile;
-    if (std::filesystem::is_regular_file(rec, ec)) files[d.rank][static_cast<int>(d.k)] = rec;
+    if (!std::filesystem::is_regular_file(rec, ec)) continue;
+    ++listed;
+    if (!options.ranks.empty() && !options.ranks.count(d.rank)) continue;
+    if (!options.dispatches.empty() && !options.dispatches.count(d.k)) continue;
+    files[d.rank][static_cast<int>(d.k)] = rec;
   }
-  if (files.empty()) {
+  if (listed == 0) {
+    if (std::filesystem::is_regular_file(run_dir / collectors::kSwimlaneRecordsFile, ec)) {
+      return InvalidArgument(fmt::format(
+          "--run {}: this is one dispatch's directory (an L2 run or one rank<N>/d<K>), not a "
+          "run with rank<N>/d<K>/ directories; convert it with `dfx-view swimlane {}`",
+          run_dir.string(), (run_dir / collectors::kSwimlaneRecordsFile).string()));
+    }
     return NotFound(
         fmt::format("no rank<N>/d<K>/{} under {}; run with --enable-chip-swimlane first",
                     collectors::kSwimlaneRecordsFile, run_dir.string()));
   }
-  const ManifestPlacement placement =
-      ReadManifestPlacement(run_dir / collectors::kRunManifestFile, err);
-  const auto& starts = placement.starts;
+  if (files.empty()) {
+    return NotFound(
+        fmt::format("--ranks / --dispatch select none of the {} dispatch(es) with records under {}",
+                    listed, run_dir.string()));
+  }
+  ManifestInfo info = ReadManifestInfo(run_dir / collectors::kRunManifestFile, err);
+  const auto& starts = info.starts;
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& [k, v] : starts) t0 = std::min(t0, v);
-  std::filesystem::path out_path = output ? *output : run_dir / collectors::kRunSwimlaneFile;
+  std::filesystem::path out_path =
+      options.output ? *options.output : run_dir / collectors::kRunSwimlaneFile;
   TraceWriter trace;
-  DFX_RETURN_IF_ERROR(trace.Open(out_path));
+  DFX_RETURN_IF_ERROR(trace.Open(out_path, options.filter));
   size_t dispatches = 0;
+  bool warned = false;
   for (const auto& [rank, disps] : files) {
     trace.PlaceProcesses(100 * (rank + 1), fmt::format("Rank {} · ", rank));
     double rank_cursor = 0.0;
@@ -118,51 +223,79 @@ Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
       auto it = starts.find({rank, k});
       const double ts_offset =
           it != starts.end() ? static_cast<double>(it->second - t0) / 1000.0 : rank_cursor;
-      std::optional<TaskGraph> deps;
-      auto deps_path = path.parent_path() / collectors::kDepsFile;
-      if (std::filesystem::exists(deps_path, ec)) {
-        auto loaded = ReadTaskGraph(deps_path);
-        if (loaded.ok())
-          deps = std::move(loaded).value();
-        else
-          err << "Warning: couldn't read " << deps_path.string() << ": "
-              << loaded.status().message() << "\n";
-      }
-      collectors::NameMap names;
-      auto maps = collectors::SiblingNameMaps(path.parent_path());
-      if (maps.size() == 1) {
-        auto loaded = collectors::ReadNameMap(maps[0]);
-        if (loaded.ok()) names = std::move(loaded).value();
-      }
+      std::optional<TaskGraph> deps =
+          LoadDepsIfPresent(path.parent_path() / collectors::kDepsFile, err);
+      DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
+                           LoadNameMapFor(path.parent_path(), std::nullopt, path.string(), err));
+      // The rank's processes are named for the rank, not for whichever
+      // program's orchestrator came first; the program is on the dispatch bar.
+      names.orchestrator_name.reset();
       trace.PlaceDispatchAt(ts_offset);
-      DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, verbose, trace, err);
+      DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, options.verbose, trace,
+                             err);
       DFX_RETURN_IF_ERROR(conv.Run());
+      // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
+      const double extent = trace.max_ts() - ts_offset;
+      std::string program = "?";
+      if (auto p = info.programs.find({rank, k}); p != info.programs.end()) program = p->second;
+      trace.ProcessName(0, "Dispatches", 0);
+      trace.ThreadName(0, 1, "dispatches");
+      DispatchBar(trace, 0, 1, 0.0, extent, fmt::format("d{}: {}", k, program),
+                  fmt::format(R"({{"rank":{},"dispatch":{},"program":"{}"}})", rank, k, program));
       rank_cursor = std::max(rank_cursor, trace.max_ts() + 1.0);  // 1 µs gap between dispatches
       ++dispatches;
-      if (verbose) out << "Merged " << path.string() << " at +" << trace.ts_offset() << " us\n";
+      if (options.verbose) {
+        out << "Merged " << path.string() << " at +" << trace.ts_offset() << " us\n";
+      }
+      if (!warned && trace.bytes_pending() > options.warn_bytes) {
+        warned = true;
+        err << fmt::format(
+            "Warning: the trace has passed {} (at rank {} d{}); a browser will struggle to open "
+            "it. Cut it with --ranks R,.. / --dispatch K,.. / --window T0:T1 (µs) / --no-flows, "
+            "or write it compressed with -o {}.gz\n",
+            HumanBytes(trace.bytes_pending()), rank, k, out_path.filename().string());
+      }
+    }
+  }
+  // The coordinator's own lane: per rank, each dispatch from sent to done.
+  if (!starts.empty()) {
+    trace.PlaceProcesses(0, "");
+    trace.PlaceDispatchAt(0.0);
+    trace.ProcessName(99, "Coordinator (host)", 0);
+    for (const auto& [key, start] : starts) {
+      const auto [rank, k] = key;
+      if (!files.count(rank) || !files.at(rank).count(k)) continue;
+      const int tid = 1 + rank;
+      trace.ThreadName(99, tid, fmt::format("rank {}", rank));
+      const int64_t end = info.ends.count(key) ? info.ends.at(key) : start;
+      DispatchBar(trace, 99, tid, static_cast<double>(start - t0) / 1000.0,
+                  static_cast<double>(end - start) / 1000.0,
+                  fmt::format("d{} {}: sent → done", k, info.programs[key]),
+                  fmt::format(R"({{"rank":{},"dispatch":{}}})", rank, k));
     }
   }
   // How well the ranks line up: each dispatch is placed at its start on the
   // coordinator clock, and what one rank's clock says is known to within
   // half the best heartbeat round trip measured with it.
-  Json metadata;
+  Json metadata = info.metadata.is_null() ? Json::object() : info.metadata;
   metadata["clock_alignment"]["method"] =
       "dispatches placed at their start on the coordinator clock; each rank's agent clock offset "
       "from the heartbeat with the shortest round trip (good to +- half of it)";
-  metadata["clock_alignment"]["ranks"] = placement.clock_ranks;
-  metadata["clock_alignment"]["max_uncertainty_us"] = placement.max_uncertainty_us;
+  metadata["clock_alignment"]["ranks"] = info.clock_ranks;
+  metadata["clock_alignment"]["max_uncertainty_us"] = info.max_uncertainty_us;
   const double shortest = trace.shortest_task_us();
-  if (!placement.clock_ranks.empty() && shortest < placement.max_uncertainty_us) {
+  if (!info.clock_ranks.empty() && shortest < info.max_uncertainty_us) {
     err << fmt::format(
         "Warning: ranks are aligned only to within +- {:.1f} us (half the best heartbeat round "
         "trip, run_manifest.json ranks[].clock_offset_rtt_ns), longer than the shortest task "
         "drawn ({:.1f} us): do not read cross-rank order of tasks shorter than that\n",
-        placement.max_uncertainty_us, shortest);
+        info.max_uncertainty_us, shortest);
   }
   DFX_RETURN_IF_ERROR(trace.Finish(metadata));
-  out << "Wrote " << out_path.string() << " (" << files.size() << " rank(s), " << dispatches
-      << " dispatch(es), " << trace.slice_events() << " slices, " << trace.flow_events()
-      << " flow events"
+  const uint64_t size = std::filesystem::file_size(out_path, ec);
+  out << "Wrote " << out_path.string() << " (" << HumanBytes(size) << ", " << files.size()
+      << " rank(s), " << dispatches << " dispatch(es), " << trace.slice_events() << " slices, "
+      << trace.flow_events() << " flow events"
       << (starts.empty()
               ? fmt::format(", no {}: dispatches laid end to end", collectors::kRunManifestFile)
               : "")

@@ -4,18 +4,34 @@
 // manifest (keys documented in run_timeline.cc). Called from one thread.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
+#include <set>
 
 #include "common/status.h"
+#include "view/trace_writer.h"
 
 namespace dfx::view {
 
-// `run_dir` is W/dfx_outputs. Default output: <run_dir>/merged_run_swimlane.json.
+struct RunTimelineOptions {
+  std::filesystem::path run_dir;                // W/dfx_outputs
+  std::optional<std::filesystem::path> output;  // default <run_dir>/merged_run_swimlane.json
+  std::set<int32_t> ranks;                      // empty = every rank
+  std::set<uint32_t> dispatches;                // empty = every d<K>
+  TraceFilter filter;                           // --window, --no-flows
+  bool verbose = false;
+  // Warn (once) with the size and the filters to use when the trace passes this.
+  uint64_t warn_bytes = 1ull << 30;
+};
+
 // Progress and the summary go to `out`, warnings to `err`.
-Status RunSwimlaneForRun(const std::filesystem::path& run_dir,
-                         const std::optional<std::filesystem::path>& output, bool verbose,
-                         std::ostream& out, std::ostream& err);
+Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, std::ostream& err);
+
+// Parses "--window T0:T1" (µs; either side may be empty: ":500", "100:").
+Status ParseWindow(const std::string& text, TraceFilter* filter);
+// Parses a comma list of non-negative integers ("0,2,3") into `out`.
+Status ParseIndexList(const std::string& flag, const std::string& text, std::set<uint32_t>* out);
 
 }  // namespace dfx::view

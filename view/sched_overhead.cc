@@ -13,6 +13,7 @@
 #include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
 #include "collectors/swimlane/swimlane_reader.h"
+#include "view/critical_path.h"
 #include "view/overhead.h"
 #include "view/task_label.h"
 
@@ -26,15 +27,16 @@ using collectors::SchedPhase;
 using collectors::SwimlaneRecords;
 using collectors::TaskGraph;
 using collectors::TaskRow;
-namespace {
-
-double Percentile(std::vector<double> v, double p) {
+double NearestRankPercentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  double k = (static_cast<double>(v.size()) - 1) * p / 100.0;
-  size_t f = static_cast<size_t>(std::floor(k)), c = static_cast<size_t>(std::ceil(k));
-  return v[f] + (v[c] - v[f]) * (k - static_cast<double>(f));
+  // The smallest value with at least p% of the values at or below it.
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(v.size()));
+  const size_t index = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return v[std::min(index, v.size() - 1)];
 }
+
+namespace {
 
 void Distribution(std::ostream& out, const std::vector<double>& v) {
   double sum = 0, mx = 0;
@@ -44,7 +46,7 @@ void Distribution(std::ostream& out, const std::vector<double>& v) {
   }
   out << fmt::format("  tasks: {}\n", v.size());
   for (double p : {10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0}) {
-    out << fmt::format("  P{:<3} {:>12.3f} us\n", static_cast<int>(p), Percentile(v, p));
+    out << fmt::format("  P{:<3} {:>12.3f} us\n", static_cast<int>(p), NearestRankPercentile(v, p));
   }
   out << fmt::format("  max  {:>12.3f} us\n  mean {:>12.3f} us\n  total {:>11.3f} us\n", mx,
                      v.empty() ? 0.0 : sum / static_cast<double>(v.size()), sum);
@@ -319,51 +321,23 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
 
   // Part 6: critical path.
   out << "\n== Part 6: critical path ==\n";
-  uint64_t cur = 0;
-  double best = -1;
-  for (const auto& [id, l] : logical) {
-    if (l.finish > best || (l.finish == best && id < cur)) {
-      best = l.finish;
-      cur = id;
-    }
-  }
-  double sched = 0, exec = 0;
-  int hops = 0;
-  std::set<uint64_t> seen;
-  uint64_t root = cur;
-  for (;;) {
-    seen.insert(cur);
-    const Logical& l = logical[cur];
-    exec += l.end - l.start;
-    uint64_t next = 0;
-    double next_end = -1;
-    {
-      for (const auto& [self, p] : deps.Preds(cur)) {
-        auto lp = logical.find(p);
-        if (lp == logical.end() || seen.count(p)) continue;
-        if (lp->second.end > next_end) {
-          next_end = lp->second.end;
-          next = p;
-        }
-      }
-    }
-    if (next_end < 0) {
-      root = cur;
-      sched += std::max(0.0, l.start - l.dispatch);
-      break;
-    }
-    sched += std::max(0.0, l.start - next_end);
-    cur = next;
-    ++hops;
-  }
-  double span = best - logical[root].dispatch;
+  const CriticalPath cp = ComputeCriticalPath(d, deps);
+  const double span = cp.span, exec = cp.exec, sched = cp.sched;
+  const size_t hops = cp.hops.size() - 1;
   out << fmt::format("  hops: {}  span: {:.3f} us (root {} dispatch → last finish)\n", hops, span,
-                     FormatTaskDisplay(root));
+                     FormatTaskDisplay(cp.hops.front().task_id));
   out << fmt::format(
       "  exec: {:.3f} us ({:.1f}%)  scheduler-injected: {:.3f} us ({:.1f}%)  other: {:.3f} us "
       "({:.1f}%)\n",
       exec, span > 0 ? 100 * exec / span : 0.0, sched, span > 0 ? 100 * sched / span : 0.0,
       span - exec - sched, span > 0 ? 100 * (span - exec - sched) / span : 0.0);
+  // Hop by hop, root first: where the time went.
+  out << fmt::format("  {:>10} {:>12} {:>12} {:>12} {:>14}\n", "task", "start us", "exec us",
+                     "end us", "sched gap us");
+  for (const CriticalHop& h : cp.hops) {
+    out << fmt::format("  {:>10} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.3f}\n",
+                       FormatTaskDisplay(h.task_id), h.start, h.end - h.start, h.end, h.gap_before);
+  }
   return Status::Ok();
 }
 

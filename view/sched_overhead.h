@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <vector>
 
 #include "common/status.h"
 
@@ -18,6 +19,11 @@ struct SchedOverheadOptions {
 
 // Writes the six-part report to `out`. Errors are the §5 messages without the "Error: " prefix.
 Status RunSchedOverhead(const SchedOverheadOptions& options, std::ostream& out);
+
+// The head/tail overhead percentiles as the reference computes them:
+// nearest rank (the value at rank ceil(p/100 * N) of the sorted values), no
+// interpolation. 0 for no values.
+double NearestRankPercentile(std::vector<double> values, double p);
 
 // The verdict line for a has_overhead percentage (≥25% / ≥8% thresholds).
 const char* OverheadVerdict(double has_overhead_pct);

@@ -250,15 +250,21 @@ void DispatchConverter::EmitOverhead() {
                           {"oh_aic_overhead", 9103}, {"oh_aiv_idle", 9111},
                           {"oh_aiv_ready", 9112},    {"oh_aiv_overhead", 9113},
                           {"oh_all_overhead", 9121}, {"oh_has_overhead", 9122}};
+  // Only the engines the chip ran tasks on get tracks (a chip without AIC
+  // tasks has no oh_aic_*); the two run-level tracks always exist.
+  bool emit[8];
+  for (int k = 0; k < 8; ++k) emit[k] = k >= 6 || oh.engine_present[k / 3];
   trace_.ProcessName(2, "AICPU Scheduler", 2);
-  for (const auto& t : tracks) trace_.ThreadName(2, t.tid, t.name);
+  for (int k = 0; k < 8; ++k) {
+    if (emit[k]) trace_.ThreadName(2, tracks[k].tid, tracks[k].name);
+  }
   long last[8];
   std::fill(std::begin(last), std::end(last), std::numeric_limits<long>::min());
   for (const auto& s : oh.timeline) {
     long v[8] = {s.idle[0],  s.ready[0],    s.overhead[0],  s.idle[1],
                  s.ready[1], s.overhead[1], s.all_overhead, s.has_overhead};
     for (int k = 0; k < 8; ++k) {
-      if (v[k] == last[k]) continue;
+      if (!emit[k] || v[k] == last[k]) continue;
       last[k] = v[k];
       std::string& b = trace_.Begin();
       AppendF(b, R"({{"ph":"C","cat":"overhead","name":"{}","pid":{},"tid":{},"ts":)",

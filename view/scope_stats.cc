@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <ostream>
 
@@ -59,6 +60,14 @@ std::string Fmt(double v) {
   return fmt::format("{:.3f}", v);
 }
 
+// A y-axis tick with enough decimals for the axis's range: a heap of a few
+// KiB in MiB reads "0.00391", not "0".
+std::string TickLabel(double v, double ymax) {
+  const int decimals =
+      ymax > 0 ? std::clamp(2 - static_cast<int>(std::floor(std::log10(ymax))), 0, 8) : 0;
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
 // One SVG chart (900×300) with integer x ticks = scope index.
 std::string Chart(const std::vector<Series>& series, const std::string& unit, int chart_id) {
   const double W = 900, H = 300, L = 60, R = 15, T = 15, B = 35;
@@ -83,7 +92,7 @@ std::string Chart(const std::vector<Series>& series, const std::string& unit, in
     double v = ymax * k / 4.0;
     s += fmt::format(
         R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#eee"/><text x="{}" y="{:.1f}" font-size="10" text-anchor="end">{}</text>)",
-        L, W - R, Y(v), Y(v), L - 4, Y(v) + 3, Esc(Fmt(std::round(v * 100) / 100)));
+        L, W - R, Y(v), Y(v), L - 4, Y(v) + 3, Esc(TickLabel(v, ymax)));
   }
   size_t step = std::max<size_t>(1, (n + 9) / 10);
   for (size_t i = 0; i < n; i += step) {

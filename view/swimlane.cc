@@ -10,6 +10,7 @@
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "view/dispatch_converter.h"
+#include "view/run_inputs.h"
 #include "view/statistics.h"
 #include "view/trace_writer.h"
 
@@ -40,6 +41,29 @@ std::optional<TaskGraph> LoadDepsOrWarn(const std::filesystem::path& path, bool 
   return std::nullopt;
 }
 
+// The run's own conversion of `records` (merged_swimlane_<ts>.json beside it,
+// written after the records), if there is one.
+std::optional<std::filesystem::path> ExistingConversion(const std::filesystem::path& records) {
+  std::error_code ec;
+  const auto records_time = std::filesystem::last_write_time(records, ec);
+  if (ec) return std::nullopt;
+  std::optional<std::filesystem::path> best;
+  std::filesystem::file_time_type best_time;
+  for (const auto& e : std::filesystem::directory_iterator(records.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (!collectors::IsMergedSwimlaneFileName(name) || name == collectors::kMergedSwimlaneFile ||
+        !e.is_regular_file(ec) || e.is_symlink(ec)) {
+      continue;
+    }
+    const auto t = e.last_write_time(ec);
+    if (!ec && t >= records_time && (!best || t > best_time)) {
+      best = e.path();
+      best_time = t;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostream& err) {
@@ -59,25 +83,8 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
         << data.num_sched_threads << " scheduler thread(s), " << data.orch_phases.size()
         << " orchestrator pool(s)\n";
   }
-  // Name map.
-  collectors::NameMap names;
-  if (options.func_names) {
-    DFX_ASSIGN_OR_RETURN(names, collectors::ReadNameMap(*options.func_names));
-  } else {
-    auto maps = collectors::SiblingNameMaps(dir);
-    if (maps.size() == 1) {
-      auto loaded = collectors::ReadNameMap(maps[0]);
-      if (loaded.ok()) {
-        names = std::move(loaded).value();
-      } else {
-        err << "Warning: couldn't read " << maps[0].string() << ": " << loaded.status().message()
-            << "\n";
-      }
-    } else if (maps.size() > 1) {
-      err << "Warning: multiple sibling name maps found next to " << options.input.string()
-          << "; pass --func-names explicitly.\n";
-    }
-  }
+  DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
+                       LoadNameMapFor(dir, options.func_names, options.input.string(), err));
   std::filesystem::path deps_path =
       options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
   std::optional<TaskGraph> deps = LoadDepsOrWarn(deps_path, options.verbose, err);
@@ -85,10 +92,24 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
     err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
            "Analysis track skipped.\n";
   }
+  // With every default, the trace would be the one the run already wrote
+  // beside the records (merged_swimlane_<ts>.json): say where it is instead
+  // of writing a second identical copy.
+  const bool defaults = !options.output && !options.deps_json && !options.func_names &&
+                        !options.overhead && options.filter.flows && !options.filter.windowed();
+  if (defaults) {
+    if (auto existing = ExistingConversion(options.input)) {
+      if (options.print_statistics) PrintStatistics(data, deps ? &*deps : nullptr, names, out);
+      out << "\nUp to date: " << existing->string()
+          << " was converted from these records after they were written; not writing a second "
+             "copy (-o PATH writes one).\n";
+      return Status::Ok();
+    }
+  }
   std::filesystem::path output =
       options.output ? *options.output : dir / collectors::kMergedSwimlaneFile;
   TraceWriter trace;
-  DFX_RETURN_IF_ERROR(trace.Open(output));
+  DFX_RETURN_IF_ERROR(trace.Open(output, options.filter));
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
                          trace, err);
   DFX_RETURN_IF_ERROR(conv.Run());

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "common/status.h"
+#include "view/trace_writer.h"
 
 namespace dfx::view {
 
@@ -22,6 +23,7 @@ struct SwimlaneOptions {
   bool overhead = false;
   bool verbose = false;
   bool print_statistics = true;
+  TraceFilter filter;  // --window, --no-flows
 };
 
 // Converts one records file. Warnings go to `err`, statistics and progress to `out`.

@@ -2,8 +2,25 @@
 
 namespace dfx::view {
 
-Status TraceWriter::Open(const std::filesystem::path& path) {
-  DFX_RETURN_IF_ERROR(writer_.Open(path));
+namespace {
+
+// The number after `key` ("\"ts\":") in one event's JSON, or NaN.
+double NumberAfter(std::string_view event, std::string_view key) {
+  const size_t at = event.find(key);
+  if (at == std::string_view::npos) return std::nan("");
+  const char* p = event.data() + at + key.size();
+  char* end = nullptr;
+  const double v = std::strtod(p, &end);
+  return end == p ? std::nan("") : v;
+}
+
+}  // namespace
+
+Status TraceWriter::Open(const std::filesystem::path& path, const TraceFilter& filter) {
+  filter_ = filter;
+  const std::string name = path.filename().string();
+  const bool gzip = name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0;
+  DFX_RETURN_IF_ERROR(writer_.Open(path, gzip));
   writer_.Append("{\"traceEvents\": [\n");
   return Status::Ok();
 }
@@ -20,9 +37,29 @@ Status TraceWriter::Finish(const Json& metadata) {
 
 std::string& TraceWriter::Begin() {
   std::string& b = writer_.buffer();
+  event_begin_ = b.size();
+  last_dropped_ = false;
   if (!first_event_) b.append(",\n");
-  first_event_ = false;
   return b;
+}
+
+void TraceWriter::End() {
+  std::string& b = writer_.buffer();
+  if (filter_.windowed() && !in_flow_) {
+    const std::string_view event(b.data() + event_begin_, b.size() - event_begin_);
+    const double ts = NumberAfter(event, "\"ts\":");
+    if (!std::isnan(ts)) {
+      const double dur = NumberAfter(event, "\"dur\":");
+      const double end = std::isnan(dur) ? ts : ts + dur;
+      if (end < filter_.window_start || ts > filter_.window_end) {
+        b.resize(event_begin_);
+        last_dropped_ = true;
+        return;
+      }
+    }
+  }
+  first_event_ = false;
+  writer_.MaybeFlush();
 }
 
 void TraceWriter::Meta(const char* what, int pid, int tid, bool is_name, const std::string& name,
@@ -62,7 +99,14 @@ void TraceWriter::ThreadName(int pid, int tid, const std::string& name, int sort
 
 void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, const Anchor& to,
                        double to_ts, int in_count, int out_count) {
+  if (!filter_.flows) return;
+  if (filter_.windowed()) {
+    for (double t : {T(from_ts), T(to_ts)}) {
+      if (t < filter_.window_start || t > filter_.window_end) return;
+    }
+  }
   uint64_t id = next_flow_id_++;
+  in_flow_ = true;  // both ends were checked above
   for (int k = 0; k < 2; ++k) {
     const Anchor& a = k == 0 ? from : to;
     std::string& b = Begin();
@@ -77,6 +121,7 @@ void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, con
     b.append("}");
     End();
   }
+  in_flow_ = false;
   flow_events_ += 2;
 }
 

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -35,8 +36,21 @@ struct Anchor {
   uint64_t event_id;  // bind_id of the slice; 0 = bind by position only
 };
 
-// Appends a trace number: shortest round-trip decimal.
-inline void Num(std::string& b, double v) { AppendDouble(&b, v); }
+// Appends a trace number (µs): rounded to the nanosecond, then the shortest
+// round-trip decimal, so no 0.6399999999999864 reaches the trace.
+inline void Num(std::string& b, double v) { AppendDouble(&b, std::round(v * 1000.0) / 1000.0); }
+
+// What of a trace is written (dfx-view swimlane --window / --no-flows; the
+// run timeline adds --ranks / --dispatch itself).
+struct TraceFilter {
+  // Keep only events that overlap [window_start, window_end] µs on the
+  // trace's own time axis (after placement); metadata is always kept. A flow
+  // is kept only when both its ends fall in the window.
+  double window_start = -std::numeric_limits<double>::infinity();
+  double window_end = std::numeric_limits<double>::infinity();
+  bool flows = true;
+  bool windowed() const { return std::isfinite(window_start) || std::isfinite(window_end); }
+};
 
 // fmt into a reusable memory_buffer, then one append: much cheaper than
 // fmt::format_to(std::back_inserter(std::string)) on the hot path.
@@ -50,8 +64,9 @@ void AppendF(std::string& b, fmt::format_string<Args...> format, Args&&... args)
 
 class TraceWriter {
  public:
-  // Creates the trace (under a temporary name) and writes the container's head.
-  Status Open(const std::filesystem::path& path);
+  // Creates the trace (under a temporary name) and writes the container's
+  // head; a path ending in ".gz" is written gzip-compressed.
+  Status Open(const std::filesystem::path& path, const TraceFilter& filter = {});
   // Closes the event list, adds a top-level "metadata" object unless
   // `metadata` is null, and renames the trace into place.
   Status Finish(const Json& metadata);
@@ -78,7 +93,8 @@ class TraceWriter {
   // --- events ---------------------------------------------------------------------
   // The buffer to append one event's JSON object to (the separator is written).
   std::string& Begin();
-  void End() { writer_.MaybeFlush(); }
+  // Ends the event begun last; outside the window it is taken back.
+  void End();
   uint64_t next_event_id() const { return next_event_id_; }
   uint64_t TakeEventId() { return next_event_id_++; }
   // Reserves `n` consecutive ids; returns the first.
@@ -87,7 +103,12 @@ class TraceWriter {
     next_event_id_ += n;
     return first;
   }
-  void CountSlice() { ++slice_events_; }
+  // Counts the slice just ended (unless the window took it back).
+  void CountSlice() {
+    if (!last_dropped_) ++slice_events_;
+  }
+  // Bytes written so far (compressed when gzip).
+  uint64_t bytes_pending() const { return writer_.bytes_written(); }
   // A task slice of `dur_us` was drawn (the shortest is compared with the
   // run timeline's clock uncertainty).
   void NoteTaskDuration(double dur_us) { shortest_task_us_ = std::min(shortest_task_us_, dur_us); }
@@ -110,6 +131,10 @@ class TraceWriter {
   void Meta(const char* what, int pid, int tid, bool is_name, const std::string& name, int sort);
 
   ChunkedWriter writer_;
+  TraceFilter filter_;
+  size_t event_begin_ = 0;  // offset of the event being built in the writer's buffer
+  bool last_dropped_ = false;
+  bool in_flow_ = false;
   bool first_event_ = true;
   uint64_t next_event_id_ = 1;
   uint64_t next_flow_id_ = 1;

@@ -27,12 +27,8 @@ const char* const kFixedColumns[] = {"thread_id", "core_id",   "task_id",
                                      "func_id",   "core_type", "pmu_total_cycles"};
 constexpr size_t kFirstCounter = 5;  // pmu_total_cycles
 
-}  // namespace
-
-Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
-                  const std::function<void(const PmuCsvRow&)>& on_row) {
-  std::ifstream in(path);
-  if (!in) return NotFound("PMU CSV not found: " + path.string());
+// Reads and checks the header line of `in` into `header`.
+Status ReadHeader(std::istream& in, const std::filesystem::path& path, PmuCsvHeader* header) {
   std::string line;
   if (!std::getline(in, line))
     return InvalidArgument(path.string() + ": empty file (expected a header line)");
@@ -48,6 +44,26 @@ Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
                            line + "\"");
   }
   header->counters.assign(columns.begin() + kFirstCounter, columns.end() - 1);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PmuCsvHeader> ReadPmuCsvHeader(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("PMU CSV not found: " + path.string());
+  PmuCsvHeader header;
+  DFX_RETURN_IF_ERROR(ReadHeader(in, path, &header));
+  return header;
+}
+
+Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
+                  const std::function<void(const PmuCsvRow&)>& on_row) {
+  std::ifstream in(path);
+  if (!in) return NotFound("PMU CSV not found: " + path.string());
+  DFX_RETURN_IF_ERROR(ReadHeader(in, path, header));
+  const std::vector<std::string>& columns = header->columns;
+  std::string line;
   size_t lineno = 1;
   PmuCsvRow row;
   while (std::getline(in, line)) {
@@ -67,10 +83,22 @@ Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
       }
       return Status::Ok();
     };
-    double func, type, ev;
+    double core, func, type, ev;
+    DFX_RETURN_IF_ERROR(num(1, &core));
+    {
+      const std::string& cell = cells[2];
+      char* end = nullptr;
+      row.task_id = std::strtoull(cell.c_str(), &end, 16);
+      if (cell.size() < 3 || cell.compare(0, 2, "0x") != 0 || *end != '\0') {
+        return InvalidArgument(
+            fmt::format("{}: line {}: column task_id: expected 0x<hex digits>, got \"{}\"",
+                        path.string(), lineno, cell));
+      }
+    }
     DFX_RETURN_IF_ERROR(num(3, &func));
     DFX_RETURN_IF_ERROR(num(4, &type));
     DFX_RETURN_IF_ERROR(num(columns.size() - 1, &ev));
+    row.core_id = static_cast<int>(core);
     row.func_id = static_cast<long>(func);
     row.core_type = static_cast<int>(type);
     row.event_type = static_cast<int>(ev);

@@ -6,6 +6,7 @@
 // Thread-safe (no shared state).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -22,6 +23,8 @@ struct PmuCsvHeader {
 
 // One data row; only the columns a reader of the counters needs are parsed.
 struct PmuCsvRow {
+  int core_id = 0;
+  uint64_t task_id = 0;  // the "0x<16 hex>" cell
   long func_id = 0;
   int core_type = 0;  // 0 = AIC, 1 = AIV
   int event_type = 0;
@@ -31,6 +34,9 @@ struct PmuCsvRow {
 // Reads the header into `header`, then calls `on_row` for every non-blank
 // row in file order. Errors name the file, the line and, for a bad cell, the
 // column: "pmu.csv: line 2: column func_id: expected a number, got \"zero\"".
+// Reads and checks only the header line.
+Result<PmuCsvHeader> ReadPmuCsvHeader(const std::filesystem::path& path);
+
 Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
                   const std::function<void(const PmuCsvRow&)>& on_row);
 

@@ -240,6 +240,31 @@ TEST(Pmu, ReaderReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(rows[1].counters[0], 9120.0);  // pmu_total_cycles
 }
 
+TEST(Pmu, ReaderGivesEachRowsTaskAndCore) {
+  TempDir dir;
+  auto path = dir.path() / "pmu.csv";
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,c,"
+                              "event_type\n1,3,0x0000000100000007,2,1,10,4,2\n")
+                  .ok());
+  PmuCsvHeader header;
+  std::vector<PmuCsvRow> rows;
+  ASSERT_TRUE(ReadPmuCsv(path, &header, [&](const PmuCsvRow& r) { rows.push_back(r); }).ok());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].task_id, 0x100000007ull);
+  EXPECT_EQ(rows[0].core_id, 3);
+  auto only = ReadPmuCsvHeader(path);
+  ASSERT_TRUE(only.ok());
+  EXPECT_EQ(only->counters, (std::vector<std::string>{"pmu_total_cycles", "c"}));
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,c,"
+                              "event_type\n1,3,7,2,1,10,4,2\n")
+                  .ok());
+  Status s = ReadPmuCsv(path, &header, [](const PmuCsvRow&) {});
+  EXPECT_EQ(s.message(),
+            path.string() + ": line 2: column task_id: expected 0x<hex digits>, got \"7\"");
+}
+
 TEST(Pmu, ReaderNamesTheLineAndColumnOfABadCell) {
   TempDir dir;
   auto path = dir.path() / "pmu.csv";

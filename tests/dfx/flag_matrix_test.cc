@@ -79,7 +79,9 @@ TEST_P(FlagMatrixTest, L2ProducesExactlyItsArtifacts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> tree = Tree(dir / "w/dfx_outputs");
   auto merged = TakeMerged(&tree);
-  EXPECT_EQ(tree, LeafArtifacts(mask, false, "name_map_w.json")) << Describe(mask);
+  std::set<std::string> expected = LeafArtifacts(mask, false, "name_map_w.json");
+  expected.insert("README.txt");  // every artifact with its render command
+  EXPECT_EQ(tree, expected) << Describe(mask);
   const std::map<std::string, int> expected_merged =
       (mask & kSwimlane) ? std::map<std::string, int>{{"", 1}} : std::map<std::string, int>{};
   EXPECT_EQ(merged, expected_merged);
@@ -105,7 +107,7 @@ TEST_P(L3FlagMatrixTest, L3ProducesExactlyItsArtifactsInEveryLeaf) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> tree = Tree(dir / "w/dfx_outputs");
   auto merged = TakeMerged(&tree);
-  std::set<std::string> expected = {"run_manifest.json", ".session.json"};
+  std::set<std::string> expected = {"run_manifest.json", ".session.json", "README.txt"};
   std::map<std::string, int> expected_merged;
   for (int rank = 0; rank < 2; ++rank) {
     const std::string leaf = "rank" + std::to_string(rank) + "/d0";

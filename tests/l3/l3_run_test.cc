@@ -14,7 +14,7 @@ const std::vector<std::string> kAllFlags = {
     "--enable-scope-stats",   "--dump-args",      "2"};
 
 std::set<std::string> ExpectedFourRankTree() {
-  std::set<std::string> files = {"run_manifest.json", ".session.json"};
+  std::set<std::string> files = {"run_manifest.json", ".session.json", "README.txt"};
   for (int r = 0; r < 4; ++r) {
     for (int k = 0; k < 3; ++k) {
       const std::string d = "rank" + std::to_string(r) + "/d" + std::to_string(k) + "/";
@@ -87,8 +87,12 @@ void RunFourRanks(const std::string& launcher) {
   EXPECT_EQ(merged, 12u);
   EXPECT_EQ(tree, ExpectedFourRankTree());
   CheckManifest(out, 4, 3);
-  EXPECT_NE(r.out.find("dfx-view deps " + (out / "rank3/d2/deps.json").string()), std::string::npos)
-      << r.out;
+  // Every path with its render command is in README.txt, not on the console.
+  const std::string readme = Slurp(out / "README.txt");
+  EXPECT_NE(readme.find("dfx-view deps " + (out / "rank3/d2/deps.json").string()),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(r.out.find((out / "README.txt").string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run manifest: " + (out / "run_manifest.json").string()), std::string::npos);
   // Every spooled file was confirmed and deleted.
   EXPECT_TRUE(Tree(dir / "w/.dfx_spool").empty());

@@ -13,7 +13,8 @@ from conftest import BIN, BUILD_DIR, SOURCE_DIR, run
 SUBCOMMANDS = {
     "dfx-coordinator": ["run", "gather", "help"],
     "dfx-rank-agent": ["serve", "exec"],
-    "dfx-view": ["swimlane", "deps", "dump", "scope-stats", "sched-overhead", "pmu"],
+    "dfx-view": ["swimlane", "deps", "dump", "scope-stats", "sched-overhead", "pmu", "summary",
+                 "export"],
     "dfx-gen-program": ["layered", "attention", "vector"],
 }
 COMMANDS = [(b, []) for b in SUBCOMMANDS] + [(b, [s]) for b, subs in SUBCOMMANDS.items() for s in subs]

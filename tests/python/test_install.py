@@ -57,11 +57,19 @@ def test_installed_coordinator_runs_the_quickstart_plan(prefix, tmp_path):
     manifest = json.loads((work / "dfx_outputs/run_manifest.json").read_text())
     assert manifest["status"] == "ok" and len(manifest["ranks"]) == 4
     assert (work / "dfx_outputs/rank3/d2/deps.json").is_file()
-    # The hints name the installed viewer, so they work when pasted.
-    hint = re.search(r"task graph: +(.*)", r.stdout).group(1)
+    # The hints (in dfx_outputs/README.txt at L3) name the installed viewer,
+    # so they work when pasted; so do the summary's "dig further" commands.
+    assert "verdict: ok" in r.stdout.splitlines()[-1], r.stdout
+    readme = (work / "dfx_outputs/README.txt").read_text()
+    hint = re.search(r"task graph: +(.*)", readme).group(1)
     assert shlex.split(hint)[0] == str(prefix / "bin/dfx-view")
     out = run(["sh", "-c", hint], env=env, cwd="/")
     assert out.returncode == 0, out.stderr
+    dig = re.search(r"dig further: +(.*)", r.stdout).group(1).split("   |   ")
+    summary = next(c for c in dig if " summary " in c)
+    assert shlex.split(summary)[0] == str(prefix / "bin/dfx-view")
+    out = run(["sh", "-c", summary], env=env, cwd="/")
+    assert out.returncode == 0 and "stragglers: " in out.stdout, out.stderr
 
 
 def test_python_package_imports_from_the_installed_tree(prefix):

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,13 @@ struct RunResult {
   int exit_code = -1;
   std::string out, err;
 };
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1))
+    ++n;
+  return n;
+}
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -164,6 +173,30 @@ TEST_F(ViewTest, SwimlaneLevel4HasDocumentedProcessesThreadsLabelsAndFlows) {
   EXPECT_NE(r.out.find("Task Statistics by Function"), std::string::npos);
   EXPECT_NE(r.out.find("softmax"), std::string::npos);
   EXPECT_NE(r.out.find("Total Test Time: 7.300 us"), std::string::npos);
+}
+
+TEST_F(ViewTest, SwimlaneDoesNotWriteASecondCopyOfTheRunsOwnConversion) {
+  // The run converted the records into merged_swimlane_<ts>.json after they
+  // were written: the default invocation points at it instead of copying it.
+  std::ofstream(dir_ / "l4/merged_swimlane_20260101_000000.json") << "{\"traceEvents\": []}\n";
+  RunResult r = Run("swimlane l4/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Up to date: l4/merged_swimlane_20260101_000000.json"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Task Statistics by Function"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "l4/merged_swimlane.json"));
+  // Any option that changes the trace writes it.
+  r = Run("swimlane l4/chip_swimlane_records.json --no-flows");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "l4/merged_swimlane.json"));
+  // Records newer than the conversion are converted again.
+  fs::last_write_time(
+      dir_ / "l4/merged_swimlane_20260101_000000.json",
+      fs::last_write_time(dir_ / "l4/chip_swimlane_records.json") - std::chrono::hours(1));
+  fs::remove(dir_ / "l4/merged_swimlane.json");
+  r = Run("swimlane l4/chip_swimlane_records.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "l4/merged_swimlane.json"));
 }
 
 TEST_F(ViewTest, SwimlaneFlagsHappensBeforeViolations) {
@@ -369,6 +402,106 @@ TEST_F(ViewTest, RunTimelineReadsTheManifestTheCoordinatorWrites) {
   EXPECT_NEAR(r1d0, 100.0 + 0.03, 1e-6);  // start_ns is already on the coordinator clock
 }
 
+// The events of a trace file, plain or gzip-compressed (.json.gz).
+Json ReadTrace(const fs::path& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
+  std::string text;
+  char buf[65536];
+  int n = 0;
+  while (f != nullptr && (n = gzread(f, buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(n));
+  if (f != nullptr) gzclose(f);
+  return Json::parse(text);
+}
+
+TEST_F(ViewTest, RunTimelineFiltersCutTheTraceByRankDispatchWindowAndFlows) {
+  collectors::RunManifest m;
+  m.session = 3;
+  m.ranks = {{0, "h", 1, collectors::RankState::kOk, "", 0, 1000, 2},
+             {1, "h", 2, collectors::RankState::kOk, "", 250000, 1000, 1}};
+  m.dispatches = {Dispatch(0, 0, config::PassKind::kSingle, 1000000),
+                  Dispatch(0, 1, config::PassKind::kSingle, 1500000),
+                  Dispatch(1, 0, config::PassKind::kSingle, 1100000)};
+  m.dispatches[0].program = "attn";
+  m.dispatches[1].program = "vec";
+  m.dispatches[2].program = "vec";
+  for (auto& d : m.dispatches) d.end_ns = d.start_ns + 50000;
+  ASSERT_TRUE(collectors::WriteRunManifest(dir_ / "run/dfx_outputs", m).ok());
+  ASSERT_EQ(Run("swimlane --run run/dfx_outputs -o all.json").exit_code, 0);
+  Json all = ReadTrace(dir_ / "all.json");
+  TraceSummary s_all = Summarize(all);
+  // Each dispatch has its boundary slice on its rank, the coordinator its host lane.
+  EXPECT_EQ(s_all.slice_names.count("d0: attn"), 1u);
+  EXPECT_EQ(s_all.slice_names.count("d1: vec"), 1u);
+  EXPECT_EQ(s_all.slice_names.count("d0 attn: sent \u2192 done"), 1u);
+  EXPECT_EQ(s_all.process_names[99], "Coordinator (host)");
+  EXPECT_EQ(s_all.process_names[100], "Rank 0 \u00b7 Dispatches");
+  EXPECT_EQ(all["metadata"]["session"], "0000000000000003");
+  EXPECT_EQ(all["metadata"]["ranks"]["1"]["clock_offset_ns"], 250000);
+  EXPECT_GT(s_all.flow_names.size(), 0u);
+
+  // --ranks 1: rank 1's pids (and the coordinator's lane for it) only.
+  RunResult r = Run("swimlane --run run/dfx_outputs --ranks 1 -o r1.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& e : ReadTrace(dir_ / "r1.json")["traceEvents"]) {
+    const int pid = e["pid"];
+    EXPECT_TRUE(pid == 99 || (pid >= 200 && pid < 300)) << e.dump();
+  }
+  // --dispatch 1: rank 0's d1 only.
+  ASSERT_EQ(Run("swimlane --run run/dfx_outputs --dispatch 1 -o d1.json").exit_code, 0);
+  TraceSummary s_d1 = Summarize(ReadTrace(dir_ / "d1.json"));
+  EXPECT_EQ(s_d1.slice_names.count("d1: vec"), 1u);
+  EXPECT_EQ(s_d1.slice_names.count("d0: attn"), 0u);
+  EXPECT_EQ(s_d1.slice_names.count("d0: vec"), 0u);
+  // --no-flows: the same slices, no arrows.
+  ASSERT_EQ(Run("swimlane --run run/dfx_outputs --no-flows -o nf.json").exit_code, 0);
+  TraceSummary s_nf = Summarize(ReadTrace(dir_ / "nf.json"));
+  EXPECT_TRUE(s_nf.flow_names.empty());
+  EXPECT_EQ(s_nf.slice_names, s_all.slice_names);
+  // --window: every timed event overlaps it; flows have both ends in it.
+  ASSERT_EQ(Run("swimlane --run run/dfx_outputs --window 90:200 -o w.json").exit_code, 0);
+  Json w = ReadTrace(dir_ / "w.json");
+  size_t timed = 0;
+  for (const auto& e : w["traceEvents"]) {
+    if (!e.contains("ts")) continue;
+    ++timed;
+    const double ts = e["ts"], end = ts + e.value("dur", 0.0);
+    EXPECT_TRUE(end >= 90 && ts <= 200) << e.dump();
+  }
+  EXPECT_GT(timed, 0u);
+  EXPECT_LT(timed, all["traceEvents"].size());
+  EXPECT_TRUE(Summarize(w).flows_paired);
+  // .json.gz: the same trace, compressed.
+  ASSERT_EQ(Run("swimlane --run run/dfx_outputs -o all.json.gz").exit_code, 0);
+  EXPECT_EQ(ReadTrace(dir_ / "all.json.gz")["traceEvents"].size(), all["traceEvents"].size());
+  EXPECT_LT(fs::file_size(dir_ / "all.json.gz"), fs::file_size(dir_ / "all.json") / 3);
+  // Timestamps are rounded to the nanosecond.
+  for (const auto& e : all["traceEvents"]) {
+    if (!e.contains("ts")) continue;
+    const double ts = e["ts"];
+    EXPECT_NEAR(ts * 1000.0, std::round(ts * 1000.0), 1e-6) << e.dump();
+  }
+  // Past the size threshold: a warning with the size and the filters to use.
+  r = Run("swimlane --run run/dfx_outputs --size-warning-bytes 1000 -o big.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Warning: the trace has passed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--ranks R,.. / --dispatch K,.. / --window T0:T1"), std::string::npos);
+  EXPECT_NE(r.err.find("-o big.json.gz"), std::string::npos) << r.err;
+  // Bad filters are usage errors naming the flag; --ranks needs --run.
+  r = Run("swimlane --run run/dfx_outputs --window 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--window 5: expected T0:T1"), std::string::npos) << r.err;
+  r = Run("swimlane --run run/dfx_outputs --ranks 1,x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ranks 1,x: expected a comma-separated list"), std::string::npos);
+  r = Run("swimlane run/dfx_outputs/rank0/d0/chip_swimlane_records.json --ranks 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("only valid with --run"), std::string::npos) << r.err;
+  r = Run("swimlane --run run/dfx_outputs/rank0/d0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("this is one dispatch's directory"), std::string::npos) << r.err;
+}
+
 TEST_F(ViewTest, DepsTextReportIsByteExact) {
   RunResult r = Run("deps l4/deps.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -511,6 +644,55 @@ TEST_F(ViewTest, DepsHtmlRendersInHeadlessChromium) {
   EXPECT_GT(DistinctPngBytes(dir_ / "deps.png"), 16u);
 }
 
+TEST_F(ViewTest, DepsLargeGraphAdvisesAroundAndAroundKeepsTheNeighbourhood) {
+  WriteChain(dir_ / "big/deps.json", 6000);
+  RunResult r = Run("deps big/deps.json --format html --engine sfdp --layout-timeout 0.001");
+  EXPECT_NE(r.err.find("Note: 6000 nodes: a layout of that many takes minutes"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--around TASK --depth N"), std::string::npos) << r.err;
+  // Two edges either way of task 100 on a chain: 98..102.
+  r = Run("deps big/deps.json --around t100 --depth 2 -o big/around.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Around 100: 5 task(s) within 2 edge(s)"), std::string::npos) << r.out;
+  const std::string text = Slurp(dir_ / "big/around.txt");
+  EXPECT_NE(text.find("  tasks: 5\n  unique_task_edges: 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("TASK 98 "), std::string::npos);
+  EXPECT_EQ(text.find("TASK 97 "), std::string::npos);
+  r = Run("deps big/deps.json --around t6000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--around t6000: no such task"), std::string::npos) << r.err;
+  r = Run("deps big/deps.json --around x1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--around x1: expected a task as t<local>"), std::string::npos) << r.err;
+  r = Run("deps big/deps.json --depth 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--depth is only valid with --around"), std::string::npos) << r.err;
+}
+
+TEST_F(ViewTest, DepsHtmlSearchMarksMatchesInHeadlessChromium) {
+  if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
+  WriteChain(dir_ / "big/deps.json", 300);
+  RunResult r = Run(
+      "deps big/deps.json --format html --engine sfdp --around t100 --depth 3 -o big/around.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = Slurp(dir_ / "big/around.html");
+  EXPECT_NE(html.find("<title>deps.json \u2014 7 nodes, 6 edges</title>"), std::string::npos);
+  EXPECT_NE(html.find("id=\"search\""), std::string::npos);
+  // "#search=101" fills the box on load: one node (task 101) is marked and centred.
+  fs::path page = dir_ / "big/around.html";
+  std::string dom = RenderInChromium(fs::path(page.string() + "#search=101"), dir_ / "search.png",
+                                     dir_ / "chrome-profile");
+  EXPECT_NE(dom.find("data-viewer-ready=\"1\""), std::string::npos) << "page script did not finish";
+  EXPECT_EQ(Count(dom, "class=\"node hit\""), 1u) << dom.substr(0, 4000);
+  EXPECT_NE(dom.find("<span id=\"hits\">1 match</span>"), std::string::npos);
+  EXPECT_GT(DistinctPngBytes(dir_ / "search.png"), 16u);
+  // Without a match nothing is marked.
+  dom = RenderInChromium(fs::path(page.string() + "#search=nothing"), dir_ / "none.png",
+                         dir_ / "chrome-profile");
+  EXPECT_EQ(Count(dom, "class=\"node hit\""), 0u);
+  EXPECT_NE(dom.find("<span id=\"hits\">0 matches</span>"), std::string::npos);
+}
+
 TEST_F(ViewTest, ScopeStatsHtmlReportsPeaksAndRendersInHeadlessChromium) {
   RunResult r = Run("scope-stats scope_stats/scope_stats.jsonl --out-dir report");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -522,7 +704,13 @@ TEST_F(ViewTest, ScopeStatsHtmlReportsPeaksAndRendersInHeadlessChromium) {
   std::string html = Slurp(page);
   EXPECT_NE(html.find("Healthy: no fatal, no dropped"), std::string::npos);
   EXPECT_NE(html.find("Top Peaks"), std::string::npos);
-  EXPECT_NE(html.find("87.50%"), std::string::npos);      // task_window ring 1: 14 of 16
+  EXPECT_NE(html.find("87.50%"), std::string::npos);  // task_window ring 1: 14 of 16
+  // The heap axis (MiB) has the decimals its range needs: a 1 KiB peak tops
+  // the axis at 1.1 x 0.000977 = 0.00107 MiB (two decimals made every tick 0.00).
+  const size_t heap = html.find("<h2>Heap <small>(MiB)</small></h2>");
+  ASSERT_NE(heap, std::string::npos);
+  EXPECT_NE(html.find(">0.00107</text>", heap), std::string::npos);
+  EXPECT_NE(html.find(">0.00054</text>", heap), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);  // self-contained
   if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
   std::string dom = RenderInChromium(page, dir_ / "scope.png", dir_ / "chrome-profile");
@@ -585,6 +773,44 @@ TEST_F(ViewTest, SchedOverheadPrintsAllSixPartsAndVerdict) {
             std::string::npos);
   r = Run("sched-overhead --chip-swimlane-records-json nope.json");
   EXPECT_EQ(r.err, "Error: Perf JSON not found: nope.json\n");
+}
+
+TEST_F(ViewTest, CriticalPathIsListedHopByHopAndDrawnRedInHeadlessChromium) {
+  // sched-overhead part 6 lists the path hop by hop, root first.
+  RunResult so =
+      Run("sched-overhead --chip-swimlane-records-json l4/chip_swimlane_records.json --deps-json "
+          "l4/deps.json");
+  ASSERT_EQ(so.exit_code, 0) << so.err;
+  const size_t part6 = so.out.find("== Part 6: critical path ==");
+  ASSERT_NE(part6, std::string::npos);
+  const std::string p6 = so.out.substr(part6);
+  const size_t at = p6.find("hops: ");
+  ASSERT_NE(at, std::string::npos);
+  const int hops = std::stoi(p6.substr(at + 6));
+  EXPECT_NE(p6.find("sched gap us"), std::string::npos) << p6;
+  // The deps viewer lists the same path from the records beside deps.json ...
+  RunResult r = Run("deps l4/deps.json --critical-path -o l4/cp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Slurp(dir_ / "l4/cp.txt");
+  const size_t cp = text.find("\nCRITICAL PATH\n  hops: " + std::to_string(hops) + " ");
+  ASSERT_NE(cp, std::string::npos) << text;
+  EXPECT_EQ(Count(text.substr(cp), "\n  TASK "), static_cast<size_t>(hops + 1)) << text;
+  // ... and without records it says what it needs.
+  r = Run("deps dag/deps.json --critical-path");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--critical-path needs the timing beside deps.json"), std::string::npos)
+      << r.err;
+  // The HTML page draws the path's tasks and hops red (class "critical").
+  r = Run("deps l4/deps.json --critical-path --format html -o l4/cp.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = Slurp(dir_ / "l4/cp.html");
+  EXPECT_EQ(Count(html, "class=\"node critical\""), static_cast<size_t>(hops + 1)) << html;
+  EXPECT_EQ(Count(html, "class=\"edge critical\""), static_cast<size_t>(hops));
+  if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
+  std::string dom = RenderInChromium(dir_ / "l4/cp.html", dir_ / "cp.png", dir_ / "chrome-profile");
+  EXPECT_NE(dom.find("data-viewer-ready=\"1\""), std::string::npos) << "page script did not finish";
+  EXPECT_EQ(Count(dom, "class=\"node critical\""), static_cast<size_t>(hops + 1));
+  EXPECT_GT(DistinctPngBytes(dir_ / "cp.png"), 16u);
 }
 
 TEST_F(ViewTest, SchedOverheadOnLevel2PrintsPartsOneToFourThenThePhaseError) {
@@ -706,6 +932,23 @@ TEST_F(ViewTest, PmuSummaryGroupsByFunctionAndDerivesPipeUtilisation) {
   r = Run("pmu pmu/bad.csv");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "Error: pmu/bad.csv: line 2: column func_id: expected a number, got \"zero\"\n");
+}
+
+TEST_F(ViewTest, PmuSummaryAndDepsTextNameKernelsFromTheNameMap) {
+  // The name map beside pmu.csv names its functions.
+  std::ofstream(dir_ / "pmu/name_map.json")
+      << R"({"level": 2, "orchestrator_name": "p", "callable_id_to_name": {"0": "mm", "1": "add"}})";
+  RunResult r = Run("pmu pmu/pmu.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("func_id 0 (mm) on AIC: 2 row(s)"), std::string::npos) << r.out;
+  // The deps text report shows the name beside the ids when it says it has a name map.
+  r = Run("deps l4/deps.json -o l4/named.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Slurp(dir_ / "l4/named.txt");
+  EXPECT_NE(text.find("func_name_map: yes"), std::string::npos);
+  EXPECT_NE(text.find("TASK (0, 1) kind=submit func_id=[0,-1,-1] func_name=qk fanin=1"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
