@@ -175,6 +175,35 @@ TEST_F(ViewTest, SwimlaneLevel4HasDocumentedProcessesThreadsLabelsAndFlows) {
   EXPECT_NE(r.out.find("Total Test Time: 7.300 us"), std::string::npos);
 }
 
+TEST_F(ViewTest, ViewersFindTheirInputUnderDfxOutputsAndTheCurrentDirectory) {
+  // Runs dfx-view in `sub` (relative to the fixture copy); its exit code.
+  auto run_in = [&](const std::string& sub, const std::string& args) {
+    const std::string cmd = "cd '" + (dir_ / sub).string() + "' && '" + DFX_VIEW_BIN + "' " + args +
+                            " > '" + (dir_ / "_in.out").string() + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  // Inside one rank<N>/d<K>/: the records there.
+  EXPECT_EQ(run_in("run/dfx_outputs/rank0/d1", "swimlane"), 0) << Slurp(dir_ / "_in.out");
+  EXPECT_TRUE(fs::exists(dir_ / "run/dfx_outputs/rank0/d1/merged_swimlane.json"));
+  // In a work dir: its dfx_outputs/ (flat, as at L2).
+  fs::create_directories(dir_ / "work/dfx_outputs");
+  for (const char* f : {"deps.json", "chip_swimlane_records.json", "name_map_Demo_case.json"}) {
+    fs::copy_file(dir_ / "l4" / f, dir_ / "work/dfx_outputs" / f);
+  }
+  fs::copy_file(dir_ / "pmu/pmu.csv", dir_ / "work/dfx_outputs/pmu.csv");
+  EXPECT_EQ(run_in("work", "deps"), 0) << Slurp(dir_ / "_in.out");
+  EXPECT_TRUE(fs::exists(dir_ / "work/dfx_outputs/deps_viewer.txt"));
+  EXPECT_EQ(run_in("work", "pmu"), 0) << Slurp(dir_ / "_in.out");
+  EXPECT_NE(Slurp(dir_ / "_in.out").find("func_id 0 (qk) on AIC"), std::string::npos);
+  EXPECT_EQ(run_in("work/dfx_outputs", "sched-overhead"), 0) << Slurp(dir_ / "_in.out");
+  // Nowhere to look: the error says where it looked.
+  fs::create_directories(dir_ / "empty");
+  EXPECT_EQ(run_in("empty", "deps"), 1);
+  EXPECT_NE(Slurp(dir_ / "_in.out").find("./dfx_outputs/ and its rank<N>/d<K>/"), std::string::npos)
+      << Slurp(dir_ / "_in.out");
+}
+
 TEST_F(ViewTest, SwimlaneDoesNotWriteASecondCopyOfTheRunsOwnConversion) {
   // The run converted the records into merged_swimlane_<ts>.json after they
   // were written: the default invocation points at it instead of copying it.
