@@ -107,6 +107,24 @@ TEST(SummaryTest, ThresholdDecidesAndBadValuesAreNamed) {
       << none.err;
 }
 
+TEST(SummaryTest, AboveEightRanksTheTableIsAggregatesPlusOutliers) {
+  fs::path dir = TestDir("summary_nine");
+  auto r = Coordinator(
+      Data("straggler/spin_fast.json"), dir / "w",
+      {"--ranks", "9", "--launcher", "local", "--virtual-clock", "--enable-chip-swimlane", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto table = View({"summary", (dir / "w/dfx_outputs").string()}, dir);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("\nall   9 ranks: span min "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" more rank(s): --format csv lists every one)"), std::string::npos);
+  size_t rank_rows = 0;
+  for (int k = 0; k < 9; ++k) rank_rows += Count(table.out, "\nr" + std::to_string(k) + " ");
+  EXPECT_LE(rank_rows, 2u) << "only the slowest and the fastest\n" << table.out;
+  auto csv = View({"summary", (dir / "w/dfx_outputs").string(), "--format", "csv"}, dir);
+  EXPECT_EQ(Count(csv.out, "\n"), 10u) << "every rank in the CSV\n" << csv.out;
+  fs::remove_all(dir);
+}
+
 TEST(SummaryTest, ExportsEveryTaskRowToCsvAndSqlite) {
   const fs::path out = StragglerRun() / "dfx_outputs";
   const fs::path csv_path = StragglerRun() / "tasks.csv";
