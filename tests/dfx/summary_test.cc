@@ -141,8 +141,8 @@ TEST(SummaryTest, ExportsEveryTaskRowToCsvAndSqlite) {
       << header;
   EXPECT_EQ(Count(text, ",slow,"), static_cast<size_t>(3 * kRowsPerDispatch));
   EXPECT_EQ(Count(text, ",spin,"), static_cast<size_t>(2 * kDispatches));
-  for (const fs::path& p : Tree(StragglerRun())) {
-    EXPECT_EQ(p.string().find(".tmp."), std::string::npos) << p;
+  for (const std::string& p : Tree(StragglerRun())) {
+    EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
   }
 
   const fs::path db_path = StragglerRun() / "tasks.sqlite";
