@@ -472,7 +472,9 @@ TEST_F(ViewTest, RunTimelineFiltersCutTheTraceByRankDispatchWindowAndFlows) {
   // --ranks 1: rank 1's pids (and the coordinator's lane for it) only.
   RunResult r = Run("swimlane --run run/dfx_outputs --ranks 1 -o r1.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& e : ReadTrace(dir_ / "r1.json")["traceEvents"]) {
+  const Json r1 =
+      ReadTrace(dir_ / "r1.json");  // kept: a range-for over a temporary's member dangles
+  for (const auto& e : r1["traceEvents"]) {
     const int pid = e["pid"];
     EXPECT_TRUE(pid == 99 || (pid >= 200 && pid < 300)) << e.dump();
   }
