@@ -131,7 +131,7 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
   if (launcher == Launcher::kMpirun || launcher == Launcher::kSrun) {
     // No --rank: each agent reads it from the launcher's environment.
     std::vector<std::string> argv = LauncherArgv(launcher, agents, launch, line.ToArgv());
-    DFX_LOG_DEBUG("starting {}", fmt::join(argv, " "));
+    DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
     return Spawn(argv, launch);
   }
   for (int i = 0; i < agents; ++i) {

@@ -322,7 +322,7 @@ Status RunCoordinator::Launch() {
     const std::string mpirun =
         options_.launcher_binary.empty() ? std::string("mpirun") : options_.launcher_binary;
     launch.mpi_flavour = DetectMpiFlavour(mpirun);
-    DFX_LOG_DEBUG("{} is {}", mpirun, MpiFlavourName(launch.mpi_flavour));
+    DFX_LOG_INFO("{} is {}", mpirun, MpiFlavourName(launch.mpi_flavour));
     if (launch.mpi_flavour == MpiFlavour::kUnknown) {
       DFX_LOG_WARN(
           "`{} --version` names neither Open MPI nor MPICH nor Intel MPI; starting it with plain "
