@@ -254,6 +254,7 @@ Json RunManifestToJson(const RunManifest& m) {
   j["launcher"] = m.launcher;
   j["endpoint"] = m.endpoint;
   j["bind"] = m.bind;
+  j["launch_ns"] = NullOr(m.launch_ns);
   j["run_config"] = config::RunConfigToJson(m.run_config);
   Json passes = Json::array();
   for (config::PassKind p : m.passes) passes.push_back(config::PassKindName(p));
@@ -270,6 +271,8 @@ Json RunManifestToJson(const RunManifest& m) {
     e["clock_offset_ns"] = NullOr(r.clock_offset_ns);
     e["clock_offset_rtt_ns"] = NullOr(r.clock_offset_rtt_ns);
     e["dispatches"] = r.dispatches;
+    e["hello_ns"] = NullOr(r.hello_ns);
+    e["ready_ns"] = NullOr(r.ready_ns);
     ranks.push_back(std::move(e));
   }
   j["ranks"] = std::move(ranks);
@@ -285,6 +288,9 @@ Json RunManifestToJson(const RunManifest& m) {
     e["error"] = NullOr(d.error);
     e["start_ns"] = d.start_ns;
     e["end_ns"] = d.end_ns;
+    e["accepted_ns"] = NullOr(d.accepted_ns);
+    e["stream_ns"] = NullOr(d.stream_ns);
+    e["verified_ns"] = NullOr(d.verified_ns);
     e["tasks_executed"] = d.tasks_executed;
     e["artifact_count"] = NullOr(d.artifact_count);
     Json arts = Json::array();
@@ -327,6 +333,7 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
   DFX_RETURN_IF_ERROR(f.String("launcher", &m.launcher, false));
   DFX_RETURN_IF_ERROR(f.String("endpoint", &m.endpoint, false));
   DFX_RETURN_IF_ERROR(f.String("bind", &m.bind, false));
+  DFX_RETURN_IF_ERROR(f.OptionalInt("launch_ns", &m.launch_ns));
   if (const Json* rc = f.Find("run_config"); rc != nullptr && !rc->is_null()) {
     DFX_ASSIGN_OR_RETURN(config::ParsedRunConfig parsed,
                          config::RunConfigFromJson(*rc, origin, "$.run_config"));
@@ -353,6 +360,8 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_ns", &rank.clock_offset_ns));
     DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_rtt_ns", &rank.clock_offset_rtt_ns));
     DFX_RETURN_IF_ERROR(r.Int("dispatches", &rank.dispatches, false));
+    DFX_RETURN_IF_ERROR(r.OptionalInt("hello_ns", &rank.hello_ns));
+    DFX_RETURN_IF_ERROR(r.OptionalInt("ready_ns", &rank.ready_ns));
     m.ranks.push_back(std::move(rank));
     return Status::Ok();
   }));
@@ -371,6 +380,9 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     DFX_RETURN_IF_ERROR(d.String("error", &entry.error, false));
     DFX_RETURN_IF_ERROR(d.Int("start_ns", &entry.start_ns, false));
     DFX_RETURN_IF_ERROR(d.Int("end_ns", &entry.end_ns, false));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("accepted_ns", &entry.accepted_ns));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("stream_ns", &entry.stream_ns));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("verified_ns", &entry.verified_ns));
     DFX_RETURN_IF_ERROR(d.Int("tasks_executed", &entry.tasks_executed, false));
     DFX_RETURN_IF_ERROR(d.OptionalInt("artifact_count", &entry.artifact_count));
     DFX_RETURN_IF_ERROR(d.Array("artifacts", [&](const Json& a, const std::string& p) -> Status {

@@ -89,6 +89,9 @@ struct RankEntry {
   uint32_t dispatches = 0;  // dispatch entries of this rank (all passes)
   // The address its connection came from (the coordinator's view), once it said HELLO.
   std::optional<std::string> address;
+  // Coordinator clock: when its agent said HELLO, and READY (the chips are up).
+  std::optional<uint64_t> hello_ns;
+  std::optional<uint64_t> ready_ns;
   bool operator==(const RankEntry&) const = default;
 };
 
@@ -100,12 +103,18 @@ struct DispatchEntry {
   DispatchState status = DispatchState::kPending;
   std::string error;
   uint64_t start_ns = 0;  // coordinator clock: sent
-  uint64_t end_ns = 0;    // coordinator clock: finished (or failed)
+  uint64_t end_ns = 0;    // coordinator clock: finished (DispatchDone, or failed)
   uint64_t tasks_executed = 0;
   // The number of artifacts the agent reported in DispatchDone (unset until
   // then); a dispatch is ok only if that many arrived verified.
   std::optional<uint32_t> artifact_count;
   std::vector<ArtifactEntry> artifacts;
+  // Coordinator clock, for the host lane of the run timeline: the agent
+  // accepted it, its first artifact stream began, and its last artifact was
+  // verified and renamed into place (unset until then).
+  std::optional<uint64_t> accepted_ns;
+  std::optional<uint64_t> stream_ns;
+  std::optional<uint64_t> verified_ns;
   bool operator==(const DispatchEntry&) const = default;
 };
 
@@ -127,6 +136,8 @@ struct RunManifest {
   std::string launcher;  // "local" | "mpirun" | "attach"
   std::string endpoint;  // what agents were told to dial (--advertise or derived from --bind)
   std::string bind;      // what the coordinator listened on, with its real port
+  // Coordinator clock: when it started launching agents (attach: waiting for them).
+  std::optional<uint64_t> launch_ns;
   config::RunConfig run_config;  // as the user asked (passes derive from it)
   std::vector<config::PassKind> passes;
   std::vector<RankEntry> ranks;

@@ -22,7 +22,7 @@ RunManifest Sample() {
   m.run_config.enable_chip_swimlane = 4;
   m.run_config.save_kernels = true;
   m.passes = {config::PassKind::kGraph, config::PassKind::kTiming};
-  m.ranks.push_back({0, "host-a", 42, RankState::kOk, "", -1500, 2000, 2, "10.0.0.2"});
+  m.ranks.push_back({0, "host-a", 42, RankState::kOk, "", -1500, 2000, 2, "10.0.0.2", 5, 8});
   m.ranks.push_back({1, std::nullopt, std::nullopt, RankState::kFailed, "agent died", {}, {}, 2});
   DispatchEntry d;
   d.rank = 0;
@@ -33,6 +33,9 @@ RunManifest Sample() {
   d.start_ns = 10;
   d.end_ns = 20;
   d.tasks_executed = 7;
+  d.accepted_ns = 11;
+  d.stream_ns = 15;
+  d.verified_ns = 21;
   d.artifacts.push_back({"rank0/d1/deps.json", 12, 0xfeedull, ArtifactState::kOk, ""});
   d.artifacts.push_back({"rank0/d1/pmu.csv", 3, std::nullopt, ArtifactState::kFailed, "why"});
   m.dispatches.push_back(d);
@@ -47,6 +50,7 @@ RunManifest Sample() {
                           0,
                           {}});
   m.bytes_gathered = 15;
+  m.launch_ns = 1;
   m.merged_swimlane = {"rank0/d1/merged_swimlane_x.json"};
   m.gather =
       GatherEntry{"g1", true, {{"rank1/d0/deps.json", 9, 1, ArtifactState::kRecovered, ""}}, {}};
@@ -69,8 +73,13 @@ TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   Json j = RunManifestToJson(Sample());
   EXPECT_EQ(testing::Keys(j), (std::vector<std::string>{
                                   "session", "status", "plan", "work_dir", "launcher", "endpoint",
-                                  "bind", "run_config", "passes", "ranks", "dispatches",
-                                  "bytes_gathered", "merged_swimlane", "gather"}));
+                                  "bind", "launch_ns", "run_config", "passes", "ranks",
+                                  "dispatches", "bytes_gathered", "merged_swimlane", "gather"}));
+  // The host lane's times: null until known.
+  EXPECT_EQ(j["ranks"][0]["hello_ns"], 5);
+  EXPECT_TRUE(j["ranks"][1]["ready_ns"].is_null());
+  EXPECT_EQ(j["dispatches"][0]["verified_ns"], 21);
+  EXPECT_TRUE(j["dispatches"][1]["accepted_ns"].is_null());
   EXPECT_EQ(j["session"], "0123456789abcdef");
   EXPECT_EQ(j["status"], "failed");
   EXPECT_EQ(j["dispatches"][0]["dir"], "rank0/d1");

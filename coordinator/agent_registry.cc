@@ -106,6 +106,7 @@ std::variant<AgentRegistry::Admitted, AgentRegistry::Refusal> AgentRegistry::Adm
   agent.mode = hello.mode;
   agent.spool = hello.spool_dir;
   agent.last_rx_ns = Now();
+  agent.hello_ns = agent.last_rx_ns;
   agent.clock_offset_ns = static_cast<int64_t>(hello.agent_clock_ns - Now());
   AgentState& stored = agents_[identity] = std::move(agent);
   if (policy_.num_ranks > 0) {

@@ -40,6 +40,8 @@ struct AgentState {
   bool disconnected = false;
   std::string error;  // why it is dead
   uint64_t last_rx_ns = 0;
+  uint64_t hello_ns = 0;  // when it said HELLO, and READY (0: not yet); coordinator clock
+  uint64_t ready_ns = 0;
   uint64_t last_ping_ns = 0;
   // Agent clock minus coordinator clock, from the heartbeat with the
   // shortest round trip so far (the offset is good to +- best_rtt_ns / 2).

@@ -253,6 +253,8 @@ void ArtifactReceiver::TakeWriterResults() {
       a.error = done.error;
       a.checksum.reset();
       if (done.error.empty()) a.checksum = s.checksum;
+      if (done.error.empty() && s.dispatch && options_.on_verified)
+        options_.on_verified(*s.dispatch);
     }
     AgentState* agent = registry_.Find(s.agent);
     if (agent != nullptr && !agent->dead) {

@@ -58,6 +58,9 @@ struct ReceiverOptions {
   // Test-only fault injection: every chunk write takes this long (a slow
   // disk). Set by main from DFX_FAULT_COORDINATOR_WRITE_DELAY_MS.
   uint32_t fault_write_delay_ms = 0;
+  // Called with the dispatch record's index each time one of its artifacts
+  // is verified and in place (the host lane's "verify" end); may be empty.
+  std::function<void(size_t dispatch)> on_verified;
 };
 
 class ArtifactReceiver {

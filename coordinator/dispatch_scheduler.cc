@@ -84,7 +84,19 @@ std::optional<size_t> DispatchScheduler::InFlight(int32_t rank, uint32_t k) cons
 }
 
 void DispatchScheduler::OnAccepted(int32_t rank, uint32_t k) {
-  if (auto i = InFlight(rank, k)) dispatches_[*i].status = DispatchState::kRunning;
+  if (auto i = InFlight(rank, k)) {
+    dispatches_[*i].status = DispatchState::kRunning;
+    dispatches_[*i].accepted_ns = clock_.NowNs();
+  }
+}
+
+void DispatchScheduler::OnStreamBegun(size_t index) {
+  collectors::DispatchEntry& d = dispatches_[index];
+  if (!d.stream_ns) d.stream_ns = clock_.NowNs();
+}
+
+void DispatchScheduler::OnArtifactVerified(size_t index) {
+  if (index < dispatches_.size()) dispatches_[index].verified_ns = clock_.NowNs();
 }
 
 void DispatchScheduler::OnProgress(const protocol::Progress& p) {

@@ -64,6 +64,10 @@ class DispatchScheduler {
   // The record of rank's in-flight dispatch k, if that is what is in flight.
   std::optional<size_t> InFlight(int32_t rank, uint32_t k) const;
   void OnAccepted(int32_t rank, uint32_t k);
+  // Times for the run timeline's host lane: the first artifact stream of
+  // dispatch record `index` began; one of its artifacts was verified.
+  void OnStreamBegun(size_t index);
+  void OnArtifactVerified(size_t index);
   void OnProgress(const protocol::Progress& progress);
   // Returns false when (rank, k) is not in flight (the message is ignored).
   bool OnDone(const protocol::DispatchDone& done);

@@ -107,6 +107,7 @@ class RunCoordinator final : public PeerHandler {
     o.receiver.verified_state = ArtifactState::kOk;
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
     o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
+    o.receiver.on_verified = [this](size_t dispatch) { scheduler_->OnArtifactVerified(dispatch); };
     return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
@@ -135,6 +136,7 @@ class RunCoordinator final : public PeerHandler {
   bool manifest_dirty_ = false;
   uint64_t last_manifest_ns_ = 0;
   uint64_t last_draw_ns_ = 0;
+  uint64_t launch_ns_ = 0;  // when Launch began
   std::vector<std::string> merged_;
   EventLoop loop_;  // last: destroyed first (its writer thread names the records above)
 };
@@ -143,6 +145,7 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
   if (auto* ready = std::get_if<protocol::Ready>(&body)) {
     if (agent.ready) return;
     agent.ready = true;
+    agent.ready_ns = Now();
     for (int32_t r : agent.ranks) scheduler_->MarkReady(r);
     DFX_LOG_DEBUG("{} READY: {}", agent.identity, fmt::join(ready->chip_descriptions, "; "));
     loop_.receiver().GrantCredits(agent);
@@ -167,6 +170,7 @@ Result<std::optional<size_t>> RunCoordinator::PlaceArtifact(AgentState&,
   if (!index) {
     return InvalidArgument(fmt::format("rank {} has no dispatch d{} in flight", b.rank, b.k));
   }
+  scheduler_->OnStreamBegun(*index);
   return std::optional<size_t>(*index);
 }
 
@@ -303,6 +307,7 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
 }
 
 Status RunCoordinator::Launch() {
+  launch_ns_ = Now();
   if (options_.launcher == Launcher::kAttach) {
     DFX_LOG_INFO(
         "waiting for {} rank(s) to attach: start them with `dfx-rank-agent serve --coordinator "
@@ -399,7 +404,16 @@ void RunCoordinator::DrawProgress(bool final) {
   }
   std::string line = fmt::format("{}/{} ranks done, {}/{} dispatches", ranks_done,
                                  scheduler_->num_ranks(), dispatches_done, dispatches_total);
-  if (slowest >= 0) line += fmt::format(", slowest r{} {:.0f}%", slowest, 100 * slowest_fraction);
+  if (slowest >= 0) {
+    // What the slowest rank is doing when it is not running tasks: its
+    // agent loading (parsing, lowering) the program, or streaming artifacts.
+    const DispatchScheduler::RankProgress p = scheduler_->Progress(slowest);
+    const char* doing = !p.in_flight             ? ""
+                        : p.stage == "streaming" ? " streaming"
+                        : p.tasks_total == 0     ? " loading"
+                                                 : "";
+    line += fmt::format(", slowest r{} {:.0f}%{}", slowest, 100 * slowest_fraction, doing);
+  }
   line += fmt::format(", {} gathered", FormatBytes(loop_.receiver().bytes_received()));
   log::SetStatusLine(final ? std::string() : line);
 }
@@ -413,6 +427,7 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   m.launcher = LauncherName(options_.launcher);
   m.endpoint = advertised_;
   m.bind = loop_.endpoint();
+  if (launch_ns_ != 0) m.launch_ns = launch_ns_;
   m.run_config = options_.config;
   for (const auto& p : scheduler_->passes()) m.passes.push_back(p.kind);
   m.ranks = scheduler_->ranks();
@@ -422,6 +437,8 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
       r.host = agent->host;
       if (!agent->address.empty()) r.address = agent->address;
       r.pid = agent->pid;
+      if (agent->hello_ns != 0) r.hello_ns = agent->hello_ns;
+      if (agent->ready_ns != 0) r.ready_ns = agent->ready_ns;
       r.clock_offset_ns = agent->clock_offset_ns;
       if (agent->best_rtt_ns != UINT64_MAX) r.clock_offset_rtt_ns = agent->best_rtt_ns;
     }

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 
 #include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
@@ -46,6 +47,10 @@ struct ManifestInfo {
   std::map<std::pair<int, int>, int64_t> starts;  // (rank, k) -> sent, coordinator clock ns
   std::map<std::pair<int, int>, int64_t> ends;    // (rank, k) -> finished
   std::map<std::pair<int, int>, std::string> programs;
+  // The host lane: each dispatch's orchestration times, each rank's start-up.
+  std::map<std::pair<int, int>, collectors::DispatchEntry> host;
+  std::map<int, collectors::RankEntry> ranks;
+  std::optional<uint64_t> launch_ns;
   Json metadata;  // the trace's top-level "metadata"
   // Each rank's clock offset with its round-trip bound.
   Json clock_ranks = Json::array();
@@ -68,7 +73,12 @@ ManifestInfo ReadManifestInfo(const std::filesystem::path& path, std::ostream& e
     info.starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
     info.ends[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.end_ns);
     info.programs[{d.rank, static_cast<int>(d.k)}] = d.program;
+    collectors::DispatchEntry times = d;
+    times.artifacts.clear();
+    info.host[{d.rank, static_cast<int>(d.k)}] = std::move(times);
   }
+  for (const collectors::RankEntry& r : manifest->ranks) info.ranks[r.rank] = r;
+  info.launch_ns = manifest->launch_ns;
   const Json full = collectors::RunManifestToJson(*manifest);
   Json m = Json::object();
   m["session"] = full.value("session", Json());
@@ -205,6 +215,9 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
   const auto& starts = info.starts;
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& [k, v] : starts) t0 = std::min(t0, v);
+  // With the launch on record the trace starts there: the host lane shows
+  // the start-up (launch, HELLO, READY) before the first dispatch.
+  if (info.launch_ns && !starts.empty()) t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
   std::filesystem::path out_path =
       options.output ? *options.output : run_dir / collectors::kRunSwimlaneFile;
   TraceWriter trace;
@@ -257,21 +270,58 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       }
     }
   }
-  // The coordinator's own lane: per rank, each dispatch from sent to done.
+  // The coordinator's own lane, one thread per rank: its agent's start-up
+  // (launch → HELLO → READY) and each dispatch's orchestration (sent →
+  // accepted, run, stream, verify), so that cost shows beside the chips.
+  // A manifest without those times gives one "sent → done" slice.
   if (!starts.empty()) {
     trace.PlaceProcesses(0, "");
     trace.PlaceDispatchAt(0.0);
     trace.ProcessName(99, "Coordinator (host)", 0);
+    auto us = [&](uint64_t ns) {
+      return static_cast<double>(static_cast<int64_t>(ns) - t0) / 1000.0;
+    };
+    auto slice = [&](int tid, uint64_t from, uint64_t to, const std::string& name,
+                     const std::string& args) {
+      if (to < from) return;
+      DispatchBar(trace, 99, tid, us(from), static_cast<double>(to - from) / 1000.0, name, args);
+    };
+    std::set<int> named;
     for (const auto& [key, start] : starts) {
       const auto [rank, k] = key;
       if (!files.count(rank) || !files.at(rank).count(k)) continue;
       const int tid = 1 + rank;
-      trace.ThreadName(99, tid, fmt::format("rank {}", rank));
-      const int64_t end = info.ends.count(key) ? info.ends.at(key) : start;
-      DispatchBar(trace, 99, tid, static_cast<double>(start - t0) / 1000.0,
-                  static_cast<double>(end - start) / 1000.0,
-                  fmt::format("d{} {}: sent → done", k, info.programs[key]),
-                  fmt::format(R"({{"rank":{},"dispatch":{}}})", rank, k));
+      if (named.insert(rank).second) {
+        trace.ThreadName(99, tid, fmt::format("rank {}", rank));
+        auto r = info.ranks.find(rank);
+        const std::string args = fmt::format(R"({{"rank":{}}})", rank);
+        if (r != info.ranks.end() && r->second.hello_ns) {
+          if (info.launch_ns) {
+            slice(tid, *info.launch_ns, *r->second.hello_ns,
+                  fmt::format("rank {}: launch → HELLO", rank), args);
+          }
+          if (r->second.ready_ns) {
+            slice(tid, *r->second.hello_ns, *r->second.ready_ns,
+                  fmt::format("rank {}: HELLO → READY", rank), args);
+          }
+        }
+      }
+      const std::string what = fmt::format("d{} {}", k, info.programs[key]);
+      const std::string args = fmt::format(R"({{"rank":{},"dispatch":{}}})", rank, k);
+      const uint64_t sent = static_cast<uint64_t>(start);
+      const uint64_t end = info.ends.count(key) ? static_cast<uint64_t>(info.ends.at(key)) : sent;
+      const collectors::DispatchEntry& d = info.host[key];
+      if (!d.accepted_ns) {
+        slice(tid, sent, end, what + ": sent → done", args);
+        continue;
+      }
+      const uint64_t accepted = *d.accepted_ns;
+      const uint64_t streaming = d.stream_ns ? *d.stream_ns : end;
+      slice(tid, sent, accepted, what + ": sent → accepted", args);
+      slice(tid, accepted, streaming, what + ": run", args);
+      if (d.stream_ns) slice(tid, *d.stream_ns, end, what + ": stream", args);
+      if (d.verified_ns && *d.verified_ns > end)
+        slice(tid, end, *d.verified_ns, what + ": verify", args);
     }
   }
   // How well the ranks line up: each dispatch is placed at its start on the

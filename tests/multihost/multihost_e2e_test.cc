@@ -7,7 +7,9 @@
 // hosts_test.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -252,6 +254,68 @@ TEST(MultiHostTest, RunTimelineStatesClockUncertaintyAndWarnsWhenItMatters) {
   EXPECT_NE(v.err.find("aligned only to within +- 5000000.0 us"), std::string::npos) << v.err;
   trace = LoadJson(outputs / "merged_run_swimlane.json");
   EXPECT_EQ(trace["metadata"]["clock_alignment"]["max_uncertainty_us"].get<double>(), 5e6);
+  fs::remove_all(dir);
+}
+
+// The coordinator's host lane on the run timeline: each rank's start-up
+// (launch → HELLO → READY) and each dispatch's orchestration (sent →
+// accepted, run, stream, verify), from the times the manifest records.
+TEST(MultiHostTest, RunTimelineHasAHostLaneWithStartUpAndEachDispatchsOrchestration) {
+  fs::path dir = TestDir("mh_host_lane");
+  const fs::path work = dir / "w";
+  auto r = RunCommand(
+      {Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--launcher", "local",
+       "--work-dir", work.string(), "--enable-chip-swimlane", "--enable-dep-gen"},
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path outputs = work / "dfx_outputs";
+  Json m = LoadJson(outputs / "run_manifest.json");
+  ASSERT_TRUE(m["launch_ns"].is_number()) << m.dump();
+  const uint64_t launch = m["launch_ns"];
+  for (const Json& rank : m["ranks"]) {
+    ASSERT_TRUE(rank["hello_ns"].is_number() && rank["ready_ns"].is_number()) << rank.dump();
+    EXPECT_LE(launch, rank["hello_ns"].get<uint64_t>());
+    EXPECT_LE(rank["hello_ns"].get<uint64_t>(), rank["ready_ns"].get<uint64_t>());
+  }
+  for (const Json& d : m["dispatches"]) {
+    ASSERT_TRUE(d["accepted_ns"].is_number() && d["stream_ns"].is_number() &&
+                d["verified_ns"].is_number())
+        << d.dump();
+    const uint64_t sent = d["start_ns"], accepted = d["accepted_ns"], stream = d["stream_ns"],
+                   end = d["end_ns"], verified = d["verified_ns"];
+    EXPECT_LE(sent, accepted);
+    EXPECT_LE(accepted, stream);
+    EXPECT_LE(stream, end);
+    EXPECT_LE(stream, verified);
+  }
+  auto v = RunCommand({Bin("dfx-view"), "swimlane", "--run", outputs.string()}, dir);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  Json trace = LoadJson(outputs / "merged_run_swimlane.json");
+  std::map<std::string, std::pair<double, double>> host;  // name -> [ts, ts + dur]
+  double first_chip_ts = 1e300;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"], dur = e["dur"];
+    if (e["pid"] == 99) {
+      host[e["name"].get<std::string>()] = {ts, ts + dur};
+    } else {
+      first_chip_ts = std::min(first_chip_ts, ts);
+    }
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string p = "rank " + std::to_string(rank) + ": ";
+    ASSERT_TRUE(host.count(p + "launch → HELLO")) << trace.dump().substr(0, 2000);
+    ASSERT_TRUE(host.count(p + "HELLO → READY"));
+    // The trace starts at the launch: the start-up comes before the chips.
+    EXPECT_NEAR(host[p + "launch → HELLO"].first, 0.0, 1e-3);
+    EXPECT_LE(host[p + "HELLO → READY"].second, first_chip_ts + 1e-3);
+  }
+  const std::string d0 = "d0 vector_pipeline: ";
+  ASSERT_TRUE(host.count(d0 + "sent → accepted"));
+  ASSERT_TRUE(host.count(d0 + "run"));
+  ASSERT_TRUE(host.count(d0 + "stream"));
+  EXPECT_LE(host[d0 + "sent → accepted"].second, host[d0 + "run"].first + 1e-3);
+  EXPECT_LE(host[d0 + "run"].second, host[d0 + "stream"].first + 1e-3);
   fs::remove_all(dir);
 }
 
