@@ -2,11 +2,66 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/log.h"
 #include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
+
+namespace {
+
+// The live progress line of an L2 run on a terminal (log::SetStatusLine):
+// loading the program, tasks done of the chip's run, writing the
+// artifacts; redrawn every 100 ms by its own thread, removed when done.
+class ProgressLine {
+ public:
+  ProgressLine(std::string label, std::shared_ptr<device::ChipProgress> progress)
+      : label_(std::move(label)), progress_(std::move(progress)), thread_([this] { Loop(); }) {}
+  ~ProgressLine() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    log::SetStatusLine("");
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    do {
+      const uint64_t total = progress_->tasks_total.load(std::memory_order_relaxed);
+      const uint64_t done = progress_->tasks_done.load(std::memory_order_relaxed);
+      if (total == 0) {
+        log::SetStatusLine(fmt::format("{}: loading the program", label_));
+      } else if (done < total) {
+        log::SetStatusLine(fmt::format("{}: {}/{} tasks ({:.0f}%)", label_, done, total,
+                                       100.0 * static_cast<double>(done) / total));
+      } else {
+        log::SetStatusLine(fmt::format("{}: {} tasks done, writing the artifacts", label_, total));
+      }
+    } while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; }));
+  }
+
+  const std::string label_;
+  const std::shared_ptr<device::ChipProgress> progress_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+}  // namespace
 
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DispatchRequest request;
@@ -22,8 +77,14 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
     request.resident_state_file = options.device_state_dir / collectors::kDeviceStateFile;
   request.faults = options.faults;
 
-  auto chip = device::MakeEmulatedChip(options.chip);
-  DispatchOutcome run = RunDispatch(*chip, request);
+  device::ChipOptions chip_options = options.chip;
+  if (!chip_options.progress) chip_options.progress = std::make_shared<device::ChipProgress>();
+  auto chip = device::MakeEmulatedChip(chip_options);
+  DispatchOutcome run;
+  {
+    ProgressLine line(options.program_path.filename().string(), chip_options.progress);
+    run = RunDispatch(*chip, request);
+  }
   if (run.failure == DispatchFailure::kRun) {
     return Status(
         run.status.code(),

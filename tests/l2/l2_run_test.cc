@@ -1,6 +1,13 @@
 // `dfx-coordinator run PROGRAM.json` (L2): one program, one local emulated
 // chip, artifacts flat in <work_dir>/dfx_outputs/.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 
 #include "tests/l3/e2e_util.h"
 
@@ -189,6 +196,89 @@ TEST(L2RunTest, GenProgramUsageErrorsExitTwo) {
   auto help = RunCommand({gen, "vector", "--help"}, dir);
   EXPECT_EQ(help.exit_code, 0) << help.err;
   EXPECT_NE(help.out.find("--rows"), std::string::npos) << help.out;
+  fs::remove_all(dir);
+}
+
+// Runs argv with stdin, stdout and stderr on a new pseudo-terminal, as from
+// a user's shell: everything it wrote, and its exit code (-1: timed out).
+struct TerminalRun {
+  int exit_code = -1;
+  std::string output;
+};
+TerminalRun RunOnTerminal(const std::vector<std::string>& argv, const fs::path& cwd,
+                          int timeout_s) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  winsize size{};
+  size.ws_col = 160;
+  size.ws_row = 40;
+  int terminal = -1;
+  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, &size);
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  TerminalRun run;
+  if (pid < 0) return run;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{terminal, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = ::read(terminal, buf, sizeof buf);
+    if (n <= 0) break;  // EIO: every process holding the terminal has gone
+    run.output.append(buf, static_cast<size_t>(n));
+  }
+  // The terminal closes as the process exits: wait for it (within the deadline).
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    ::usleep(10000);
+  }
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  } else if (reaped == pid && WIFEXITED(status)) {
+    run.exit_code = WEXITSTATUS(status);
+  }
+  ::close(terminal);
+  return run;
+}
+
+// On a terminal, a run keeps a live progress line: an L2 run shows loading
+// and the chip's tasks done (it was silent for 19 s on 100k tasks); an L3
+// run shows ranks and dispatches done and the post-run conversion.
+TEST(L2RunTest, ALiveProgressLineOnATerminalAtL2AndL3) {
+  fs::path dir = TestDir("l2_progress");
+  const fs::path program = dir / "big.json";
+  auto gen = RunCommand({DFX_BINARY_DIR "/device/dfx-gen-program", "layered", "--tasks", "30000",
+                         "-o", program.string()},
+                        dir);
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  TerminalRun l2 = RunOnTerminal({Bin("dfx-coordinator"), "run", program.string(), "--work-dir",
+                                  (dir / "l2").string(), "--enable-chip-swimlane"},
+                                 dir, 300);
+  ASSERT_EQ(l2.exit_code, 0) << l2.output;
+  EXPECT_NE(l2.output.find("big.json: loading the program"), std::string::npos) << l2.output;
+  EXPECT_NE(l2.output.find("/30000 tasks ("), std::string::npos) << l2.output;
+  EXPECT_NE(l2.output.find("\r\033[K"), std::string::npos);  // redrawn in place
+  // Not on a terminal (a pipe, a log file): no progress line at all.
+  auto piped = RunCommand(
+      {Bin("dfx-coordinator"), "run", program.string(), "--work-dir", (dir / "l2p").string()}, dir);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("tasks ("), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
+
+  TerminalRun l3 =
+      RunOnTerminal({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--launcher",
+                     "local", "--work-dir", (dir / "l3").string(), "--enable-chip-swimlane"},
+                    dir, 300);
+  ASSERT_EQ(l3.exit_code, 0) << l3.output;
+  EXPECT_NE(l3.output.find(" ranks done, "), std::string::npos) << l3.output;
+  EXPECT_NE(l3.output.find("converting swimlane records 1/2"), std::string::npos) << l3.output;
   fs::remove_all(dir);
 }
 
