@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -185,6 +186,55 @@ bool IsCreator(const std::vector<const DepsEdge*>& anns) {
     if (a->source == "creator") return true;
   }
   return false;
+}
+
+DepsGraph CollapseDepsGraph(const DepsGraph& g, const std::vector<bool>& selected,
+                            const std::string& by) {
+  DepsGraph c;
+  c.collapsed_by = by;
+  c.collapsed_tasks = g.nodes.size();
+  c.tensors = g.tensors;
+  c.perf_sidecar = g.perf_sidecar;
+  c.func_name_map = g.func_name_map;
+  std::map<std::string, uint64_t> group_of_name;
+  std::map<uint64_t, uint64_t> group_of_task;
+  std::map<uint64_t, size_t> members, internal;
+  for (const auto& [id, n] : g.nodes) {
+    const std::string name = by == "ring" ? fmt::format("ring {}", id >> 32) : NodeHint(n);
+    auto [it, fresh] = group_of_name.emplace(name, group_of_name.size());
+    group_of_task[id] = it->second;
+    ++members[it->second];
+    if (!fresh) continue;
+    DepsNode node = n;  // the first member gives the kind and core type
+    node.id = it->second;
+    node.task = nullptr;
+    node.duration_us.reset();
+    node.func_name = name;
+    node.block_num = 1;
+    node.early_dispatch = false;
+    c.nodes.emplace(node.id, std::move(node));
+  }
+  for (auto& [id, node] : c.nodes) {
+    node.func_name = fmt::format("{} \xC3\x97{}", node.func_name, members[id]);
+  }
+  for (size_t i = 0; i < g.edges.size(); ++i) {
+    if (!selected[i]) continue;
+    const uint64_t a = group_of_task.at(g.edges[i].first), b = group_of_task.at(g.edges[i].second);
+    if (a == b) {
+      ++internal[a];
+      continue;
+    }
+    auto& anns = c.annotations[{a, b}];
+    if (c.edge_weight[{a, b}]++ == 0) c.edges.emplace_back(a, b);
+    const auto& from = g.annotations.at(g.edges[i]);
+    anns.insert(anns.end(), from.begin(), from.end());
+    c.annotated_edges += from.size();
+  }
+  for (auto& [id, node] : c.nodes) {
+    if (internal[id] > 0) node.func_name += fmt::format(", {} edge(s) inside", internal[id]);
+  }
+  std::sort(c.edges.begin(), c.edges.end());
+  return c;
 }
 
 }  // namespace dfx::view

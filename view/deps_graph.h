@@ -53,6 +53,11 @@ struct DepsGraph {
   bool func_name_map = false;
   // deps --critical-path: the path's tasks, root first (empty = not asked).
   std::vector<uint64_t> critical_path;
+  // A collapsed graph (deps --collapse): what it is collapsed by, the task
+  // count it stands for, and each group edge's number of task edges.
+  std::string collapsed_by;
+  size_t collapsed_tasks = 0;
+  std::map<std::pair<uint64_t, uint64_t>, size_t> edge_weight;
 };
 
 // Builds the graph of `file`; kernel names from `names`.
@@ -73,6 +78,13 @@ std::string Display(const DepsGraph& g, uint64_t id);
 std::string FuncIdText(const DepsNode& n);
 // What a node is, in a word: alloc, dummy, its kernel name, f<kernel id> or unknown.
 std::string NodeHint(const DepsNode& n);
+// The graph of groups of `g`'s tasks (by "kernel" or "ring"), over the edges
+// `selected` keeps: one node per group (numbered 0.. in order of first
+// appearance, its name and task count as the kernel name), one edge per
+// pair of groups with the task edges it stands for; edges inside a group
+// are counted on the node. Points into the same DepsFile as `g`.
+DepsGraph CollapseDepsGraph(const DepsGraph& g, const std::vector<bool>& selected,
+                            const std::string& by);
 // True when one of a pair's annotations is a creator (tensor-lifetime) edge.
 bool IsCreator(const std::vector<const collectors::DepsEdge*>& anns);
 

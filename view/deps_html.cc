@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -206,6 +207,11 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
     if (explicit_only) attrs += ", style=dashed, color=\"#B0B0B0\"";
     if (!overlap_label.empty())
       attrs += ", label=\"" + overlap_label + "\", fontcolor=\"#C62828\", fontsize=8";
+    if (auto w = g.edge_weight.find(g.edges[i]); w != g.edge_weight.end()) {
+      // A collapsed graph: how many task edges this one stands for.
+      attrs += fmt::format(", label=\"{}\", penwidth={:.1f}", w->second,
+                           std::min(6.0, 1.0 + std::log10(static_cast<double>(w->second))));
+    }
     if (!selected[i]) attrs += ", class=\"hidden-edge\", color=\"#eef2f7\"";
     std::string from = NodeId(p), to = NodeId(c);
     if (o.show_tensor_info) {
@@ -294,7 +300,8 @@ Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
   if (g.nodes.size() > kLegibleNodes && !o.around) {
     err << "Note: " << g.nodes.size() << " nodes: a layout of that many takes minutes and shows "
         << "nothing legible; look at part of the graph with --around TASK --depth N (e.g. "
-           "--around t0 --depth 3) or fewer edges with --edge-mode reduced.\n";
+           "--around t0 --depth 3), at its shape with --collapse kernel, or at fewer edges "
+           "with --edge-mode reduced.\n";
   }
   if (o.engine == "dot" && g.nodes.size() > 500) {
     err << "Note: " << g.nodes.size()
@@ -364,6 +371,9 @@ Status WriteDepsHtml(const DepsGraph& g, const std::vector<bool>& selected,
   std::string node_json = ReplaceAll(nodes.dump(), "</", "<\\/");
   std::string title = fmt::format("deps.json \xE2\x80\x94 {} nodes, {} edges", g.nodes.size(),
                                   std::count(selected.begin(), selected.end(), true));
+  if (!g.collapsed_by.empty()) {
+    title += fmt::format(" (collapsed by {} from {} tasks)", g.collapsed_by, g.collapsed_tasks);
+  }
   // The page template: head with the %TITLE%, the SVG at %SVG%, tail with the %NODES%.
   const std::string_view page = DepsViewerPageTemplate();
   const size_t svg_at = page.find("%SVG%");

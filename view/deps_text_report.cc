@@ -20,6 +20,12 @@ std::string DepsTextReport(const DepsGraph& g, const std::vector<bool>& selected
   std::string s;
   s += "SUMMARY\n";
   s += "  source_deps_json: " + source + "\n";
+  if (!g.collapsed_by.empty()) {
+    s += fmt::format(
+        "  collapsed_by: {} ({} tasks in {} groups; a group's TASK line names it "
+        "and its task count, FANIN/FANOUT list groups)\n",
+        g.collapsed_by, g.collapsed_tasks, g.nodes.size());
+  }
   s += fmt::format("  tasks: {}\n", g.nodes.size());
   s += fmt::format("  unique_task_edges: {}\n", unique);
   s += fmt::format("  annotated_edges: {}\n", annotated);
@@ -41,9 +47,14 @@ std::string DepsTextReport(const DepsGraph& g, const std::vector<bool>& selected
   for (const auto& [id, n] : g.nodes) {
     s += "\n=== " + head(n) + " ===\n";
     s += fmt::format("FANIN {}\n", fanin[id].size());
-    for (uint64_t p : fanin[id]) s += "  <- " + Display(g, p) + "\n";
+    auto weight = [&](uint64_t a, uint64_t b) {
+      auto w = g.edge_weight.find({a, b});
+      return w == g.edge_weight.end() ? std::string()
+                                      : fmt::format(" ({} task edge(s))", w->second);
+    };
+    for (uint64_t p : fanin[id]) s += "  <- " + Display(g, p) + weight(p, id) + "\n";
     s += fmt::format("FANOUT {}\n", fanout[id].size());
-    for (uint64_t c : fanout[id]) s += "  -> " + Display(g, c) + "\n";
+    for (uint64_t c : fanout[id]) s += "  -> " + Display(g, c) + weight(id, c) + "\n";
   }
   return s;
 }

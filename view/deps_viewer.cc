@@ -29,6 +29,7 @@ namespace {
 
 std::string DefaultOutput(const DepsViewerOptions& o) {
   std::string ext = o.format == "html" ? ".html" : ".txt";
+  if (!o.collapse.empty()) ext = "_by_" + o.collapse + ext;
   if (o.edge_mode == EdgeMode::kFull) return "deps_viewer" + ext;
   return std::string("deps_viewer_") + EdgeModeName(o.edge_mode) + ext;
 }
@@ -147,6 +148,11 @@ Result<uint64_t> ParseTaskRef(const std::string& text) {
 }
 
 Status RunDepsViewer(const DepsViewerOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.collapse.empty() && o.critical_path) {
+    return InvalidArgument(
+        "--collapse and --critical-path do not combine: the path is a chain of tasks, a "
+        "collapsed graph has groups; drop one of them");
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(o.input, ec)) {
     return NotFound(o.input.string() + " not found.");
@@ -179,6 +185,14 @@ Status RunDepsViewer(const DepsViewerOptions& o, std::ostream& out, std::ostream
         << o.depth << " edge(s)\n";
   }
   std::vector<bool> selected = SelectEdges(g, o.edge_mode, out, err);
+  if (!o.collapse.empty()) {
+    DepsGraph collapsed = CollapseDepsGraph(g, selected, o.collapse);
+    out << "Collapsed by " << o.collapse << ": " << g.nodes.size() << " task(s) into "
+        << collapsed.nodes.size() << " group(s), " << collapsed.edges.size()
+        << " edge(s) between groups\n";
+    g = std::move(collapsed);
+    selected.assign(g.edges.size(), true);
+  }
   std::filesystem::path output = o.output ? *o.output : dir / DefaultOutput(o);
   size_t unique = static_cast<size_t>(std::count(selected.begin(), selected.end(), true));
   size_t annotated = 0;

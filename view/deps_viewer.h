@@ -32,6 +32,10 @@ struct DepsViewerOptions {
   // The critical path from the sibling chip_swimlane_records.json: listed
   // hop by hop in the text report, drawn red in the HTML page.
   bool critical_path = false;
+  // "kernel": one node per kernel (alloc and dummy tasks grouped by kind),
+  // "ring": one node per ring (a task's ring is its scope depth); edges
+  // between groups carry how many task edges they stand for. "" = off.
+  std::string collapse;
 };
 
 // Parses a task as the viewers display it: "t5", "r1t4", a bare local id

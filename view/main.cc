@@ -113,6 +113,11 @@ int Run(int argc, char** argv) {
                  "only the tasks near this one (t5, r1t4, (1, 4), 0x100000004) and their edges");
   auto* o_depth = dp->add_option("--depth", dp_depth, "with --around: edges away (default 2)")
                       ->check(CLI::Range(0, 1000000));
+  std::string dp_collapse;
+  dp->add_option("--collapse", dp_collapse,
+                 "kernel | ring: one node per kernel (or per ring, the scope depth), edges "
+                 "labelled with the task edges they stand for")
+      ->check(CLI::IsMember({"kernel", "ring"}));
 
   // dump
   auto* du = app.add_subcommand("dump", "args dump viewer");
@@ -298,6 +303,7 @@ int Run(int argc, char** argv) {
     if (!dp_around.empty()) o.around = dp_around;
     o.depth = dp_depth;
     o.critical_path = dp_critical;
+    o.collapse = dp_collapse;
     return Report(dfx::view::RunDepsViewer(o, std::cout, std::cerr));
   }
   if (du->parsed()) {

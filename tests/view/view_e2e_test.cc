@@ -700,6 +700,43 @@ TEST_F(ViewTest, DepsLargeGraphAdvisesAroundAndAroundKeepsTheNeighbourhood) {
   EXPECT_NE(r.err.find("--depth is only valid with --around"), std::string::npos) << r.err;
 }
 
+// --collapse kernel: a 6000-task chain of kernels f0, f1, f2 in turn is
+// three groups in a cycle, each edge counting the task edges it stands for.
+TEST_F(ViewTest, DepsCollapseByKernelGroupsTasksAndCountsTheirEdges) {
+  WriteChain(dir_ / "big/deps.json", 6000);
+  RunResult r = Run("deps big/deps.json --collapse kernel");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Collapsed by kernel: 6000 task(s) into 3 group(s), 3 edge(s) between "
+                       "groups"),
+            std::string::npos)
+      << r.out;
+  const std::string text = Slurp(dir_ / "big/deps_viewer_by_kernel.txt");
+  EXPECT_NE(text.find("  collapsed_by: kernel (6000 tasks in 3 groups;"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("func_name=f0 \u00d72000"), std::string::npos) << text;
+  EXPECT_NE(text.find("  -> 1 (2000 task edge(s))"), std::string::npos) << text;
+  EXPECT_NE(text.find("  -> 0 (1999 task edge(s))"), std::string::npos) << text;  // f2 -> f0
+  // By ring: every task is in ring 0, so one group, every edge inside it.
+  r = Run("deps big/deps.json --collapse ring -o big/ring.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(Slurp(dir_ / "big/ring.txt").find("func_name=ring 0 \u00d76000, 5999 edge(s) inside"),
+            std::string::npos);
+  // The HTML page of the collapsed graph: three nodes, no "too many nodes" note.
+  r = Run("deps big/deps.json --collapse kernel --format html --engine sfdp -o big/k.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("Note: 6000 nodes"), std::string::npos) << r.err;
+  const std::string html = Slurp(dir_ / "big/k.html");
+  EXPECT_NE(html.find("3 nodes, 3 edges (collapsed by kernel from 6000 tasks)"), std::string::npos);
+  EXPECT_NE(html.find(">2000</text>"), std::string::npos);  // the edge label, laid out by sfdp
+  r = Run("deps big/deps.json --collapse kernel --critical-path");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--collapse and --critical-path do not combine"), std::string::npos)
+      << r.err;
+  r = Run("deps big/deps.json --collapse scope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--collapse"), std::string::npos) << r.err;
+}
+
 TEST_F(ViewTest, DepsHtmlSearchMarksMatchesInHeadlessChromium) {
   if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
   WriteChain(dir_ / "big/deps.json", 300);
