@@ -12,6 +12,7 @@ same run. The pytest plugin (dfx.pytest_plugin) adds the Runtime DFX flags to
 pytest.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from . import _dfx
 from ._dfx import RunConfig
 
 __version__ = _dfx.__version__
-__all__ = ["RunConfig", "RunError", "Record", "run", "summary", "find_coordinator"]
+__all__ = ["RunConfig", "RunError", "Record", "run", "manifest", "summary", "find_coordinator"]
 
 
 class RunError(RuntimeError):
@@ -135,7 +136,28 @@ def run(program_or_plan, config=None, work_dir=None, ranks=None, launcher=None, 
     return _manifest(work_dir)
 
 
-def summary(work_dir):
-    """What the last run in `work_dir` did. There is no separate run summary
-    artifact yet, so this is the run manifest (run() returns the same)."""
+def manifest(work_dir):
+    """What the last run in `work_dir` did, file by file: the run manifest
+    (run() returns the same)."""
     return _manifest(work_dir)
+
+
+def summary(work_dir, straggler_threshold="5%", timeout=None):
+    """The answer to "which rank or dispatch was slow, and why" for the last
+    run in `work_dir`: `dfx-view summary --format json` as a Record with
+    ranks, dispatches, steps (per dispatch index: slowest rank, lag, skew),
+    stragglers (rank numbers), top kernels, ring-fill peaks and PMU totals.
+    Needs the chip swimlane (--enable-chip-swimlane). Raises RunError with
+    dfx-view's message when there is nothing to summarize."""
+    view = str(Path(find_coordinator()).with_name("dfx-view"))
+    if not os.access(view, os.X_OK):
+        view = shutil.which("dfx-view") or view
+    outputs = _dfx.dfx_outputs_dir(str(Path(work_dir).resolve()))
+    proc = subprocess.run([view, "summary", outputs, "--format", "json",
+                           "--straggler-threshold", str(straggler_threshold)],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        message = "\n".join(line for line in proc.stderr.splitlines() if line.strip())
+        raise RunError(message or f"dfx-view summary exited with status {proc.returncode}",
+                       proc.returncode, proc.stdout, proc.stderr)
+    return _records(json.loads(proc.stdout))

@@ -34,8 +34,15 @@ def test_two_rank_plan_returns_its_manifest(tmp_path):
         for a in d.artifacts:
             assert a.status == "ok" and a.checksum.startswith("xxh64:")
             assert (out / a.path).stat().st_size == a.size
-    # dfx.summary reads the same run back.
-    assert dfx.summary(tmp_path) == m
+    # dfx.manifest reads the same run back; dfx.summary answers which rank was slow.
+    assert dfx.manifest(tmp_path) == m
+    s = dfx.summary(tmp_path)
+    assert sorted(r.rank for r in s.ranks) == [0, 1]
+    assert len(s.dispatches) == 3 and all(d.rows > 0 for d in s.dispatches)
+    assert isinstance(s.stragglers, list)
+    assert {st.ranks for st in s.steps} <= {1, 2}
+    with pytest.raises(dfx.RunError, match="straggler-threshold"):
+        dfx.summary(tmp_path, straggler_threshold="lots")
 
 
 def test_l2_program_returns_its_artifacts(tmp_path):
