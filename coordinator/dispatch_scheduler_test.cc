@@ -54,6 +54,41 @@ TEST(DispatchSchedulerTest, OneInFlightPerRankInPlanOrderRanksInParallel) {
   EXPECT_TRUE(s.Busy());
 }
 
+// The agent's error names the dispatch and a failed dispatch is "failed":
+// the record says each once ("failed: failed: rank 0 d0: ..." before); a
+// rejection keeps its word. The host-lane times follow the clock.
+TEST(DispatchSchedulerTest, ADispatchErrorSaysFailedAndNamesTheDispatchOnce) {
+  FakeClock clock(100);
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  s.MarkReady(0);
+  s.MarkReady(1);
+  std::vector<size_t> sent;
+  s.BeginPass(0);
+  s.SendReady([&](size_t index, const config::PassPlan&) {
+    sent.push_back(index);
+    return Status::Ok();
+  });
+  ASSERT_EQ(sent.size(), 2u);
+  clock.AdvanceNs(10);
+  s.OnAccepted(0, 0);
+  clock.AdvanceNs(10);
+  s.OnStreamBegun(sent[0]);
+  clock.AdvanceNs(10);
+  s.OnArtifactVerified(sent[0]);
+  const auto& d0 = s.dispatches()[sent[0]];
+  EXPECT_EQ(d0.start_ns, 100u);
+  EXPECT_EQ(d0.accepted_ns, 110u);
+  EXPECT_EQ(d0.stream_ns, 120u);
+  EXPECT_EQ(d0.verified_ns, 130u);
+  ASSERT_TRUE(s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kFailed,
+                                              "rank 0 d0: kernel \"boom\" failed"}));
+  EXPECT_EQ(s.dispatches()[sent[0]].status, DispatchState::kFailed);
+  EXPECT_EQ(s.dispatches()[sent[0]].error, "kernel \"boom\" failed");
+  ASSERT_TRUE(s.OnDone(protocol::DispatchDone{1, 0, protocol::DispatchStatus::kRejected,
+                                              "rank 1 d0: the program does not parse"}));
+  EXPECT_EQ(s.dispatches()[sent[1]].error, "rejected: the program does not parse");
+}
+
 TEST(DispatchSchedulerTest, AFailedRankFailsWhatIsInFlightAndSkipsTheRest) {
   FakeClock clock;
   config::RunConfig onboard;

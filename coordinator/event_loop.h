@@ -91,6 +91,10 @@ class EventLoop {
   // True while some registered agent that is not dead still has its
   // connection (as of the last Pump): false once every one of them left.
   bool AnyConnected();
+  // Stops listening once the agents are gone: every connection's descriptor
+  // is freed (half-open ones from strangers too) before the post-run work
+  // writes its files. Pump only waits from then on.
+  void CloseListener() { router_.Close(); }
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler);

@@ -573,6 +573,10 @@ Result<SessionOutcome> RunCoordinator::Run() {
 
   // 3. Shut the agents down; wait for them under the shutdown deadline.
   Finish();
+  // The port is not needed any more: closing it frees the descriptors of
+  // every connection left (a flood of half-open ones could otherwise starve
+  // the conversion and the final manifest of descriptors).
+  loop_.CloseListener();
   // Every stream has ended: a dispatch is ok only with all its artifacts.
   scheduler_->ReconcileArtifacts();
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -380,26 +381,38 @@ Result<RouterChannel> RouterChannel::Bind(Context& context, const std::string& e
   return channel;
 }
 
+namespace {
+Status ClosedRouter() { return Unavailable("the coordinator's socket is closed"); }
+}  // namespace
+
 Result<SendResult> RouterChannel::Send(const std::string& identity, const Message& message) {
+  if (!impl_) return ClosedRouter();
   DFX_ASSIGN_OR_RETURN(std::string bytes, Encode(message));
   return SendMessage(impl_->socket, &identity, OwnedMessage(std::move(bytes)),
                      /*mandatory_router=*/true);
 }
 
 Result<SendResult> RouterChannel::SendRaw(const std::string& identity, std::string_view bytes) {
+  if (!impl_) return ClosedRouter();
   return SendParts(impl_->socket, &identity, bytes, /*mandatory_router=*/true);
 }
 
 Result<SendResult> RouterChannel::SendEncoded(const std::string& identity, std::string&& bytes) {
+  if (!impl_) return ClosedRouter();
   return SendMessage(impl_->socket, &identity, OwnedMessage(std::move(bytes)),
                      /*mandatory_router=*/true);
 }
 
 Result<Polled> RouterChannel::Receive(int timeout_ms, int wake_fd) {
+  if (!impl_) {
+    if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return Polled{};
+  }
   return ReceiveFrame(impl_->socket, impl_->monitor.get(), /*router=*/true, timeout_ms, wake_fd);
 }
 
 HandshakeRefusals RouterChannel::TakeRefusals() {
+  if (!impl_) return {};
   HandshakeRefusals r = impl_->monitor->Take();
   if (!impl_->zap_domain.empty()) {
     // The ZAP handler knows who was denied; the monitor only that someone was.
@@ -411,7 +424,11 @@ HandshakeRefusals RouterChannel::TakeRefusals() {
   return r;
 }
 
-std::vector<int> RouterChannel::TakeDisconnects() { return impl_->monitor->TakeDisconnects(); }
+std::vector<int> RouterChannel::TakeDisconnects() {
+  return impl_ ? impl_->monitor->TakeDisconnects() : std::vector<int>{};
+}
+
+void RouterChannel::Close() { impl_.reset(); }
 
 bool RouterChannel::authenticated() const { return impl_ && !impl_->zap_domain.empty(); }
 

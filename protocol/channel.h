@@ -155,6 +155,10 @@ class RouterChannel {
   std::vector<int> TakeDisconnects();
   // True when bound with a CurveServer.
   bool authenticated() const;
+  // Stops listening: the socket and every connection it holds (admitted or
+  // half-open) are closed and their descriptors freed. Sends fail and
+  // receives time out from then on; endpoint() still names where it was.
+  void Close();
 
  private:
   struct Impl;

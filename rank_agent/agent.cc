@@ -786,7 +786,7 @@ struct RankAgent::Impl {
           } else if constexpr (std::is_same_v<T, protocol::Shutdown>) {
             DFX_LOG_INFO("coordinator ended session {}: {}", Hex64(session_), body.reason);
             if (!unacked_.empty() || !send_queue_.empty()) {
-              DFX_LOG_WARN("{} artifacts were not confirmed; they stay in {}",
+              DFX_LOG_WARN("{} artifact(s) were not confirmed; they stay in {}",
                            unacked_.size() + send_queue_.size(), SessionDir().string());
             } else {
               std::lock_guard<std::mutex> lock(spool_mu_);

@@ -103,7 +103,7 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
   for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::printf("ran %s: %llu tasks, %zu artifacts in %s\n", options.program_path.c_str(),
+  std::printf("ran %s: %llu task(s), %zu artifact(s) in %s\n", options.program_path.c_str(),
               static_cast<unsigned long long>(result->tasks_executed), result->artifacts.size(),
               options.output_dir.c_str());
   for (const auto& a : result->artifacts) std::printf("  %s\n", a.c_str());
