@@ -9,7 +9,12 @@
 namespace dfx::coordinator {
 
 std::string AgentState::Describe() const {
-  return fmt::format("{} (pid {} on {})", identity, pid, host.empty() ? "?" : host);
+  // The ranks first: "rank-1.x died" did not say which rank(s) went with it.
+  const std::string served = ranks.size() == 1 ? fmt::format("rank {}", ranks.front())
+                             : ranks.empty()   ? std::string("no rank")
+                                               : fmt::format("ranks {}", fmt::join(ranks, ","));
+  return fmt::format("the agent of {} ({}, pid {} on {})", served, identity, pid,
+                     host.empty() ? "?" : host);
 }
 
 AgentRegistry::AgentRegistry(protocol::RouterChannel& router, const Clock& clock,

@@ -62,7 +62,9 @@ TEST_F(AgentRegistryTest, AdmitsOneOwnerPerRankInsideTheRun) {
 
   auto dup = RefusalOf("rank-1", MakeHello({1}, 11, kSession));
   EXPECT_EQ(dup.code, ErrorCode::kDuplicateRank);
-  EXPECT_NE(dup.message.find("already served by rank-0 (pid 10"), std::string::npos) << dup.message;
+  EXPECT_NE(dup.message.find("already served by the agent of ranks 0,1 (rank-0, pid 10"),
+            std::string::npos)
+      << dup.message;
   auto outside = RefusalOf("rank-4", MakeHello({4}, 12, kSession));
   EXPECT_EQ(outside.code, ErrorCode::kUnknownRank);
   EXPECT_NE(outside.message.find("--ranks 4"), std::string::npos) << outside.message;
