@@ -340,13 +340,14 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     }
     write_readme(out->artifacts);
     if (!f.quiet) {
+      // The summary first, as at L3; then, one dispatch's paths fit the
+      // console (they are in README.txt too); the verdict last.
+      print_summary(out->artifacts);
       if (out->artifacts.empty()) {
         std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
       } else {
-        // One dispatch: its paths fit the console (and are in README.txt too).
         dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config, view);
       }
-      print_summary(out->artifacts);
       print_common();
       if (out->bench_wall_s) {
         std::printf(
