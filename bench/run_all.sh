@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Runs every benchmark that has a row in issue 13's table and prints that
+# table once: what / baseline (measured in the same run) / measured / ratio /
+# target / met?. A row whose benchmark does not exist yet says "not measured"
+# rather than a figure from somewhere else. Builds nothing: point it at a
+# build tree made with -DDFX_BUILD_BENCH=ON (Release for figures to quote).
+#
+# Usage: bench/run_all.sh [--tiny] [--million] [BUILD_DIR]   (default build-rel)
+#   --tiny     every benchmark at a tiny size, once (the CTest smoke
+#              bench_run_all_tiny): proves each runs and prints its ratio;
+#              the figures and the met? column mean nothing at that size.
+#   --million  also the 1M-task conversion rows (a real 1M-task run per
+#              level: minutes, and ~2 GB in $TMPDIR).
+# Exit status: 0 when every benchmark ran, 1 when one failed (its log is
+# printed), 2 for a usage error. Whether a target is met does not change it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TINY=0 MILLION=0 BUILD=build-rel
+for arg in "$@"; do
+  case $arg in
+    --tiny) TINY=1 ;;
+    --million) MILLION=1 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "run_all.sh: unknown option $arg" >&2; exit 2 ;;
+    *) BUILD=$arg ;;
+  esac
+done
+[[ -x $BUILD/bin/dfx-coordinator ]] || { echo "run_all.sh: no $BUILD/bin/dfx-coordinator (build first)" >&2; exit 2; }
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/dfx_run_all.XXXXXX")
+trap 'rm -rf "$LOGS"' EXIT
+
+if ((TINY)); then
+  CONV_TASKS=2000 CONV_REPEAT=1 GATHER=(--agents 2 --sizes 1)
+  RTT=(--agents 2 --dispatches 2 --dump-elems 1024) DEVICE=(--tasks 2000 --repeat 1)
+  RTT_AGENTS=2
+else
+  CONV_TASKS=100000 CONV_REPEAT=3 GATHER=(--agents 4 --sizes 256)
+  RTT=(--agents 64 --dispatches 10) DEVICE=(--tasks 100000 --repeat 3)
+  RTT_AGENTS=64
+fi
+
+FAILED=0
+# run NAME CMD...: runs one benchmark into $LOGS/NAME.log; on failure prints
+# the log to stderr and returns 1.
+run() {
+  local name=$1
+  shift
+  echo "running $name: $*" >&2
+  if ! "$@" >"$LOGS/$name.log" 2>&1; then
+    echo "run_all.sh: $name FAILED ($*):" >&2
+    cat "$LOGS/$name.log" >&2
+    FAILED=1
+    return 1
+  fi
+}
+field() { sed -nE "s/.*[ ]$1=([0-9.]+).*/\1/p" "$2" | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'; }
+# met VALUE OP LIMIT: "yes" / "no"
+met() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? v <= l : v >= l; print ok ? "yes" : "no" }'; }
+
+ROWS=()
+row() { ROWS+=("$1|$2|$3|$4|$5|$6"); }
+NOT="not measured"
+
+# Conversion (rows 1-4): real inputs from a real run; the reference
+# converter is not available here, so only the floor row has a baseline.
+conversion() {  # conversion NAME TASKS LEVEL
+  run "$1" bench/view/conversion_floor.sh "$BUILD" "$2" "$3" "$CONV_REPEAT"
+}
+for level in 2 4; do
+  if conversion "conv_l$level" "$CONV_TASKS" "$level"; then
+    L="$LOGS/conv_l$level.log"
+    row "merged-trace conversion, $CONV_TASKS tasks, level $level + deps" \
+      "reference converter (Python): not available here" \
+      "dfx-view $(field convert_s "$L") s, $(field peak_rss_mb "$L") MB" "$NOT" ">= 100x" "-"
+    if [[ $level == 2 ]]; then
+      R=$(printf "%.2f" "$(field ratio "$L")")
+      row "conversion vs the I/O floor, $CONV_TASKS tasks, level 2 + deps" \
+        "cat inputs + write output bytes: $(field floor_s "$L") s" \
+        "dfx-view $(field convert_s "$L") s" "${R}x" "<= 1.5x" "$(met "$R" '<=' 1.5)"
+    fi
+  else
+    row "merged-trace conversion, level $level + deps" "-" "FAILED" "-" "-" "-"
+  fi
+done
+if ((MILLION)); then
+  for level in 2 4; do
+    if conversion "conv_1m_l$level" 1000000 "$level"; then
+      L="$LOGS/conv_1m_l$level.log"
+      S=$(field convert_s "$L") M=$(field peak_rss_mb "$L")
+      ok=$(awk -v s="$S" -v m="$M" 'BEGIN { print (s < 5 && m <= 64) ? "yes" : "no" }')
+      row "1M tasks, real records + deps.json, level $level" "-" "$S s, $M MB" "-" \
+        "< 5 s, <= 64 MiB" "$ok"
+    else
+      row "1M tasks, level $level" "-" "FAILED" "-" "-" "-"
+    fi
+  done
+else
+  row "1M tasks, real records + deps.json" "-" "$NOT (run_all.sh --million)" "-" \
+    "< 5 s, <= 64 MiB" "-"
+fi
+
+# Gather (row 5): the ratio column of gather_bench is gather / raw ZeroMQ.
+if run gather "$BUILD/bench/gather/gather_bench" "${GATHER[@]}"; then
+  read -r _ mib raw _ gathered pct _ < <(grep -E '^[0-9]' "$LOGS/gather.log" | tail -1)
+  R=$(ratio "$gathered" "$raw")
+  row "gather ${GATHER[1]} agents x $mib MiB" "raw ZeroMQ, same processes: $raw MB/s" \
+    "$gathered MB/s" "${R}x" ">= 0.9x" "$(met "$R" '>=' 0.9)"
+else
+  row "gather" "-" "FAILED" "-" "-" "-"
+fi
+
+# Dispatch round trip (row 6): p99 of a dispatch against a bare ZeroMQ round trip.
+if run dispatch_rtt "$BUILD/bench/protocol/dispatch_rtt_bench" "${RTT[@]}"; then
+  read -r _ _ _ zmq99 _ disp99 _ < <(grep -E "^$RTT_AGENTS " "$LOGS/dispatch_rtt.log" | tail -1)
+  R=$(ratio "$disp99" "$zmq99")
+  row "dispatch round trip, $RTT_AGENTS agents, one-task program" \
+    "bare ZeroMQ ROUTER/DEALER p99: $zmq99 us" "p99 $disp99 us" "${R}x" "<= 2x" \
+    "$(met "$R" '<=' 2)"
+else
+  row "dispatch round trip" "-" "FAILED" "-" "-" "-"
+fi
+
+row "L3 run 8 ranks x 10 dispatches of 10k tasks, all five collectors" \
+  "same plan, no collectors" "$NOT (no benchmark yet)" "-" "conversion <= 20% of the wall" "-"
+row "collector cost, 100k tasks at L2, process wall" "same program, no collectors" \
+  "$NOT (no bench/perturbation yet)" "-" "L1 <= 2%, L4 <= 5%, all five <= 15%" "-"
+
+# Emulator (row 9): real threads against its own virtual-clock mode.
+if run device "$BUILD/bench/device/device_bench" "${DEVICE[@]}"; then
+  seconds() { sed -nE "s/^ *$1 +([0-9.]+) s .*/\1/p" "$LOGS/device.log" | tail -1; }
+  V=$(seconds 'emulator, virtual clock \(1 thread\)') T=$(seconds 'emulator, real threads')
+  R=$(ratio "$T" "$V")
+  row "emulator, ${DEVICE[1]}-task DAG, real threads" "its virtual-clock mode: $V s" "$T s" \
+    "${R}x" "<= 2x" "$(met "$R" '<=' 2)"
+else
+  row "emulator" "-" "FAILED" "-" "-" "-"
+fi
+
+echo
+((TINY)) && echo "(--tiny: tiny sizes, one run each; the figures and met? mean nothing)"
+{
+  echo "what|baseline (same run)|measured|ratio|target|met?"
+  printf '%s\n' "${ROWS[@]}"
+} | awk -F'|' '
+  { for (i = 1; i <= NF; ++i) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NR }
+  END {
+    for (r = 1; r <= n; ++r) {
+      line = "|"
+      for (i = 1; i <= 6; ++i) line = line sprintf(" %-*s |", w[i], cell[r, i])
+      print line
+      if (r == 1) { line = "|"; for (i = 1; i <= 6; ++i) { d = ""; for (k = 0; k < w[i] + 2; ++k) d = d "-"; line = line d "|" } print line }
+    }
+  }'
+exit "$FAILED"

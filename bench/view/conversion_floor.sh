@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The swimlane converter against the I/O floor (issue 13), on real inputs.
+# Usage: bench/view/conversion_floor.sh [BUILD_DIR] [TASKS] [LEVEL] [REPEAT]
+#
+#  1. A real L2 run writes the inputs: a layered DAG of TASKS tasks
+#     (dfx-gen-program) run with --chip-swimlane-level LEVEL --enable-dep-gen,
+#     so chip_swimlane_records.json and deps.json are what dep_gen really
+#     writes (not a synthetic deps.json).
+#  2. REPEAT paired runs, each: the floor — `cat` of the inputs to /dev/null
+#     plus writing as many bytes as the converter's output (head -c of
+#     /dev/zero into the same directory) — then `dfx-view swimlane` of the
+#     same inputs (with deps.json, flow arrows and the name map, as the
+#     coordinator runs it). Wall time and the child's peak RSS (wait4).
+#  3. The medians, and the median of the per-pair ratio converter / floor,
+#     on one last line that bench/run_all.sh reads:
+#       conversion: tasks=N level=L ... floor_s=F convert_s=C ... ratio=R
+# Generated files go to a temporary directory and are deleted afterwards.
+set -euo pipefail
+BUILD=${1:-build-rel}
+N=${2:-100000}
+LEVEL=${3:-2}
+REPEAT=${4:-3}
+VIEW="$BUILD/bin/dfx-view"
+BENCH="$BUILD/bench/view/view_bench"
+GEN="$BUILD/device/dfx-gen-program"
+COORDINATOR="$BUILD/bin/dfx-coordinator"
+for bin in "$VIEW" "$BENCH" "$GEN" "$COORDINATOR"; do
+  [[ -x $bin ]] || { echo "conversion_floor: $bin is missing (build $BUILD with -DDFX_BUILD_BENCH=ON)" >&2; exit 2; }
+done
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dfx_conversion_floor.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+"$GEN" layered --tasks "$N" --indent -1 -o "$WORK/program.json" >/dev/null
+"$COORDINATOR" run "$WORK/program.json" --work-dir "$WORK/run" --chip-swimlane-level "$LEVEL" \
+  --enable-dep-gen --log-level warn -q >/dev/null
+OUT_DIR="$WORK/run/dfx_outputs"
+RECORDS="$OUT_DIR/chip_swimlane_records.json"
+DEPS="$OUT_DIR/deps.json"
+NAME_MAP=$(ls "$OUT_DIR"/name_map_*.json)
+rm -f "$OUT_DIR"/merged_swimlane_*.json  # the run's own conversion; ours is timed below
+TRACE="$OUT_DIR/trace.json"
+FLOOR_OUT="$OUT_DIR/floor.out"
+
+field() { sed -E "s/.*$1=([0-9.]+).*/\1/" <<<"$2"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+floors=() converts=() cpus=() rss=() ratios=()
+for ((i = 0; i < REPEAT; ++i)); do
+  # The converter first, so the floor knows how many bytes the output has.
+  C=$("$BENCH" measure -- "$VIEW" swimlane "$RECORDS" -o "$TRACE" --func-names "$NAME_MAP" 2>/dev/null | tail -1)
+  [[ $(field exit "$C") == 0 && -s $TRACE ]] || { echo "conversion_floor: dfx-view failed: $C" >&2; exit 1; }
+  BYTES=$(stat -c %s "$TRACE")
+  rm -f "$TRACE"
+  F=$("$BENCH" measure -- sh -c "cat '$RECORDS' '$DEPS' > /dev/null && head -c $BYTES /dev/zero > '$FLOOR_OUT'" | tail -1)
+  rm -f "$FLOOR_OUT"
+  floors+=("$(field wall_s "$F")") converts+=("$(field wall_s "$C")")
+  cpus+=("$(field cpu_s "$C")") rss+=("$(field peak_rss_mb "$C")")
+  ratios+=("$(awk -v c="${converts[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
+  echo "pair $((i + 1)): floor ${floors[-1]} s, dfx-view swimlane ${converts[-1]} s (cpu ${cpus[-1]} s, peak RSS ${rss[-1]} MB), ratio ${ratios[-1]}"
+done
+MB() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+echo "conversion: tasks=$N level=$LEVEL records_mb=$(MB "$RECORDS") deps_mb=$(MB "$DEPS")" \
+  "trace_mb=$(awk -v b="$BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')" \
+  "floor_s=$(printf '%s\n' "${floors[@]}" | median) convert_s=$(printf '%s\n' "${converts[@]}" | median)" \
+  "convert_cpu_s=$(printf '%s\n' "${cpus[@]}" | median) peak_rss_mb=$(printf '%s\n' "${rss[@]}" | median)" \
+  "ratio=$(printf '%s\n' "${ratios[@]}" | median)"
