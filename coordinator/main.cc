@@ -201,6 +201,10 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.add_option("--dispatch-timeout", so.dispatch_timeout_s,
                  "one dispatch, run + stream (default 3600)")
       ->check(PositiveSeconds());
+  run.add_option("--convert-jobs", so.convert_jobs,
+                 "post-run swimlane conversions (one dfx-view per dispatch) run at once "
+                 "(default 0: one per core)")
+      ->check(CLI::Range(0u, 4096u));
   run.add_option("--shutdown-timeout", so.shutdown_timeout_s,
                  "agents exiting after the run (default 10)")
       ->check(PositiveSeconds());

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include "collectors/artifact_layout.h"
 #include "common/clock.h"
@@ -24,10 +28,49 @@ std::string GraphPassWarning(const std::string& what, const std::string& error,
       what, error, ShellQuote(deps_json.string()));
 }
 
+unsigned ConvertJobs(unsigned requested, size_t conversions) {
+  const unsigned jobs =
+      requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(conversions, 1)));
+}
+
+namespace {
+
+// One dispatch directory's conversion: the command, then what came of it.
+struct Conversion {
+  std::string rel_dir;  // "" at L2
+  fs::path records;
+  std::vector<std::string> argv;
+  std::string warning;  // empty once the trace is in place
+  std::string output;   // the converter's console output, shown when it failed
+};
+
+void Convert(Conversion& c, const fs::path& trace, double timeout_s) {
+  auto run = RunCaptured(c.argv, timeout_s);
+  std::string why;
+  if (!run.ok()) {
+    why = run.status().message();
+  } else if (run->timed_out) {
+    why = fmt::format("it did not finish within {:g} s", timeout_s);
+  } else if (run->exit_code != 0) {
+    why = fmt::format("exit code {}", run->exit_code);
+  }
+  std::error_code ec;
+  if (why.empty() && fs::exists(trace, ec)) return;
+  if (why.empty()) why = "it wrote no trace";
+  c.warning = fmt::format(
+      "warning: the swimlane converter failed for {} ({}); the raw records are kept. Re-run: {}\n",
+      ShellQuote(c.records.string()), why, ShellCommand(c.argv));
+  if (run.ok()) c.output = run->output;
+}
+
+}  // namespace
+
 std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_dir,
-                                          const std::vector<std::string>& files, double timeout_s) {
+                                          const std::vector<std::string>& files, double timeout_s,
+                                          unsigned jobs) {
   std::vector<std::string> written;
-  std::set<std::string> dirs;  // relative, "" at L2
+  std::set<std::string> dirs;  // relative, "" at L2; sorted, so the results are in a fixed order
   for (const auto& f : files) {
     const fs::path p(f);
     if (p.filename() == collectors::kSwimlaneRecordsFile) {
@@ -42,15 +85,11 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
     return written;
   }
   const std::string name = collectors::MergedSwimlaneFileName(WallTimestamp());
-  size_t converted = 0;
+  std::vector<Conversion> conversions;
   for (const std::string& rel_dir : dirs) {
-    // The live status line (a terminal only) covers the conversion too.
-    log::SetStatusLine(fmt::format("converting swimlane records {}/{}{}", ++converted, dirs.size(),
-                                   rel_dir.empty() ? "" : " (" + rel_dir + ")"));
     const fs::path dir = rel_dir.empty() ? dfx_dir : dfx_dir / rel_dir;
-    const fs::path records = dir / collectors::kSwimlaneRecordsFile;
-    std::vector<std::string> argv = {view->string(), "swimlane", records.string(), "-o",
-                                     (dir / name).string()};
+    Conversion c{rel_dir, dir / collectors::kSwimlaneRecordsFile, {}, {}, {}};
+    c.argv = {view->string(), "swimlane", c.records.string(), "-o", (dir / name).string()};
     // The name map beside the records (name_map.json per dispatch at L3,
     // name_map_<case>.json at L2).
     std::error_code ec;
@@ -61,31 +100,46 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
       }
     }
     if (!name_map.empty()) {
-      argv.push_back("--func-names");
-      argv.push_back(name_map.string());
+      c.argv.push_back("--func-names");
+      c.argv.push_back(name_map.string());
     }
-    auto run = RunCaptured(argv, timeout_s);
-    std::string why;
-    if (!run.ok()) {
-      why = run.status().message();
-    } else if (run->timed_out) {
-      why = fmt::format("it did not finish within {:g} s", timeout_s);
-    } else if (run->exit_code != 0) {
-      why = fmt::format("exit code {}", run->exit_code);
+    conversions.push_back(std::move(c));
+  }
+  // Each conversion is its own dfx-view process writing its own directory
+  // (under a temporary name, renamed when complete), so they run side by
+  // side, at most `jobs` at a time; the L3 post-run was one after another
+  // with the other cores idle. Results are reported in directory order.
+  const unsigned workers = ConvertJobs(jobs, conversions.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < conversions.size();) {
+      // The live status line (a terminal only) covers the conversion too:
+      // the one started last, as when they ran one after another.
+      const std::string& rel_dir = conversions[i].rel_dir;
+      log::SetStatusLine(fmt::format("converting swimlane records {}/{}{}", i + 1,
+                                     conversions.size(),
+                                     rel_dir.empty() ? "" : " (" + rel_dir + ")"));
+      Convert(conversions[i], fs::path(conversions[i].argv[4]), timeout_s);
     }
-    if (why.empty() && fs::exists(dir / name, ec)) {
-      written.push_back(rel_dir.empty() ? name : rel_dir + "/" + name);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < workers; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  log::SetStatusLine("");
+  for (const Conversion& c : conversions) {
+    if (c.warning.empty()) {
+      written.push_back(c.rel_dir.empty() ? name : c.rel_dir + "/" + name);
       continue;
     }
-    if (why.empty()) why = "it wrote no trace";
-    log::SetStatusLine("");
-    std::fprintf(out,
-                 "warning: the swimlane converter failed for %s (%s); the raw records are kept. "
-                 "Re-run: %s\n",
-                 ShellQuote(records.string()).c_str(), why.c_str(), ShellCommand(argv).c_str());
-    if (run.ok() && !run->output.empty()) std::fprintf(out, "%s", run->output.c_str());
+    std::fprintf(out, "%s", c.warning.c_str());
+    if (!c.output.empty()) std::fprintf(out, "%s", c.output.c_str());
   }
-  log::SetStatusLine("");
+  DFX_LOG_INFO("converted {} of {} swimlane record file(s) in {:.2f} s, {} at a time",
+               written.size(), conversions.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               workers);
   return written;
 }
 

@@ -5,7 +5,8 @@
 // trace beside it. Renderers (Graphviz, the scope-stats report) never run
 // during a run: only their commands are printed (report.h).
 //
-// Functions, called from one thread.
+// Functions, called from one thread (ConvertSwimlanes starts its own
+// threads and joins them before it returns).
 #pragma once
 
 #include <cstdio>
@@ -24,15 +25,23 @@ std::string GraphPassWarning(const std::string& what, const std::string& error,
 // For every directory of `files` (relative to `dfx_dir`; "" at L2,
 // rank<N>/d<K> at L3) that holds chip_swimlane_records.json, runs
 // `dfx-view swimlane <records> -o <dir>/merged_swimlane_<YYYYmmdd_HHMMSS>.json
-// [--func-names <name map>]` as a child process (bounded by `timeout_s`; its
-// console output is shown only when it fails). deps.json is picked up beside
-// the records when it exists; without it the lanes are anonymous task(rXtY).
-// A failure is printed to `out` (what failed, the raw records kept, the
-// command to re-run), never returned. Returns the traces written, relative
-// to `dfx_dir`.
+// [--func-names <name map>]` as a child process (bounded by `timeout_s`
+// each; its console output is shown only when it fails), up to
+// ConvertJobs(jobs, directories) of them at a time. deps.json is picked up
+// beside the records when it exists; without it the lanes are anonymous
+// task(rXtY). A failure is printed to `out` (what failed, the raw records
+// kept, the command to re-run), never returned; dfx-view writes under a
+// temporary name and renames when complete, so a failed or killed converter
+// leaves no half-written trace under the final name. Returns the traces written, relative to
+// `dfx_dir`; traces and failures both in directory order (sorted), however
+// the conversions interleaved.
 std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem::path& dfx_dir,
                                           const std::vector<std::string>& files,
-                                          double timeout_s = 600);
+                                          double timeout_s = 600, unsigned jobs = 0);
+
+// How many conversions run at once: `requested`, or with 0 the number of
+// cores (at least 1); never more than `conversions` (nor fewer than 1).
+unsigned ConvertJobs(unsigned requested, size_t conversions);
 
 // The run summary (`dfx-view summary <dfx_dir> --brief`, or the full table
 // when `full`) as a child process; its text, or a one-line note saying why

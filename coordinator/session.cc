@@ -630,7 +630,8 @@ Result<SessionOutcome> RunCoordinator::Run() {
   }
   // 4. Post-run, as at L2: one merged trace per rank<N>/d<K>/ (onboard and sim).
   if (options_.config.enable_chip_swimlane > 0) {
-    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.convert_timeout_s);
+    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.convert_timeout_s,
+                               options_.convert_jobs);
     out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
   }
   WriteManifest(ok ? collectors::RunState::kOk : collectors::RunState::kFailed);

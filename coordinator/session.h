@@ -61,6 +61,7 @@ struct SessionOptions {
   double dispatch_timeout_s = 3600;   // one dispatch, run + stream
   double shutdown_timeout_s = 10;     // agents exiting after Shutdown
   double convert_timeout_s = 600;     // the post-run swimlane conversion, per dispatch
+  unsigned convert_jobs = 0;          // conversions at once; 0 = one per core (post_run.h)
   uint32_t credit_window = 8;         // chunks in flight per agent (enforced)
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // --max-artifact-bytes
   // Who may connect (coordinator/access.h): launched agents always use a
