@@ -20,15 +20,12 @@ BUILD=${1:-build-rel}
 N=${2:-100000}
 LEVEL=${3:-2}
 REPEAT=${4:-3}
-VIEW="$BUILD/bin/dfx-view"
+VIEW=${DFX_VIEW:-$BUILD/bin/dfx-view}  # DFX_VIEW: compare another dfx-view on the same inputs
 BENCH="$BUILD/bench/view/view_bench"
 GEN="$BUILD/device/dfx-gen-program"
 COORDINATOR="$BUILD/bin/dfx-coordinator"
-for bin in "$VIEW" "$BENCH" "$GEN" "$COORDINATOR"; do
-  [[ -x $bin ]] || { echo "conversion_floor: $bin is missing (build $BUILD with -DDFX_BUILD_BENCH=ON)" >&2; exit 2; }
-done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/dfx_conversion_floor.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/../lib.sh"
+bench_setup conversion_floor "$VIEW" "$BENCH" "$GEN" "$COORDINATOR"
 
 "$GEN" layered --tasks "$N" --indent -1 -o "$WORK/program.json" >/dev/null
 "$COORDINATOR" run "$WORK/program.json" --work-dir "$WORK/run" --chip-swimlane-level "$LEVEL" \
@@ -42,7 +39,6 @@ TRACE="$OUT_DIR/trace.json"
 FLOOR_OUT="$OUT_DIR/floor.out"
 
 field() { sed -E "s/.*$1=([0-9.]+).*/\1/" <<<"$2"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 floors=() converts=() cpus=() rss=() ratios=()
 for ((i = 0; i < REPEAT; ++i)); do
