@@ -3,6 +3,7 @@
 // rows), labels and the process/thread metadata.
 #include "view/dispatch_converter.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -44,7 +45,7 @@ int DispatchConverter::FuncOf(const TaskRow& r) const { return RowFuncId(d_, dep
 std::string DispatchConverter::CoreName(int core) const {
   bool aic = core >= 0 && static_cast<size_t>(core) < d_.core_types.size() &&
              d_.core_types[static_cast<size_t>(core)] == "aic";
-  return fmt::format("{}_{}", aic ? "AIC" : "AIV", core);
+  return fmt::format(FMT_COMPILE("{}_{}"), aic ? "AIC" : "AIV", core);
 }
 
 // Groups (logical tasks) are contiguous row ranges of the task_id-sorted
@@ -100,7 +101,7 @@ std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) c
 std::string DispatchConverter::PeerHint(uint64_t id, bool fanout) const {
   std::string s;
   auto list = [&](const auto& peers) {
-    s = fmt::format("{}: [", peers.size());
+    s = fmt::format(FMT_COMPILE("{}: ["), peers.size());
     for (size_t i = 0; i < peers.size(); ++i) {
       if (i) s += ", ";
       s += FormatTaskDisplay(peers[i].second);

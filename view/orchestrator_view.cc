@@ -31,10 +31,10 @@ void DispatchConverter::Marker(uint64_t task_id, int tid, double ts, double dur,
   std::string& b = trace_.Begin();
   b.append(R"({"ph":"X","cat":"event","id":)");
   b.append(std::to_string(id));
-  if (cname != nullptr) AppendF(b, R"(,"cname":"{}")", cname);
+  if (cname != nullptr) AppendF(b, FMT_COMPILE(R"(,"cname":"{}")"), cname);
   b.append(R"(,"name":)");
   AppendJsonString(&b, name);
-  AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(4), tid);
+  AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(4), tid);
   Num(b, T(ts));
   b.append(R"(,"dur":)");
   Num(b, dur);
@@ -96,12 +96,12 @@ void DispatchConverter::EmitMarkersAndOrch() {
       std::string& b = trace_.Begin();
       b.append(R"({"ph":"X","cat":"orchestrator","id":)");
       b.append(std::to_string(id));
-      AppendF(b, R"(,"cname":"rail_animation","name":"{}","pid":{},"tid":{},"ts":)", name, Pid(1),
-              4000 + static_cast<int>(o));
+      AppendF(b, FMT_COMPILE(R"(,"cname":"rail_animation","name":"{}","pid":{},"tid":{},"ts":)"),
+              name, Pid(1), 4000 + static_cast<int>(o));
       Num(b, T(ts));
       b.append(R"(,"dur":)");
       Num(b, end - ts);
-      AppendF(b, R"(,"args":{{"phase":"orch_submit","submit_idx":{},"task_id":{}}}}})",
+      AppendF(b, FMT_COMPILE(R"(,"args":{{"phase":"orch_submit","submit_idx":{},"task_id":{}}}}})"),
               p.submit_idx, p.task_id);
       trace_.End();
       trace_.CountSlice();
@@ -131,11 +131,11 @@ void DispatchConverter::EmitMarkersAndOrch() {
     std::string& b = trace_.Begin();
     b.append(R"({"ph":"X","cat":"host_h2d","name":)");
     AppendJsonString(&b, u.phase);
-    AppendF(b, R"(,"cname":"thread_state_iowait","pid":{},"tid":4100,"ts":)", Pid(1));
+    AppendF(b, FMT_COMPILE(R"(,"cname":"thread_state_iowait","pid":{},"tid":4100,"ts":)"), Pid(1));
     Num(b, T(ts));
     b.append(R"(,"dur":)");
     Num(b, end - ts);
-    AppendF(b, R"(,"args":{{"bytes":{}}}}})", u.detail);
+    AppendF(b, FMT_COMPILE(R"(,"args":{{"bytes":{}}}}})"), u.detail);
     trace_.End();
     SeeEnd(end);
   }
@@ -168,7 +168,7 @@ void DispatchConverter::EmitGraphExecution() {
     b.append(R"({"ph":"X","cat":"graph_execution","name":)");
     AppendJsonString(&b, fmt::format("GraphExecution({}, {} visible nodes)",
                                      FormatTaskDisplay(outer), nodes.size()));
-    AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(5), tid);
+    AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(5), tid);
     Num(b, T(ts));
     b.append(R"(,"dur":)");
     Num(b, last_finish - ts);

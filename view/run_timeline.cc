@@ -118,13 +118,14 @@ std::string HumanBytes(uint64_t b) {
 void DispatchBar(TraceWriter& trace, int pid, int tid, double ts, double dur,
                  const std::string& name, const std::string& args_json) {
   std::string& b = trace.Begin();
-  AppendF(b, R"({{"ph":"X","cat":"dispatch","pid":{},"tid":{},"ts":)", trace.Pid(pid), tid);
+  AppendF(b, FMT_COMPILE(R"({{"ph":"X","cat":"dispatch","pid":{},"tid":{},"ts":)"), trace.Pid(pid),
+          tid);
   Num(b, trace.T(ts));
   b.append(R"(,"dur":)");
   Num(b, std::max(dur, 0.02));
   b.append(R"(,"name":)");
   AppendJsonString(&b, name);
-  AppendF(b, R"(,"args":{}}})", args_json);
+  AppendF(b, FMT_COMPILE(R"(,"args":{}}})"), args_json);
   trace.End();
   trace.CountSlice();
 }

@@ -192,8 +192,8 @@ Status DispatchConverter::EmitSchedPhases() {
     std::string& b = trace_.Begin();
     b.append(R"({"ph":"X","cat":"scheduler","id":)");
     b.append(std::to_string(id));
-    AppendF(b, R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J", PhaseColor(p.kind),
-            PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
+    AppendF(b, FMT_COMPILE(R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J"),
+            PhaseColor(p.kind), PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
     Num(b, T(ts));
     b.append(R"(,"dur":)");
     Num(b, end - ts);
@@ -205,11 +205,11 @@ Status DispatchConverter::EmitSchedPhases() {
         p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0], p.shared_at_end[1],
         p.shared_at_end[2]);
     if (p.kind == PhaseKind::kComplete) {
-      AppendF(b, R"(,"finishes_processed":{},"finish_rows_attributed":{})", p.tasks_processed,
-              attributed);
+      AppendF(b, FMT_COMPILE(R"(,"finishes_processed":{},"finish_rows_attributed":{})"),
+              p.tasks_processed, attributed);
     }
     if (p.kind == PhaseKind::kDispatch) {
-      AppendF(b, R"(,"pop_hit":{},"pop_miss":{})", p.pop_hit, p.pop_miss);
+      AppendF(b, FMT_COMPILE(R"(,"pop_hit":{},"pop_miss":{})"), p.pop_hit, p.pop_miss);
     }
     b.append("}}");
     trace_.End();
@@ -222,7 +222,7 @@ Status DispatchConverter::EmitSchedPhases() {
           R"({{"ph":"C","cat":"queue","name":"shared_ready_queue","pid":{},"tid":3999,"ts":)",
           Pid(2));
       Num(c, T(end));
-      AppendF(c, R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})", p.shared_at_end[0],
+      AppendF(c, FMT_COMPILE(R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})"), p.shared_at_end[0],
               p.shared_at_end[1], p.shared_at_end[2]);
       trace_.End();
     }
@@ -267,10 +267,10 @@ void DispatchConverter::EmitOverhead() {
       if (!emit[k] || v[k] == last[k]) continue;
       last[k] = v[k];
       std::string& b = trace_.Begin();
-      AppendF(b, R"({{"ph":"C","cat":"overhead","name":"{}","pid":{},"tid":{},"ts":)",
+      AppendF(b, FMT_COMPILE(R"({{"ph":"C","cat":"overhead","name":"{}","pid":{},"tid":{},"ts":)"),
               tracks[k].name, Pid(2), tracks[k].tid);
       Num(b, std::round(T(s.ts) * 1000.0) / 1000.0);
-      AppendF(b, R"(,"args":{{"{}":{}}}}})", tracks[k].name, v[k]);
+      AppendF(b, FMT_COMPILE(R"(,"args":{{"{}":{}}}}})"), tracks[k].name, v[k]);
       trace_.End();
     }
   }

@@ -69,19 +69,20 @@ void DispatchConverter::EmitSchedulerView() {
     b.append(std::to_string(id));
     b.append(R"(,"name":)");
     AppendJsonString(&b, Label(task_id, func_id, (r.flags & kSpmdFlag) != 0));
-    AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(3), tid);
+    AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(3), tid);
     Num(b, T(ts));
     b.append(R"(,"dur":)");
     Num(b, fin - ts);
-    fmt::format_to(std::back_inserter(b),
-                   R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","dispatch-time-us":)",
-                   FormatTaskDisplay(task_id), func_id, r.core_id);
+    AppendF(b,
+            FMT_COMPILE(
+                R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","dispatch-time-us":)"),
+            FormatTaskDisplay(task_id), func_id, r.core_id);
     Num(b, ts);
     b.append(R"(,"finish-time-us":)");
     Num(b, fin);
     b.append(R"(,"aicpu-duration-us":)");
     Num(b, fin - ts);
-    AppendF(b, R"(,"taskId":{}}}}})", task_id);
+    AppendF(b, FMT_COMPILE(R"(,"taskId":{}}}}})"), task_id);
     trace_.End();
     trace_.CountSlice();
     SeeEnd(fin);

@@ -1,5 +1,6 @@
 #include "view/task_label.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,8 +9,8 @@ namespace dfx::view {
 
 std::string FormatTaskDisplay(uint64_t task_id) {
   int ring = RingOf(task_id);
-  if (ring == 0) return fmt::format("t{}", LocalOf(task_id));
-  return fmt::format("r{}t{}", ring, LocalOf(task_id));
+  if (ring == 0) return fmt::format(FMT_COMPILE("t{}"), LocalOf(task_id));
+  return fmt::format(FMT_COMPILE("r{}t{}"), ring, LocalOf(task_id));
 }
 
 std::string FuncLetters(int n) {
@@ -36,7 +37,7 @@ int RowFuncId(const collectors::SwimlaneRecords& records, const collectors::Task
 
 std::string KernelName(const collectors::NameMap& names, int func_id) {
   if (const std::string* n = names.Find(func_id)) return *n;
-  return fmt::format("func_{}_{}", func_id, FuncLetters(func_id));
+  return fmt::format(FMT_COMPILE("func_{}_{}"), func_id, FuncLetters(func_id));
 }
 
 }  // namespace dfx::view

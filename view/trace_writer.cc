@@ -110,13 +110,15 @@ void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, con
   for (int k = 0; k < 2; ++k) {
     const Anchor& a = k == 0 ? from : to;
     std::string& b = Begin();
-    AppendF(b, R"({{"cat":"flow","id":{},"name":"{}","ph":"{}","pid":{},"tid":{},"ts":)", id, name,
-            k == 0 ? "s" : "f", Pid(a.pid), a.tid);
+    AppendF(b,
+            FMT_COMPILE(R"({{"cat":"flow","id":{},"name":"{}","ph":"{}","pid":{},"tid":{},"ts":)"),
+            id, name, k == 0 ? "s" : "f", Pid(a.pid), a.tid);
     Num(b, T(k == 0 ? from_ts : to_ts));
-    if (a.event_id != 0) AppendF(b, R"(,"bind_id":{})", a.event_id);
+    if (a.event_id != 0) AppendF(b, FMT_COMPILE(R"(,"bind_id":{})"), a.event_id);
     if (k == 1) b.append(R"(,"bp":"e")");
     if (in_count > 0) {
-      AppendF(b, R"(,"input_task_count":{},"output_task_count":{})", in_count, out_count);
+      AppendF(b, FMT_COMPILE(R"(,"input_task_count":{},"output_task_count":{})"), in_count,
+              out_count);
     }
     b.append("}");
     End();

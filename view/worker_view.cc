@@ -29,12 +29,14 @@ void DispatchConverter::EmitWorkerView() {
       b.append(R"(,"name":)");
       int func_id = FuncOf(r);
       AppendJsonString(&b, Label(g.task_id, func_id, g.spmd));
-      AppendF(b, R"(,"pid":{},"tid":{},"ts":)", Pid(4), CoreTid(r.core_id));
+      AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(4), CoreTid(r.core_id));
       Num(b, T(ts));
       b.append(R"(,"dur":)");
       Num(b, end - ts);
-      AppendF(b, R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","fanout-hint":)", disp,
-              func_id, r.core_id);
+      AppendF(
+          b,
+          FMT_COMPILE(R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","fanout-hint":)"),
+          disp, func_id, r.core_id);
       AppendJsonString(&b, fanout);
       b.append(R"(,"fanin-hint":)");
       AppendJsonString(&b, fanin);
@@ -44,7 +46,7 @@ void DispatchConverter::EmitWorkerView() {
       Num(b, end - start);
       b.append(R"(,"local_setup_us":)");
       Num(b, start - ts);
-      AppendF(b, R"(,"taskId":{}}}}})", g.task_id);
+      AppendF(b, FMT_COMPILE(R"(,"taskId":{}}}}})"), g.task_id);
       trace_.End();
       trace_.CountSlice();
       trace_.NoteTaskDuration(end - ts);
