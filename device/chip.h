@@ -73,6 +73,11 @@ struct DispatchResult {
   std::vector<std::string> artifacts;  // files written, relative to output_dir
   uint64_t tasks_executed = 0;
   uint64_t wall_ns = 0;  // host wall time of the execution
+  // The emulator's own accounting, with or without collectors: the first
+  // block dispatched to the last block retired, in chip cycles and in ns
+  // at the model's clock (0 when nothing ran).
+  uint64_t makespan_cycles = 0;
+  uint64_t makespan_ns = 0;
 };
 
 class Chip {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -200,6 +201,12 @@ class Engine {
 
   uint64_t submitted() const { return submitted_; }
   uint64_t completed() const { return completed_; }
+  // First block dispatched to last block retired (chip cycles; 0: none ran).
+  uint64_t makespan_cycles() const {
+    return last_retire_cycles_ > first_dispatch_cycles_
+               ? last_retire_cycles_ - first_dispatch_cycles_
+               : 0;
+  }
   uint64_t stalls() const { return stalls_; }
   int sched_threads() const { return sched_threads_; }
   int core_count() const { return static_cast<int>(cores_.size()); }
@@ -553,6 +560,9 @@ class Engine {
   // Scheduler side of a block completion on `core` at `finish`.
   void RetireBlock(int core, uint64_t finish) {
     CoreState& c = cores_[core];
+    // The makespan, kept whatever the collectors (under mu_ when threaded).
+    first_dispatch_cycles_ = std::min(first_dispatch_cycles_, c.dispatch_cycles);
+    last_retire_cycles_ = std::max(last_retire_cycles_, finish);
     int index = c.task;
     const LoweredTask& t = lp_.tasks[index];
     if (swimlane_level_ >= 2)
@@ -887,6 +897,7 @@ class Engine {
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
   uint64_t submitted_ = 0, completed_ = 0, stalls_ = 0;
+  uint64_t first_dispatch_cycles_ = UINT64_MAX, last_retire_cycles_ = 0;
   uint64_t reclaimed_ = 0;  // task slots reclaimed (all rings)
   uint32_t loop_iter_[8] = {};
   Status status_;
@@ -992,6 +1003,9 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
   if (collect_tensors) engine.CollectTensors();
   if (config.enable_dump_args == 1) result.warnings = lp.warnings;
   result.tasks_executed = engine.completed();
+  result.makespan_cycles = engine.makespan_cycles();
+  result.makespan_ns = static_cast<uint64_t>(static_cast<long double>(result.makespan_cycles) *
+                                             1e9L / static_cast<long double>(model.clock_freq_hz));
   if (report) {
     report->orchestrator_stalls = engine.stalls();
     report->tasks_submitted = engine.submitted();

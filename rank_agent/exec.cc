@@ -93,6 +93,8 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
   if (!run.status.ok()) return run.status;
   ExecResult result;
   result.tasks_executed = run.tasks_executed;
+  result.wall_ns = run.wall_ns;
+  result.makespan_ns = run.makespan_ns;
   result.warnings = std::move(run.warnings);
   result.artifacts = std::move(run.artifacts);
   return result;

@@ -36,6 +36,8 @@ struct ExecOptions {
 struct ExecResult {
   std::vector<std::string> artifacts;  // relative to output_dir, sorted
   uint64_t tasks_executed = 0;
+  uint64_t wall_ns = 0;               // host wall time of the chip's run
+  uint64_t makespan_ns = 0;           // first dispatch to last retire, the chip's own accounting
   std::vector<std::string> warnings;  // advice from the chip (print, do not fail)
 };
 

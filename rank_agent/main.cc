@@ -103,9 +103,15 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
   for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::printf("ran %s: %llu task(s), %zu artifact(s) in %s\n", options.program_path.c_str(),
-              static_cast<unsigned long long>(result->tasks_executed), result->artifacts.size(),
-              options.output_dir.c_str());
+  // The makespan comes from the emulator's own accounting, so a run with no
+  // collector reports it too: compare runs with and without them
+  // (bench/perturbation).
+  std::printf(
+      "ran %s: %llu task(s), makespan %.3f us on the chip clock, run wall %.3f ms, %zu "
+      "artifact(s) in %s\n",
+      options.program_path.c_str(), static_cast<unsigned long long>(result->tasks_executed),
+      result->makespan_ns / 1000.0, result->wall_ns / 1e6, result->artifacts.size(),
+      options.output_dir.c_str());
   for (const auto& a : result->artifacts) std::printf("  %s\n", a.c_str());
   return 0;
 }

@@ -65,6 +65,7 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
     device::DispatchResult run = chip.RunProgram(*program, request.config, request.output_dir);
     o.tasks_executed = run.tasks_executed;
     o.wall_ns = run.wall_ns;
+    o.makespan_ns = run.makespan_ns;
     o.warnings = std::move(run.warnings);
     if (!run.status.ok()) return Failed(std::move(o), DispatchFailure::kRun, run.status);
 

@@ -67,6 +67,7 @@ struct DispatchOutcome {
   DispatchFailure failure = DispatchFailure::kNone;
   uint64_t tasks_executed = 0;
   uint64_t wall_ns = 0;
+  uint64_t makespan_ns = 0;            // the chip's own accounting (device::DispatchResult)
   std::vector<std::string> warnings;   // advice from the chip (print, do not fail)
   std::vector<std::string> artifacts;  // every file in output_dir, relative, sorted
 };

@@ -199,6 +199,30 @@ TEST(L2RunTest, GenProgramUsageErrorsExitTwo) {
   fs::remove_all(dir);
 }
 
+// Every run reports its makespan from the emulator's own accounting, with
+// collectors or without: on the virtual clock (exact, and the collectors do
+// not move it) the two runs agree to the nanosecond.
+TEST(L2RunTest, EveryRunReportsItsMakespanWithOrWithoutCollectors) {
+  fs::path dir = TestDir("l2_makespan");
+  auto makespan = [&](const std::string& name, std::vector<std::string> flags) {
+    std::vector<std::string> argv = {Bin("dfx-coordinator"), "run",
+                                     kVector.string(),       "--work-dir",
+                                     (dir / name).string(),  "--virtual-clock"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto r = RunCommand(argv, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("makespan ");
+    EXPECT_NE(at, std::string::npos) << r.out;
+    return at == std::string::npos ? -1.0 : std::stod(r.out.substr(at + 9));
+  };
+  const double bare = makespan("bare", {});
+  const double all = makespan("all", {"--enable-chip-swimlane", "4", "--enable-dep-gen",
+                                      "--enable-pmu", "--enable-scope-stats"});
+  EXPECT_GT(bare, 0.0);
+  EXPECT_EQ(bare, all);
+  fs::remove_all(dir);
+}
+
 // Runs argv with stdin, stdout and stderr on a new pseudo-terminal, as from
 // a user's shell: everything it wrote, and its exit code (-1: timed out).
 struct TerminalRun {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What collection costs (issue 13, "Measuring perturbation honestly"): the same
+# program run by `dfx-rank-agent exec` (the L2 run, no coordinator, no
+# post-run conversion) ROUNDS times round-robin in five ways:
+#   none        no collector (the baseline)
+#   swimlane1   --enable-chip-swimlane 1
+#   swimlane2   --enable-chip-swimlane 2
+#   swimlane4   --enable-chip-swimlane 4
+#   all5        swimlane 4, dep_gen, PMU, scope stats and args dump level 1
+# Each run gives two figures: its makespan from the emulator's own accounting
+# (first block dispatched to last retired, on the chip clock: printed by every
+# run, collectors or not) and its process wall time. Prints min and median of
+# both per way and the median ratios against `none`, and last one line per
+# way that bench/run_all.sh reads:
+#   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=..
+# Threads are not pinned: the emulator's 1 orchestrator + AICPU + 6 core
+# threads outnumber this machine's 2 cores, so pinning would only serialise
+# them; run it on an idle machine and read the min beside the median.
+# Usage: bench/perturbation/perturbation_bench.sh [BUILD_DIR] [TASKS] [ROUNDS]
+#        (default build-rel 100000 5)
+set -euo pipefail
+BUILD=${1:-build-rel}
+TASKS=${2:-100000}
+ROUNDS=${3:-5}
+GEN="$BUILD/device/dfx-gen-program"
+AGENT="$BUILD/bin/dfx-rank-agent"
+source "$(dirname "$0")/../lib.sh"
+bench_setup perturbation_bench "$GEN" "$AGENT"
+
+"$GEN" layered --tasks "$TASKS" --indent -1 -o "$WORK/program.json" 2>/dev/null
+WAYS=(none swimlane1 swimlane2 swimlane4 all5)
+flags_of() {
+  case $1 in
+    none) ;;
+    swimlane1) echo --enable-chip-swimlane 1 ;;
+    swimlane2) echo --enable-chip-swimlane 2 ;;
+    swimlane4) echo --enable-chip-swimlane 4 ;;
+    all5) echo --enable-chip-swimlane 4 --enable-dep-gen --enable-pmu 2 --enable-scope-stats --dump-args 1 ;;
+  esac
+}
+
+# run_once WAY: appends "MAKESPAN_US WALL_S" to $WORK/WAY.txt.
+run_once() {
+  local way=$1 out="$WORK/out_$1" t0 t1 line
+  rm -rf "$out"
+  t0=$(date +%s%N)
+  # shellcheck disable=SC2046 # the flags split into words on purpose
+  line=$("$AGENT" exec --program "$WORK/program.json" --output-dir "$out" --log-level error \
+    $(flags_of "$way") | head -1)
+  t1=$(date +%s%N)
+  local makespan
+  makespan=$(sed -nE 's/.*makespan ([0-9.]+) us.*/\1/p' <<<"$line")
+  [[ -n $makespan ]] || { echo "perturbation_bench: no makespan in: $line" >&2; exit 1; }
+  echo "$makespan $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" >>"$WORK/$way.txt"
+}
+
+for ((r = 0; r < ROUNDS; ++r)); do
+  for way in "${WAYS[@]}"; do run_once "$way"; done
+done
+
+col() { awk -v c="$2" '{ print $c }' "$WORK/$1.txt"; }
+min() { sort -g | head -1; }
+base_makespan=$(col none 1 | median)
+base_wall=$(col none 2 | median)
+printf '%-10s %14s %14s %10s %10s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" "ms ratio" "wall ratio"
+summary=()
+for way in "${WAYS[@]}"; do
+  ms_min=$(col "$way" 1 | min)
+  ms_med=$(col "$way" 1 | median)
+  w_min=$(col "$way" 2 | min)
+  w_med=$(col "$way" 2 | median)
+  ms_ratio=$(awk -v a="$ms_med" -v b="$base_makespan" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
+  w_ratio=$(awk -v a="$w_med" -v b="$base_wall" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
+  printf '%-10s %11.1f us %11.1f us %8.3f s %8.3f s %8sx %8sx\n' "$way" "$ms_min" "$ms_med" "$w_min" "$w_med" "$ms_ratio" "$w_ratio"
+  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio")
+done
+printf '%s\n' "${summary[@]}"
