@@ -114,11 +114,9 @@ bool DispatchScheduler::OnDone(const protocol::DispatchDone& done) {
   d.tasks_executed = done.tasks_executed;
   d.artifact_count = done.artifact_count;
   const bool ok = done.status == protocol::DispatchStatus::kOk;
-  // The agent's text names the dispatch for its own log ("rank 1 d0: ..."),
-  // and a failed dispatch is already "failed": say each once.
+  // A failed dispatch is already "failed": the status word only for a
+  // rejection or a cancellation.
   std::string why = done.error;
-  const std::string own = fmt::format("rank {} d{}: ", done.rank, done.k);
-  if (why.rfind(own, 0) == 0) why.erase(0, own.size());
   if (done.status != protocol::DispatchStatus::kFailed) {
     why = fmt::format("{}: {}", protocol::DispatchStatusName(done.status), why);
   }

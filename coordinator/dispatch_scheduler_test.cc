@@ -54,8 +54,8 @@ TEST(DispatchSchedulerTest, OneInFlightPerRankInPlanOrderRanksInParallel) {
   EXPECT_TRUE(s.Busy());
 }
 
-// The agent's error names the dispatch and a failed dispatch is "failed":
-// the record says each once ("failed: failed: rank 0 d0: ..." before); a
+// A failed dispatch is "failed": the record says it once ("failed:
+// failed: rank 0 d0: ..." before; the agent now sends the reason alone); a
 // rejection keeps its word. The host-lane times follow the clock.
 TEST(DispatchSchedulerTest, ADispatchErrorSaysFailedAndNamesTheDispatchOnce) {
   FakeClock clock(100);
@@ -80,12 +80,12 @@ TEST(DispatchSchedulerTest, ADispatchErrorSaysFailedAndNamesTheDispatchOnce) {
   EXPECT_EQ(d0.accepted_ns, 110u);
   EXPECT_EQ(d0.stream_ns, 120u);
   EXPECT_EQ(d0.verified_ns, 130u);
-  ASSERT_TRUE(s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kFailed,
-                                              "rank 0 d0: kernel \"boom\" failed"}));
+  ASSERT_TRUE(s.OnDone(
+      protocol::DispatchDone{0, 0, protocol::DispatchStatus::kFailed, "kernel \"boom\" failed"}));
   EXPECT_EQ(s.dispatches()[sent[0]].status, DispatchState::kFailed);
   EXPECT_EQ(s.dispatches()[sent[0]].error, "kernel \"boom\" failed");
   ASSERT_TRUE(s.OnDone(protocol::DispatchDone{1, 0, protocol::DispatchStatus::kRejected,
-                                              "rank 1 d0: the program does not parse"}));
+                                              "the program does not parse"}));
   EXPECT_EQ(s.dispatches()[sent[1]].error, "rejected: the program does not parse");
 }
 

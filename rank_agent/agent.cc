@@ -332,8 +332,8 @@ struct RankAgent::Impl {
     if (!r.status.ok()) {
       c.status = r.failure == DispatchFailure::kRefused ? protocol::DispatchStatus::kRejected
                                                         : protocol::DispatchStatus::kFailed;
-      c.error = Truncate(fmt::format("rank {} d{}: {}", d.rank, d.k, r.status.message()),
-                         protocol::kMaxErrorBytes);
+      // The coordinator's record names the dispatch: the reason alone.
+      c.error = Truncate(r.status.message(), protocol::kMaxErrorBytes);
     }
     // Whatever the chip managed to write is streamed back, even on failure
     // (the reference exports what it has when a run fails).
@@ -365,7 +365,7 @@ struct RankAgent::Impl {
       done_msg.artifact_count = static_cast<uint32_t>(c.files.size());
       done_msg.wall_ns = c.wall_ns;
       if (c.status != protocol::DispatchStatus::kOk) {
-        DFX_LOG_WARN("{}", c.error);
+        DFX_LOG_WARN("rank {} d{}: {}", c.dispatch.rank, c.dispatch.k, c.error);
       } else {
         DFX_LOG_INFO("rank {} d{}: done, {} task(s), {} artifact(s)", c.dispatch.rank, c.dispatch.k,
                      c.tasks, c.files.size());
