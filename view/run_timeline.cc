@@ -44,12 +44,11 @@ namespace {
 
 // What the run manifest says about placement and the run itself.
 struct ManifestInfo {
-  std::map<std::pair<int, int>, int64_t> starts;  // (rank, k) -> sent, coordinator clock ns
-  std::map<std::pair<int, int>, int64_t> ends;    // (rank, k) -> finished
-  std::map<std::pair<int, int>, std::string> programs;
-  // The host lane: each dispatch's orchestration times, each rank's start-up.
-  std::map<std::pair<int, int>, collectors::DispatchEntry> host;
-  std::map<int, collectors::RankEntry> ranks;
+  // (rank, k) -> the timing (or single) pass's record, without its artifacts:
+  // the program, and on the coordinator clock when it was sent (its place on
+  // the timeline), accepted, streamed, done and verified (the host lane).
+  std::map<std::pair<int, int>, collectors::DispatchEntry> dispatches;
+  std::map<int, collectors::RankEntry> ranks;  // each rank's start-up (the host lane)
   std::optional<uint64_t> launch_ns;
   Json metadata;  // the trace's top-level "metadata"
   // Each rank's clock offset with its round-trip bound.
@@ -70,12 +69,9 @@ ManifestInfo ReadManifestInfo(const std::filesystem::path& path, std::ostream& e
   }
   for (const collectors::DispatchEntry& d : manifest->dispatches) {
     if (d.pass == config::PassKind::kGraph) continue;
-    info.starts[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.start_ns);
-    info.ends[{d.rank, static_cast<int>(d.k)}] = static_cast<int64_t>(d.end_ns);
-    info.programs[{d.rank, static_cast<int>(d.k)}] = d.program;
-    collectors::DispatchEntry times = d;
-    times.artifacts.clear();
-    info.host[{d.rank, static_cast<int>(d.k)}] = std::move(times);
+    collectors::DispatchEntry& entry = info.dispatches[{d.rank, static_cast<int>(d.k)}];
+    entry = d;
+    entry.artifacts.clear();
   }
   for (const collectors::RankEntry& r : manifest->ranks) info.ranks[r.rank] = r;
   info.launch_ns = manifest->launch_ns;
@@ -213,12 +209,12 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
                     listed, run_dir.string()));
   }
   ManifestInfo info = ReadManifestInfo(run_dir / collectors::kRunManifestFile, err);
-  const auto& starts = info.starts;
+  const auto& placed = info.dispatches;
   int64_t t0 = std::numeric_limits<int64_t>::max();
-  for (const auto& [k, v] : starts) t0 = std::min(t0, v);
+  for (const auto& [key, d] : placed) t0 = std::min(t0, static_cast<int64_t>(d.start_ns));
   // With the launch on record the trace starts there: the host lane shows
   // the start-up (launch, HELLO, READY) before the first dispatch.
-  if (info.launch_ns && !starts.empty()) t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
+  if (info.launch_ns && !placed.empty()) t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
   std::filesystem::path out_path =
       options.output ? *options.output : run_dir / collectors::kRunSwimlaneFile;
   TraceWriter trace;
@@ -234,9 +230,11 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
       std::string warn = UnmatchedWarning(data);
       if (!warn.empty()) err << path.string() << ": " << warn << "\n";
-      auto it = starts.find({rank, k});
+      auto it = placed.find({rank, k});
       const double ts_offset =
-          it != starts.end() ? static_cast<double>(it->second - t0) / 1000.0 : rank_cursor;
+          it != placed.end()
+              ? static_cast<double>(static_cast<int64_t>(it->second.start_ns) - t0) / 1000.0
+              : rank_cursor;
       std::optional<TaskGraph> deps =
           LoadDepsIfPresent(path.parent_path() / collectors::kDepsFile, err);
       DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
@@ -250,8 +248,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       DFX_RETURN_IF_ERROR(conv.Run());
       // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
       const double extent = trace.max_ts() - ts_offset;
-      std::string program = "?";
-      if (auto p = info.programs.find({rank, k}); p != info.programs.end()) program = p->second;
+      const std::string program = it != placed.end() ? it->second.program : "?";
       trace.ProcessName(0, "Dispatches", 0);
       trace.ThreadName(0, 1, "dispatches");
       DispatchBar(trace, 0, 1, 0.0, extent, fmt::format("d{}: {}", k, program),
@@ -275,7 +272,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
   // (launch → HELLO → READY) and each dispatch's orchestration (sent →
   // accepted, run, stream, verify), so that cost shows beside the chips.
   // A manifest without those times gives one "sent → done" slice.
-  if (!starts.empty()) {
+  if (!placed.empty()) {
     trace.PlaceProcesses(0, "");
     trace.PlaceDispatchAt(0.0);
     trace.ProcessName(99, "Coordinator (host)", 0);
@@ -288,7 +285,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       DispatchBar(trace, 99, tid, us(from), static_cast<double>(to - from) / 1000.0, name, args);
     };
     std::set<int> named;
-    for (const auto& [key, start] : starts) {
+    for (const auto& [key, d] : placed) {
       const auto [rank, k] = key;
       if (!files.count(rank) || !files.at(rank).count(k)) continue;
       const int tid = 1 + rank;
@@ -307,11 +304,9 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
           }
         }
       }
-      const std::string what = fmt::format("d{} {}", k, info.programs[key]);
+      const std::string what = fmt::format("d{} {}", k, d.program);
       const std::string args = fmt::format(R"({{"rank":{},"dispatch":{}}})", rank, k);
-      const uint64_t sent = static_cast<uint64_t>(start);
-      const uint64_t end = info.ends.count(key) ? static_cast<uint64_t>(info.ends.at(key)) : sent;
-      const collectors::DispatchEntry& d = info.host[key];
+      const uint64_t sent = d.start_ns, end = d.end_ns;
       if (!d.accepted_ns) {
         slice(tid, sent, end, what + ": sent → done", args);
         continue;
@@ -347,7 +342,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
   out << "Wrote " << out_path.string() << " (" << HumanBytes(size) << ", " << files.size()
       << " rank(s), " << dispatches << " dispatch(es), " << trace.slice_events() << " slices, "
       << trace.flow_events() << " flow events"
-      << (starts.empty()
+      << (placed.empty()
               ? fmt::format(", no {}: dispatches laid end to end", collectors::kRunManifestFile)
               : "")
       << ")\n";
