@@ -34,6 +34,7 @@ class ZapHandler {
   }
   ~ZapHandler() {
     stop_.store(true);
+    stop_wake_.Notify();  // ends its wait now, not at the next poll timeout
     thread_.join();
   }
   ZapHandler(const ZapHandler&) = delete;
@@ -74,8 +75,11 @@ class ZapHandler {
   void Loop() {
     while (!stop_.load()) {
       try {
-        zmq::pollitem_t item = {socket_.handle(), 0, ZMQ_POLLIN, 0};
-        if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) <= 0) continue;
+        zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                    {nullptr, stop_wake_.read_fd(), ZMQ_POLLIN, 0}};
+        if (zmq::poll(items, 2, std::chrono::milliseconds(1000)) <= 0 ||
+            !(items[0].revents & ZMQ_POLLIN))
+          continue;
         std::vector<zmq::message_t> frames;
         do {
           frames.emplace_back();
@@ -132,6 +136,7 @@ class ZapHandler {
   std::mutex mu_;
   std::map<std::string, Domain> domains_;
   std::atomic<bool> stop_{false};
+  WakePipe stop_wake_;  // wakes the handler's poll when it is told to stop
   std::thread thread_;  // last: starts once the members above exist
 };
 
