@@ -205,7 +205,9 @@ GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures
   loop_.DrainWriter(Now() + SecondsToNs(options_.shutdown_timeout_s), *this);
   loop_.SendShutdown("gather complete");
   const uint64_t deadline = Now() + SecondsToNs(options_.shutdown_timeout_s);
-  while (launcher_.AnyRunning() && Now() <= deadline) (void)loop_.Pump(20, *this);
+  // A short poll: an agent's exit wakes nothing here, and the gather ends
+  // as soon as the last one is gone.
+  while (launcher_.AnyRunning() && Now() <= deadline) (void)loop_.Pump(2, *this);
   launcher_.TerminateAll(2000);
 
   GatherOutcome out;
