@@ -100,11 +100,14 @@ else
     "< 5 s, <= 64 MiB" "-"
 fi
 
-# Gather (row 5): the ratio column of gather_bench is gather / raw ZeroMQ.
+# Gather (row 5): the ratio column of gather_bench is gather / raw ZeroMQ;
+# the baseline cell also says what raw ZeroMQ keeps once it speaks CURVE,
+# as the gather's launched agents must (design.md section 7).
 if run gather "$BUILD/bench/gather/gather_bench" "${GATHER[@]}"; then
-  read -r _ mib raw _ gathered pct _ < <(grep -E '^[0-9]' "$LOGS/gather.log" | tail -1)
+  read -r _ mib raw _ gathered _ _ _ curve _ < <(grep -E '^[0-9]' "$LOGS/gather.log" | tail -1)
   R=$(ratio "$gathered" "$raw")
-  row "gather ${GATHER[1]} agents x $mib MiB" "raw ZeroMQ, same processes: $raw MB/s" \
+  row "gather ${GATHER[1]} agents x $mib MiB" \
+    "raw ZeroMQ, same processes: $raw MB/s (with CURVE: $curve MB/s, $(ratio "$gathered" "$curve")x)" \
     "$gathered MB/s" "${R}x" ">= 0.9x" "$(met "$R" '>=' 0.9)"
 else
   row "gather" "-" "FAILED" "-" "-" "-"

@@ -13,6 +13,10 @@
 //    file per sender in the directory the gather writes to ("raw+disk"). Both are timed from
 //    spawning the sender processes until every byte arrived (and, for raw+disk, is written), as the
 //    gather is timed from spawning the coordinator until it exits;
+//  * a third baseline, "raw+curve": the raw senders and ROUTER speaking
+//    CURVE, as the gather's launched agents and coordinator must (design.md
+//    §7: CURVE on loopback for launched agents too), discarding the frames:
+//    what encryption alone leaves of raw ZeroMQ on this machine;
 //  * the coordinator's peak RSS (VmHWM) for each size, to show it does not
 //    grow with artifact size.
 //
@@ -20,7 +24,9 @@
 // so "ratio" (vs raw zmq) charges it for the disk writes and "ratio disk"
 // (vs raw+disk) does not.
 //
-// usage: gather_bench [--agents N] [--sizes MiB,MiB,...] [--dir DIR]
+// usage: gather_bench [--agents N] [--sizes MiB,MiB,...] [--dir DIR] [--bin-dir DIR]
+// --bin-dir: where dfx-coordinator and dfx-rank-agent are (default: this
+// build's bin/), e.g. a copy of an earlier build's, for a paired comparison.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <malloc.h>
@@ -33,6 +39,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +52,7 @@
 #include "common/file_util.h"
 #include "common/json.h"
 #include "protocol/channel.h"
+#include "protocol/curve.h"
 
 extern char** environ;
 
@@ -57,13 +65,27 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::string self_path;  // this binary, for the sender processes
+std::string self_path;                                // this binary, for the sender processes
+fs::path bin_dir = fs::path(DFX_BINARY_DIR) / "bin";  // the coordinator and agent gathered with
 
 // --raw-sender ENDPOINT ID BYTES: one DEALER sends BYTES in 1 MiB frames.
+// With DFX_BENCH_CURVE="server-public client-public client-secret" in its
+// environment (as the coordinator hands launched agents their keys), it
+// speaks CURVE.
 int RawSender(const std::string& endpoint, const std::string& id, uint64_t bytes) {
   dfx::protocol::Context context;
   dfx::protocol::SocketOptions options;
   options.linger_ms = -1;  // close() waits until every frame left
+  if (const char* keys = std::getenv("DFX_BENCH_CURVE")) {
+    const std::string k = keys;
+    const size_t n = dfx::protocol::kCurveKeyChars;
+    if (k.size() != 3 * n + 2) return 1;
+    dfx::protocol::CurveClient client;
+    client.server_public_key = k.substr(0, n);
+    client.keys.public_key = k.substr(n + 1, n);
+    client.keys.secret_key = k.substr(2 * n + 2, n);
+    options.curve_client = client;
+  }
   auto dealer = dfx::protocol::DealerChannel::Connect(context, endpoint, id, options);
   if (!dealer.ok()) return 1;
   const std::string frame(1 << 20, 'z');
@@ -78,27 +100,47 @@ int RawSender(const std::string& endpoint, const std::string& id, uint64_t bytes
   return 0;
 }
 
-pid_t Spawn(std::vector<std::string> argv) {
+// `extra_env` ("NAME=value"; may be empty) is added to this process's environment.
+pid_t Spawn(std::vector<std::string> argv, std::string extra_env = {}) {
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  if (!extra_env.empty()) env.push_back(extra_env.data());
+  env.push_back(nullptr);
   pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0].c_str(), nullptr, nullptr, cargv.data(), environ) != 0) return -1;
+  if (posix_spawn(&pid, argv[0].c_str(), nullptr, nullptr, cargv.data(), env.data()) != 0)
+    return -1;
   return pid;
 }
 
 // MB/s of N sender processes pushing `bytes_each` to one ROUTER; with
-// `write_dir`, every frame is written to <write_dir>/raw-<sender>.bin.
-double RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_dir) {
+// `write_dir`, every frame is written to <write_dir>/raw-<sender>.bin; with
+// `curve`, the senders and the ROUTER speak CURVE (as the gather's agents
+// and coordinator must: design.md §7), with keys made for this run.
+double RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_dir,
+                        bool curve = false) {
   dfx::protocol::Context context;
-  auto router = dfx::protocol::RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+  dfx::protocol::SocketOptions options;
+  std::string sender_env;
+  if (curve) {
+    auto server = dfx::protocol::GenerateCurveKeyPair();
+    auto client = dfx::protocol::GenerateCurveKeyPair();
+    if (!server.ok() || !client.ok()) return 0;
+    options.curve_server = dfx::protocol::CurveServer{*server, {client->public_key}};
+    sender_env = fmt::format("DFX_BENCH_CURVE={} {} {}", server->public_key, client->public_key,
+                             client->secret_key);
+  }
+  auto router = dfx::protocol::RouterChannel::Bind(context, "tcp://127.0.0.1:0", options);
   if (!router.ok()) return 0;
   std::map<std::string, int> files;
   const auto start = Clock::now();
   std::vector<pid_t> senders;
   for (int a = 0; a < agents; ++a) {
     senders.push_back(Spawn({self_path, "--raw-sender", router->endpoint(),
-                             fmt::format("raw-{}", a), std::to_string(bytes_each)}));
+                             fmt::format("raw-{}", a), std::to_string(bytes_each)},
+                            sender_env));
   }
   // raw+disk: a writer thread write(2)s the received frames (no copy), as
   // the coordinator's does, behind a queue bounded like its credit window.
@@ -203,7 +245,8 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each) {
   record["session"] = dfx::Hex64(session);
   record["spool"] = fs::absolute(spool).string();
   if (!dfx::WriteJsonFileAtomic(work / "dfx_outputs/.session.json", record, 2).ok()) return result;
-  const std::string coordinator = std::string(DFX_BINARY_DIR) + "/bin/dfx-coordinator";
+  const std::string coordinator = (bin_dir / "dfx-coordinator").string();
+  // It runs the dfx-rank-agent beside it.
   std::vector<std::string> argv = {coordinator,   "gather",      "--work-dir",
                                    work.string(), "--log-level", "warn"};
   std::vector<char*> cargv;
@@ -279,25 +322,32 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--dir") {
       dir = argv[i + 1];
+    } else if (flag == "--bin-dir") {
+      bin_dir = argv[i + 1];
     } else {
-      std::fprintf(stderr, "usage: gather_bench [--agents N] [--sizes MiB,...] [--dir DIR]\n");
+      std::fprintf(stderr,
+                   "usage: gather_bench [--agents N] [--sizes MiB,...] [--dir DIR] "
+                   "[--bin-dir DIR]\n");
       return 2;
     }
   }
   fs::create_directories(dir);
-  std::printf("%-7s %-10s %13s %14s %12s %7s %11s %14s\n", "agents", "MiB/agent", "raw zmq MB/s",
-              "raw+disk MB/s", "gather MB/s", "ratio", "ratio disk", "coord RSS MiB");
+  std::printf("%-7s %-10s %13s %14s %12s %7s %11s %14s %15s %12s\n", "agents", "MiB/agent",
+              "raw zmq MB/s", "raw+disk MB/s", "gather MB/s", "ratio", "ratio disk",
+              "coord RSS MiB", "raw+curve MB/s", "ratio curve");
   bool all_ok = true;
   for (uint64_t mib : sizes_mib) {
     const uint64_t bytes = mib << 20;
     const double raw = RawZmqThroughput(agents, bytes, {});
     const double raw_disk = RawZmqThroughput(agents, bytes, dir);
+    const double raw_curve = RawZmqThroughput(agents, bytes, {}, /*curve=*/true);
     const GatherResult g = RunGather(dir, agents, bytes);
     all_ok &= g.ok;
-    std::printf("%-7d %-10llu %13.0f %14.0f %12.0f %6.0f%% %10.0f%% %14.1f%s\n", agents,
-                static_cast<unsigned long long>(mib), raw, raw_disk, g.mb_per_s,
+    std::printf("%-7d %-10llu %13.0f %14.0f %12.0f %6.0f%% %10.0f%% %14.1f %15.0f %11.0f%%%s\n",
+                agents, static_cast<unsigned long long>(mib), raw, raw_disk, g.mb_per_s,
                 raw > 0 ? 100.0 * g.mb_per_s / raw : 0.0,
-                raw_disk > 0 ? 100.0 * g.mb_per_s / raw_disk : 0.0, g.peak_rss_mib,
+                raw_disk > 0 ? 100.0 * g.mb_per_s / raw_disk : 0.0, g.peak_rss_mib, raw_curve,
+                raw_curve > 0 ? 100.0 * g.mb_per_s / raw_curve : 0.0,
                 g.ok ? "" : "  (GATHER FAILED)");
     std::fflush(stdout);
   }
