@@ -57,37 +57,23 @@ bool ArtifactWriter::Idle() {
 }
 
 void ArtifactWriter::Loop() {
-  // Takes up to kMaxBatch queued jobs at once and reports their results
-  // together: one lock and one wake-up of the event loop (so one Credit
-  // message per agent) per batch rather than per chunk.
-  std::deque<Job> batch;
-  std::deque<Done> finished;
   for (;;) {
+    Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
-      // Bounded, so the credits of the first chunks go back while later
-      // ones are still being written.
-      while (!jobs_.empty() && batch.size() < kMaxBatch) {
-        batch.push_back(std::move(jobs_.front()));
-        jobs_.pop_front();
-      }
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
     }
-    const size_t ran = batch.size();
-    for (Job& job : batch) {
-      Done done;
-      if (Run(job, &done)) finished.push_back(std::move(done));
-      job = Job{};  // release the frame before reporting (bounded memory)
-    }
-    batch.clear();
-    const bool report = !finished.empty();
+    Done done;
+    const bool report = Run(job, &done);
+    job = Job{};  // release the frame before reporting (bounded memory)
     {
       std::lock_guard<std::mutex> lock(mu_);
-      taken_ += ran;  // counted as finished when the loop takes the results
-      for (Done& done : finished) results_.push_back(std::move(done));
+      ++taken_;  // counted as finished when the loop takes the results
+      if (report) results_.push_back(std::move(done));
     }
-    finished.clear();
     if (report) wake_.Notify();
   }
 }

@@ -73,7 +73,6 @@ class ArtifactWriter {
   std::map<uint64_t, uint32_t> DiscardWrites(const std::set<uint64_t>& streams);
 
  private:
-  static constexpr size_t kMaxBatch = 4;  // jobs run between two reports
   void Loop();
   bool Run(Job& job, Done* done);
 
