@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -17,6 +19,7 @@
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "device/chip_threads.h"
 #include "device/kernels.h"
 #include "device/lowering.h"
 
@@ -77,11 +80,18 @@ void FillInit(const TensorDecl& t, uint8_t* data) {
 
 // All the state of one run. Threaded mode guards it with mu_; virtual mode
 // runs it on one thread.
-class Engine {
+class Engine final : public BlockRunner {
  public:
   Engine(const ChipOptions& opt, const ChipModel& model, int aic, int aiv, const LoweredProgram& lp,
-         const config::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report)
-      : opt_(opt), model_(model), lp_(lp), prog_(*lp.program), report_(report) {
+         const config::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report,
+         ChipThreads* host_threads, DeviceHeap* heaps)
+      : opt_(opt),
+        model_(model),
+        lp_(lp),
+        prog_(*lp.program),
+        report_(report),
+        threads_(host_threads),
+        heaps_(heaps) {
     for (int i = 0; i < aic; ++i) cores_.push_back(CoreState{CoreType::kAic});
     for (int i = 0; i < aiv; ++i) cores_.push_back(CoreState{CoreType::kAiv});
     int threads = 1;
@@ -130,13 +140,22 @@ class Engine {
       external_[b] = std::move(mem);
     }
     for (const LoweredTask& t : lp_.tasks) {
-      if (t.has_heap && !heap_mem_[t.ring]) {
-        // Uninitialised: pages are only touched where outputs are written.
-        heap_mem_[t.ring].reset(new (std::nothrow) uint8_t[lp_.rings.heap[t.ring]]);
-        if (!heap_mem_[t.ring])
-          return Unavailable("cannot allocate the " + std::to_string(lp_.rings.heap[t.ring]) +
+      if (!t.has_heap || heap_mem_[t.ring]) continue;
+      // Uninitialised: pages are only touched where outputs are written.
+      // The chip keeps it for the next dispatch with the same ring size (a
+      // heap is tens of MiB: mapping and unmapping it cost every dispatch).
+      DeviceHeap& heap = heaps_[t.ring];
+      const uint64_t bytes = lp_.rings.heap[t.ring];
+      if (heap.bytes != bytes) {
+        heap.mem.reset();
+        heap.bytes = 0;
+        heap.mem.reset(new (std::nothrow) uint8_t[bytes]);
+        if (!heap.mem)
+          return Unavailable("cannot allocate the " + std::to_string(bytes) +
                              "-byte heap of ring " + std::to_string(t.ring) + "; lower ring_heap");
+        heap.bytes = bytes;
       }
+      heap_mem_[t.ring] = heap.mem.get();
     }
     return Status::Ok();
   }
@@ -163,7 +182,7 @@ class Engine {
   uint8_t* BufferData(int b) {
     const Buffer& buf = lp_.buffers[b];
     if (buf.external) return external_[b].get();
-    return heap_mem_[buf.ring].get() + buf.heap_offset;
+    return heap_mem_[buf.ring] + buf.heap_offset;
   }
 
   Status Run() {
@@ -226,14 +245,12 @@ class Engine {
     CoreType type;
     int thread = 0;
     bool busy = false;
-    bool finished = false;  // block done, waiting for the scheduler
-    bool running = false;   // threaded: the worker picked the block up
     int task = -1;
     int block = 0;
     uint32_t reg_task_id = 0;
     uint64_t dispatch_cycles = 0, start_cycles = 0, end_cycles = 0;
     Status kernel_status;
-    std::condition_variable cv;  // threaded: wakes the worker
+    CoreMailbox* box = nullptr;  // threaded: the hand-off to the core's worker thread
     CoreState(CoreType t) : type(t) {}
     CoreState(CoreState&& o) noexcept : type(o.type), thread(o.thread) {}
   };
@@ -262,8 +279,8 @@ class Engine {
   void Fail(Status s) {
     if (status_.ok()) status_ = std::move(s);
     failed_ = true;
-    orch_cv_.notify_all();
-    sched_cv_.notify_all();
+    orch_wake_.Notify();
+    WakeSchedulers();
   }
 
   // ---- orchestrator ------------------------------------------------------
@@ -579,7 +596,6 @@ class Engine {
                    EstimateWork(call, model_));
     }
     c.busy = false;
-    c.finished = false;
     c.task = -1;
     TaskState& ts = tasks_[index];
     if (++ts.blocks_done == t.block_num) {
@@ -753,52 +769,106 @@ class Engine {
   }
 
   // ---- real threads ---------------------------------------------------------------
+  //
+  // The chip's persistent threads (ChipThreads) run it: the orchestrator on
+  // the calling thread, the scheduler(s) as jobs, the kernels on the cores'
+  // worker threads. Ring and task state is shared by the orchestrator and
+  // the scheduler(s) under mu_, held a short while at a time; the hand-off
+  // of a block to a core and back goes through the core's mailbox without
+  // a lock, and every wait spins briefly before it parks (Parker).
+
+ public:
+  void RunBlock(int core) override {
+    CoreState& c = cores_[core];
+    KernelCall call = MakeCall(c.task, c.block);
+    const uint64_t task_id = lp_.tasks[c.task].task_id;
+    const uint32_t reg = c.reg_task_id;
+    uint64_t receive = NowCycles();
+    uint64_t start = NowCycles();
+    Status s = RunKernelBlock(call, /*spin_busy=*/true);
+    uint64_t end = NowCycles();
+    if (swimlane_)
+      swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, reg, start, end,
+                                  static_cast<uint32_t>(start - std::min(start, receive)));
+    c.kernel_status = std::move(s);
+    c.start_cycles = start;
+    c.end_cycles = end;
+    // Once kFinished is stored the run may end and this engine go: nothing
+    // of it is touched afterwards (the scheduler's parker is the chip's).
+    CoreMailbox& box = *c.box;
+    Parker& sched = threads_->SchedWake(c.thread);
+    box.state.store(CoreMailbox::kFinished, std::memory_order_release);
+    sched.Notify();
+  }
+
+ private:
+  void WakeSchedulers() {
+    if (!threads_) return;  // virtual clock: one thread
+    for (int t = 0; t < sched_threads_; ++t) threads_->SchedWake(t).Notify();
+  }
+
+  bool Finished(const CoreState& c) const {
+    return c.box->state.load(std::memory_order_acquire) == CoreMailbox::kFinished;
+  }
 
   void RunThreaded() {
-    std::vector<std::thread> workers;
-    for (size_t c = 0; c < cores_.size(); ++c)
-      workers.emplace_back([this, c] { WorkerLoop(static_cast<int>(c)); });
-    std::vector<std::thread> scheds;
-    for (int t = 0; t < sched_threads_; ++t) scheds.emplace_back([this, t] { SchedLoop(t); });
-    OrchestratorLoop();
-    for (auto& t : scheds) t.join();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_workers_ = true;
-      for (CoreState& c : cores_) c.cv.notify_all();
+    threads_->EnsureCores(static_cast<int>(cores_.size()));
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      cores_[c].box = &threads_->Core(static_cast<int>(c));
+      cores_[c].box->runner = this;
+      cores_[c].box->state.store(CoreMailbox::kIdle, std::memory_order_relaxed);
     }
-    for (auto& w : workers) w.join();
+    std::vector<std::function<void()>> scheds;
+    for (int t = 0; t < sched_threads_; ++t) scheds.emplace_back([this, t] { SchedLoop(t); });
+    threads_->Run(scheds, [this] { OrchestratorLoop(); });
+    // Every block was retired before the schedulers returned: the cores idle.
   }
+
+  // Submits this many events at most before it lets the scheduler at the
+  // shared state.
+  static constexpr int kSubmitBatch = 32;
 
   void OrchestratorLoop() {
     std::unique_lock<std::mutex> lock(mu_);
     std::string why;
+    int batch = 0;
     while (!failed_ && next_event_ < lp_.events.size()) {
       uint64_t start = NowCycles();
       if (OrchestratorStep(start, &why)) {
-        sched_cv_.notify_all();
+        if (++batch >= kSubmitBatch) {
+          batch = 0;
+          lock.unlock();
+          WakeSchedulers();
+          lock.lock();
+        }
         continue;
       }
+      batch = 0;
       ++stalls_;
       // Blocked on a ring: wait for the scheduler to retire something.
       while (!failed_) {
+        const uint32_t seen = orch_wake_.Seq();
         const LoweredTask& t = lp_.tasks[lp_.events[next_event_].index];
         if (RingFull(t).empty()) break;
         if (!InFlight()) {
           Fail(DeadlockError(why));
           break;
         }
-        orch_cv_.wait(lock);
+        lock.unlock();
+        WakeSchedulers();
+        orch_wake_.Wait(seen);
+        lock.lock();
       }
     }
     orch_done_ = true;
-    sched_cv_.notify_all();
+    lock.unlock();
+    WakeSchedulers();
   }
 
   bool SchedHasWork(int thread) const {
     for (const CoreState& c : cores_) {
       if (c.thread != thread) continue;
-      if (c.finished) return true;
+      if (c.busy && Finished(c)) return true;
       if (!c.busy && !failed_ && !ready_[c.type == CoreType::kAic ? 0 : 1].empty()) return true;
     }
     return false;
@@ -807,10 +877,16 @@ class Engine {
   bool AllDone() const { return orch_done_ && !InFlight(); }
 
   void SchedLoop(int thread) {
-    std::unique_lock<std::mutex> lock(mu_);
+    Parker& wake = threads_->SchedWake(thread);
     while (true) {
-      sched_cv_.wait(lock, [&] { return SchedHasWork(thread) || AllDone(); });
-      if (!SchedHasWork(thread) && AllDone()) break;
+      const uint32_t seen = wake.Seq();
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!SchedHasWork(thread)) {
+        if (AllDone()) break;
+        lock.unlock();
+        wake.Wait(seen);
+        continue;
+      }
       // complete phase
       int16_t at_start[3];
       Depths(at_start);
@@ -819,56 +895,34 @@ class Engine {
       uint64_t reclaimed_before = reclaimed_;
       for (size_t ci = 0; ci < cores_.size(); ++ci) {
         CoreState& c = cores_[ci];
-        if (c.thread != thread || !c.finished) continue;
+        if (c.thread != thread || !c.busy || !Finished(c)) continue;
         RetireBlock(static_cast<int>(ci), NowCycles());
+        c.box->state.store(CoreMailbox::kIdle, std::memory_order_relaxed);
         ++retired;
       }
       if (retired) {
         RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, NowCycles(), retired,
                     at_start);
-        orch_cv_.notify_all();
       }
       if (reclaimed_ > reclaimed_before) {
         const uint64_t now = NowCycles();
         ReleasePhase(thread, reclaimed_before, now, now);
       }
       auto now = [this] { return NowCycles(); };
-      DispatchPhase(thread, NowCycles(), now, now,
-                    [this](int core) { cores_[core].cv.notify_one(); });
+      DispatchPhase(thread, NowCycles(), now, now, [this](int core) {
+        CoreMailbox& box = *cores_[core].box;
+        box.state.store(CoreMailbox::kAssigned, std::memory_order_release);
+        box.wake.Notify();
+      });
       ++loop_iter_[thread];
-      if (AllDone()) sched_cv_.notify_all();
-    }
-    sched_cv_.notify_all();
-  }
-
-  void WorkerLoop(int core) {
-    CoreState& c = cores_[core];
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      c.cv.wait(lock, [&] { return (c.busy && !c.finished && !c.running) || stop_workers_; });
-      if (stop_workers_) return;
-      c.running = true;
-      KernelCall call = MakeCall(c.task, c.block);
-      uint64_t task_id = lp_.tasks[c.task].task_id;
-      uint32_t reg = c.reg_task_id;
-      uint64_t dispatch = c.dispatch_cycles;
+      const bool all_done = AllDone();
       lock.unlock();
-      uint64_t receive = NowCycles();
-      uint64_t start = NowCycles();
-      Status s = RunKernelBlock(call, /*spin_busy=*/true);
-      uint64_t end = NowCycles();
-      if (swimlane_)
-        swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, reg, start, end,
-                                    static_cast<uint32_t>(start - std::min(start, receive)));
-      (void)dispatch;
-      lock.lock();
-      c.kernel_status = std::move(s);
-      c.start_cycles = start;
-      c.end_cycles = end;
-      c.finished = true;
-      c.running = false;
-      sched_cv_.notify_all();
+      if (retired) orch_wake_.Notify();
+      if (all_done) WakeSchedulers();
     }
+    // Others may be waiting for the last retirement this thread made.
+    WakeSchedulers();
+    orch_wake_.Notify();
   }
 
   const ChipOptions& opt_;
@@ -876,6 +930,7 @@ class Engine {
   const LoweredProgram& lp_;
   const Program& prog_;
   RunReport* report_;
+  ChipThreads* threads_;  // threaded mode: the chip's host threads
   ResidentState* resident_ = nullptr;
   collectors::SwimlaneRecorder* swimlane_ = nullptr;
   collectors::DepGenRecorder* dep_gen_ = nullptr;
@@ -892,7 +947,8 @@ class Engine {
   uint64_t tensormap_live_ = 0;
   std::deque<int> ready_[3];
   std::map<int, std::unique_ptr<uint8_t[]>> external_;
-  std::unique_ptr<uint8_t[]> heap_mem_[4];
+  DeviceHeap* heaps_;          // the chip's, one per ring
+  uint8_t* heap_mem_[4] = {};  // this run's (heaps_[ring].mem once used)
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
@@ -903,15 +959,16 @@ class Engine {
   Status status_;
   bool failed_ = false;
   bool orch_done_ = false;
-  bool stop_workers_ = false;
   std::mutex mu_;
-  std::condition_variable sched_cv_, orch_cv_;
+  Parker orch_wake_;
 };
 
 EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {
   aic_ = options.aic_cores > 0 ? options.aic_cores : 2;
   aiv_ = options.aiv_cores > 0 ? options.aiv_cores : 4;
 }
+
+EmulatedChip::~EmulatedChip() = default;
 
 std::string EmulatedChip::Describe() const {
   const ChipModel& a2a3 = GetChipModel(config::BackendType::kA2A3);
@@ -996,7 +1053,9 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
     dfx = std::make_unique<collectors::DfxCollectors>(config, layout, hint, output_dir, dump);
   }
 
-  Engine engine(options_, model, aic, aiv, lp, config, dfx.get(), report);
+  if (!options_.virtual_clock && !threads_) threads_ = std::make_unique<ChipThreads>();
+  Engine engine(options_, model, aic, aiv, lp, config, dfx.get(), report, threads_.get(),
+                heaps_.data());
   engine.set_resident(&resident_);
   Status run = engine.Run();
   if (run.ok()) engine.SaveResident();

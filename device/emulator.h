@@ -24,11 +24,19 @@
 // start/end, AICPU dispatch/finish, scheduler phases, orchestrator submits,
 // dep_gen per submit, args-dump captures, PMU per block, scope samples).
 //
+// Host threads: the AICore workers and AICPU schedulers are created by the
+// chip's first real-threads dispatch and kept, parked, for the next ones
+// (joined with the chip); the orchestrator runs on the caller's thread. A
+// block's hand-off to a core and back is a lock-free mailbox; every wait
+// spins briefly, yields, then sleeps.
+//
 // Not thread-safe: one RunProgram at a time per chip (Chip contract).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,9 +64,20 @@ struct RunReport {
   uint64_t tasks_completed = 0;
 };
 
+class ChipThreads;
+
+// One ring's heap memory, kept by the chip between dispatches.
+struct DeviceHeap {
+  std::unique_ptr<uint8_t[]> mem;
+  uint64_t bytes = 0;
+};
+
 class EmulatedChip final : public Chip {
  public:
   explicit EmulatedChip(const ChipOptions& options);
+  ~EmulatedChip() override;
+  EmulatedChip(const EmulatedChip&) = delete;
+  EmulatedChip& operator=(const EmulatedChip&) = delete;
   std::string Describe() const override;
   DispatchResult RunProgram(const Program& program, const config::RunConfig& config,
                             const std::filesystem::path& output_dir) override;
@@ -75,6 +94,10 @@ class EmulatedChip final : public Chip {
   ChipOptions options_;
   int aic_;
   int aiv_;
+  // The host threads that run dispatches in real-threads mode, created by
+  // the first one and kept for the next (threads are not made per dispatch).
+  std::unique_ptr<ChipThreads> threads_;
+  std::array<DeviceHeap, 4> heaps_;  // per ring, reused while the ring's size is the same
 };
 
 }  // namespace dfx::device

@@ -476,3 +476,38 @@ TEST_F(EmulatorTest, PmuAndScopeStatsCoverEveryBlockAndScope) {
 
 }  // namespace
 }  // namespace dfx::device
+
+namespace dfx::device {
+namespace {
+
+size_t ThreadsOfThisProcess() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& t : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// A chip's host threads are made by its first real-threads dispatch and
+// reused by the next ones (a dispatch used to create and join 7), and every
+// dispatch still computes the same values and counts its makespan.
+TEST(EmulatorThreadsTest, DispatchesReuseTheChipsThreads) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("emulator_threads_" + std::to_string(::getpid()));
+  Program p = GenerateVectorPipeline(8, 64);
+  EmulatedChip chip(ChipOptions{});
+  RunReport first;
+  ASSERT_TRUE(chip.Run(p, {}, dir, &first, true).status.ok());
+  const size_t threads = ThreadsOfThisProcess();
+  for (int i = 0; i < 50; ++i) {
+    RunReport again;
+    DispatchResult r = chip.Run(p, {}, dir, &again, true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.tasks_executed, first.tasks_completed);
+    EXPECT_GT(r.makespan_cycles, 0u);
+    EXPECT_EQ(again.tensors, first.tensors);
+  }
+  EXPECT_EQ(ThreadsOfThisProcess(), threads);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dfx::device

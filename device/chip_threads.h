@@ -1,0 +1,104 @@
+// The host threads of one emulated chip (device/emulator.h), kept across
+// dispatches, and the wake-ups they use. Internal to the emulator.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace dfx::device {
+
+// A wake-up word with spin-then-park: Wait(seen) returns once Notify() was
+// called after `seen = Seq()` was read. A waiter first spins briefly, then
+// yields, and only then sleeps in the kernel (a futex through
+// std::atomic::wait); Notify() makes a system call only when someone sleeps.
+// The machine may have fewer cores than the emulator has threads, so the
+// spin is short: long spinning would take the core from the thread that
+// has the work.
+class Parker {
+ public:
+  uint32_t Seq() const { return seq_.load(std::memory_order_seq_cst); }
+  void Notify() {
+    seq_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) seq_.notify_all();
+  }
+  void Wait(uint32_t seen);
+
+ private:
+  // Measured with bench/device (100k tasks, 6 cores + 2 threads on 2 host
+  // cores): 128 / 2 beat shorter spins (more sleeps) and longer ones (the
+  // spinner holds the core the worker needs).
+  static constexpr int kSpins = 128;
+  static constexpr int kYields = 2;
+  std::atomic<uint32_t> seq_{0};
+  std::atomic<uint32_t> sleepers_{0};
+};
+
+// What runs a block assigned to a core: the run (the emulator's engine).
+class BlockRunner {
+ public:
+  virtual ~BlockRunner() = default;
+  // On core `core`'s worker thread, once its mailbox says kAssigned; ends
+  // by storing kFinished, after which it must not touch the run.
+  virtual void RunBlock(int core) = 0;
+};
+
+// One emulated core's hand-off slot between its scheduler and its worker
+// thread: the scheduler fills the run's state of the core and sets kAssigned; the
+// worker runs the block and sets kFinished; the scheduler retires it and sets
+// kIdle. Release/acquire on `state` publishes everything else.
+struct CoreMailbox {
+  enum : uint32_t { kIdle = 0, kAssigned = 1, kFinished = 2 };
+  std::atomic<uint32_t> state{kIdle};
+  int core = 0;                   // its index
+  BlockRunner* runner = nullptr;  // the run the assignment belongs to
+  Parker wake;                    // the worker sleeps here
+};
+
+// The host threads of one chip, kept across dispatches (a dispatch used to
+// create and join 6 worker + 1 scheduler threads): one worker thread per
+// emulated core, waiting on its mailbox, and scheduler threads that run one
+// job per dispatch. Grown on demand, stopped and joined with the chip.
+class ChipThreads {
+ public:
+  ChipThreads() = default;
+  ChipThreads(const ChipThreads&) = delete;
+  ChipThreads& operator=(const ChipThreads&) = delete;
+  ~ChipThreads();  // stops and joins every thread
+
+  // Starts worker threads until there are `count` cores.
+  void EnsureCores(int count);
+  CoreMailbox& Core(int i) { return cores_[i]->mailbox; }
+  // Where scheduler thread `t` of a run waits for work (a finished block, a
+  // submit). Owned here, not by the run: a worker may still be notifying it
+  // when the run's last block was retired.
+  Parker& SchedWake(int t) { return sched_wake_[t]; }
+  // Runs jobs[i] on scheduler thread i and `on_caller` on the calling
+  // thread; returns once every job has returned.
+  void Run(const std::vector<std::function<void()>>& jobs, const std::function<void()>& on_caller);
+
+ private:
+  struct CoreThread {
+    CoreMailbox mailbox;
+    std::thread thread;
+  };
+  struct SchedThread {
+    const std::function<void()>* job = nullptr;  // set before `wake`; null when done
+    Parker wake;
+    std::thread thread;
+  };
+  void CoreLoop(CoreMailbox* box);
+  void SchedLoop(SchedThread* self);
+
+  std::atomic<bool> stop_{false};
+  std::vector<std::unique_ptr<CoreThread>> cores_;
+  std::vector<std::unique_ptr<SchedThread>> scheds_;
+  Parker sched_wake_[8];         // RunConfig: at most 8 AICPU threads
+  std::atomic<int> running_{0};  // scheduler jobs not yet returned
+  Parker done_;                  // the caller waits here for them
+};
+
+}  // namespace dfx::device
