@@ -48,6 +48,9 @@ struct AgentState {
   int64_t clock_offset_ns = 0;
   uint64_t best_rtt_ns = UINT64_MAX;
   uint64_t sequence = 0;  // of messages sent to it
+  // Plan programs it ran (DispatchDone ok or failed): it keeps them parsed
+  // (rank_agent/program_cache.h), so their next dispatches go by hash, without the program's text.
+  std::set<std::string> programs_kept;
 
   // "rank-0 (pid 12 on host-a)".
   std::string Describe() const;

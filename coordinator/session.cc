@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -115,6 +116,9 @@ class RunCoordinator final : public PeerHandler {
   Status Launch();
   void ReapChildren();
   Status SendDispatch(size_t index, const config::PassPlan& pass);
+  // The agent did not keep the program its in-flight dispatch named by
+  // hash: the dispatch goes again with the program (or fails).
+  void ResendWithProgram(AgentState& agent, const protocol::DispatchDone& done);
   void OnDispatchFinished(size_t index, const std::string& error);
   void Finish();
   void DrawProgress(bool final);
@@ -122,6 +126,7 @@ class RunCoordinator final : public PeerHandler {
   void WriteManifest(collectors::RunState state);
 
   const Plan& plan_;
+  std::map<std::string, uint64_t> program_hashes_;  // protocol::ProgramHash by plan program
   SessionOptions options_;
   const uint64_t session_;
   std::optional<protocol::CurveClient> launched_curve_;  // what launched agents get
@@ -155,6 +160,15 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
   } else if (auto* progress = std::get_if<protocol::Progress>(&body)) {
     scheduler_->OnProgress(*progress);  // drives the live progress line
   } else if (auto* done = std::get_if<protocol::DispatchDone>(&body)) {
+    if (done->status == protocol::DispatchStatus::kProgramUnknown) {
+      ResendWithProgram(agent, *done);
+      return;
+    }
+    if (auto index = scheduler_->InFlight(done->rank, done->k);
+        index && (done->status == protocol::DispatchStatus::kOk ||
+                  done->status == protocol::DispatchStatus::kFailed)) {
+      agent.programs_kept.insert(scheduler_->dispatches()[*index].program);
+    }
     if (!scheduler_->OnDone(*done)) {
       DFX_LOG_WARN("{}: DispatchDone for rank {} d{}, which is not in flight; ignored",
                    agent.identity, done->rank, done->k);
@@ -296,7 +310,12 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   msg.rank = d.rank;
   msg.k = d.k;
   msg.program_name = d.program;
-  msg.program_json = program.json_text;
+  auto hash = program_hashes_.find(d.program);
+  if (hash == program_hashes_.end())
+    hash = program_hashes_.emplace(d.program, protocol::ProgramHash(program.json_text)).first;
+  msg.program_hash = hash->second;
+  // The text only to an agent that has not run it yet.
+  if (!agent->programs_kept.count(d.program)) msg.program_json = program.json_text;
   msg.program_file = program.path.filename().string();
   msg.config = pass.config;
   msg.pass = pass.kind;
@@ -304,6 +323,34 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
     return Unavailable("could not send the dispatch to " + agent->identity);
   }
   return Status::Ok();
+}
+
+void RunCoordinator::ResendWithProgram(AgentState& agent, const protocol::DispatchDone& done) {
+  auto index = scheduler_->InFlight(done.rank, done.k);
+  if (!index) {
+    DFX_LOG_WARN("{}: {} for rank {} d{}, which is not in flight; ignored", agent.identity,
+                 protocol::DispatchStatusName(done.status), done.rank, done.k);
+    return;
+  }
+  const collectors::DispatchEntry& d = scheduler_->dispatches()[*index];
+  protocol::DispatchDone failed{done.rank, done.k, protocol::DispatchStatus::kFailed, "", 0, 0, 0};
+  if (agent.programs_kept.erase(d.program) == 0) {
+    // The dispatch carried the program: asking for it again is a broken agent.
+    failed.error = fmt::format("{} asked for program {}, which its dispatch carried",
+                               agent.identity, d.program);
+    scheduler_->OnDone(failed);
+    return;
+  }
+  DFX_LOG_DEBUG("rank {} d{}: {} no longer keeps program {}; sending it again", d.rank, d.k,
+                agent.identity, d.program);
+  const config::PassPlan* pass = nullptr;
+  for (const config::PassPlan& p : scheduler_->passes())
+    if (p.kind == d.pass) pass = &p;
+  Status sent = pass ? SendDispatch(*index, *pass) : Internal("no pass for the dispatch");
+  if (!sent.ok()) {
+    failed.error = sent.message();
+    scheduler_->OnDone(failed);
+  }
 }
 
 Status RunCoordinator::Launch() {

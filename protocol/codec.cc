@@ -155,6 +155,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setProgramName(AsText(m.program_name));
           d.setProgramJson(AsText(m.program_json));
           d.setProgramFile(AsText(m.program_file));
+          d.setProgramHash(m.program_hash);
           auto c = d.initConfig();
           c.setBackend(m.config.backend_type == config::BackendType::kA5 ? w::BackendType::A5
                                                                          : w::BackendType::A2A3);
@@ -291,6 +292,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.program_name = ToString(d.getProgramName());
       m.program_json = ToString(d.getProgramJson());
       m.program_file = ToString(d.getProgramFile());
+      m.program_hash = d.getProgramHash();
       if (!d.hasConfig()) return InvalidArgument("field dispatch.config is missing");
       auto c = d.getConfig();
       DFX_ASSIGN_OR_RETURN(m.config.backend_type, CheckedEnum<config::BackendType>(
@@ -358,7 +360,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.k = d.getK();
       DFX_ASSIGN_OR_RETURN(m.status,
                            CheckedEnum<DispatchStatus>("dispatchDone.status",
-                                                       static_cast<uint16_t>(d.getStatus()), 3));
+                                                       static_cast<uint16_t>(d.getStatus()), 4));
       m.error = ToString(d.getError());
       m.tasks_executed = d.getTasksExecuted();
       m.artifact_count = d.getArtifactCount();
@@ -673,6 +675,12 @@ const char* AgentModeName(AgentMode mode) {
   return "?";
 }
 
+uint64_t ProgramHash(std::string_view program_json) {
+  Checksum64 sum;
+  sum.Update(program_json.data(), program_json.size());
+  return sum.Digest();
+}
+
 const char* DispatchStatusName(DispatchStatus status) {
   switch (status) {
     case DispatchStatus::kOk:
@@ -683,6 +691,8 @@ const char* DispatchStatusName(DispatchStatus status) {
       return "rejected";
     case DispatchStatus::kCancelled:
       return "cancelled";
+    case DispatchStatus::kProgramUnknown:
+      return "program_unknown";
   }
   return "?";
 }

@@ -48,6 +48,7 @@ Message MakeDispatch() {
   d.config.rings.heap = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
   d.config.rings.dep_pool = {0, 64, 0, 0};
   d.pass = PassKind::kTiming;
+  d.program_hash = ProgramHash(d.program_json);
   return Message{Header{kProtocolVersion, 0xabcdefull, 3, 7}, d};
 }
 
@@ -121,6 +122,35 @@ TEST(CodecTest, GoldenDispatchWithoutProgramFileStillDecodes) {
   Dispatch expected = std::get<Dispatch>(MakeDispatch().body);
   expected.program_file.clear();
   EXPECT_TRUE(decoded->body == Body(expected));
+}
+// Wire bytes from before Dispatch.programHash was appended decode with no
+// hash: the agent parses the program they carry, as it always did.
+TEST(CodecTest, GoldenDispatchWithoutProgramHashStillDecodes) {
+  auto golden =
+      ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/dispatch_without_program_hash.bin");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  auto decoded = Decode(*golden);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  Dispatch expected = std::get<Dispatch>(MakeDispatch().body);
+  expected.program_hash = 0;
+  EXPECT_TRUE(decoded->body == Body(expected));
+}
+// A dispatch by hash (no program text) and the agent's answer when it does
+// not keep that program.
+TEST(CodecTest, ADispatchByHashAndProgramUnknownRoundTrip) {
+  Dispatch d = std::get<Dispatch>(MakeDispatch().body);
+  d.program_json.clear();
+  DispatchDone unknown{3, 2, DispatchStatus::kProgramUnknown, "program attn is not kept", 0, 0, 0};
+  for (const Body& body : {Body(d), Body(unknown)}) {
+    auto bytes = Encode(Message{Header{kProtocolVersion, 1, 3, 1}, body});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    auto back = Decode(*bytes);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(back->body == body);
+  }
+  EXPECT_STREQ(DispatchStatusName(DispatchStatus::kProgramUnknown), "program_unknown");
+  EXPECT_EQ(ProgramHash(R"({"kernels": []})"), ProgramHash(R"({"kernels": []})"));
+  EXPECT_NE(ProgramHash(R"({"kernels": []})"), ProgramHash(R"({"kernels": [] })"));
 }
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }

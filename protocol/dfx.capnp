@@ -96,6 +96,10 @@ struct Dispatch {
   config @5 :RunConfigWire;  # collectors to arm
   pass @6 :PassKind;         # which pass this dispatch belongs to
   programFile @7 :Text;      # the program file's base name (scope sites "<file>:<line>"); may be empty
+  programHash @8 :UInt64;    # XXH64 of the program's JSON text. An agent keeps the programs it ran
+                             # (bounded), keyed by (hash, programName, programFile): after the first
+                             # dispatch of a program to an agent, the coordinator sends programJson
+                             # empty and the agent runs its own copy, or answers programUnknown
 }
 
 # A->C. The dispatch was queued on its chip.
@@ -155,6 +159,8 @@ enum DispatchStatus {
   failed @1;                 # the program failed (kernel error, ring deadlock, dump timeout)
   rejected @2;               # the agent could not accept it (bad program, unknown rank)
   cancelled @3;
+  programUnknown @4;         # a dispatch without programJson named a program the agent does not hold
+                             # (new or restarted agent, evicted): send it again with the program
 }
 
 # A->C. A dispatch finished and all its artifacts were streamed (Ends sent).

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -78,8 +79,14 @@ struct Dispatch {
   config::RunConfig config;  // the collectors to arm; backend_type selects the chip model
   PassKind pass = PassKind::kSingle;
   std::string program_file;  // the program file's base name, for scope sites; may be empty
+  // XXH64 of the program's JSON text (ProgramHash). With program_json empty
+  // the agent runs the copy it keeps under (hash, program_name,
+  // program_file), or answers DispatchStatus::kProgramUnknown.
+  uint64_t program_hash = 0;
   bool operator==(const Dispatch&) const = default;
 };
+// Dispatch::program_hash of a program's JSON text: its XXH64.
+uint64_t ProgramHash(std::string_view program_json);
 
 struct DispatchAccepted {
   int32_t rank = 0;
@@ -131,7 +138,15 @@ struct ArtifactAck {
   bool operator==(const ArtifactAck&) const = default;
 };
 
-enum class DispatchStatus : uint8_t { kOk = 0, kFailed = 1, kRejected = 2, kCancelled = 3 };
+// kProgramUnknown: a Dispatch without its program named one the agent does
+// not hold; the coordinator sends it again with the program (not a failure).
+enum class DispatchStatus : uint8_t {
+  kOk = 0,
+  kFailed = 1,
+  kRejected = 2,
+  kCancelled = 3,
+  kProgramUnknown = 4
+};
 const char* DispatchStatusName(DispatchStatus status);
 
 struct DispatchDone {

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "protocol/codec.h"
 #include "rank_agent/launch_guard.h"
+#include "rank_agent/program_cache.h"
 #include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
@@ -95,6 +96,13 @@ struct RankAgent::Impl {
     std::vector<std::string> files;
   };
 
+  // A dispatch waiting for its chip, with the program the agent kept for it
+  // when it came without one (ProgramCache).
+  struct QueuedDispatch {
+    protocol::Dispatch dispatch;
+    std::shared_ptr<const device::Program> program;
+  };
+
   struct ChipWorker {
     int32_t rank = 0;
     std::unique_ptr<device::Chip> chip;
@@ -104,7 +112,7 @@ struct RankAgent::Impl {
     std::thread thread;
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<protocol::Dispatch> queue;
+    std::deque<QueuedDispatch> queue;
     bool reset_pending = false;  // the session ended: clear the chip before the next dispatch
     bool stop = false;
   };
@@ -140,7 +148,9 @@ struct RankAgent::Impl {
   };
 
   Impl(protocol::Context& context, AgentOptions opts)
-      : context_(context), options_(std::move(opts)) {}
+      : context_(context),
+        options_(std::move(opts)),
+        programs_(options_.faults.forget_programs ? 0 : ProgramCache::kDefaultMaxEntries) {}
 
   protocol::Context& context_;
   AgentOptions options_;
@@ -153,6 +163,7 @@ struct RankAgent::Impl {
   std::set<fs::path> running_dirs_;  // dispatch dirs a chip is writing into (under spool_mu_)
   std::mutex done_mu_;
   std::deque<Completion> done_;
+  ProgramCache programs_;  // parsed programs by hash, so a dispatch can come without its program
 
   uint64_t session_ = 0;        // current session (0 = none yet)
   std::vector<int32_t> ranks_;  // ranks owned (recover: found in the spool)
@@ -259,7 +270,7 @@ struct RankAgent::Impl {
 
   void WorkerLoop(ChipWorker* w) {
     for (;;) {
-      protocol::Dispatch d;
+      QueuedDispatch d;
       {
         std::unique_lock<std::mutex> lock(w->mu);
         w->cv.wait(lock, [w] { return w->stop || w->reset_pending || !w->queue.empty(); });
@@ -278,7 +289,7 @@ struct RankAgent::Impl {
         }
         d = std::move(w->queue.front());
         w->queue.pop_front();
-        w->running_k = d.k;
+        w->running_k = d.dispatch.k;
         w->progress->tasks_done.store(0, std::memory_order_relaxed);
         w->progress->tasks_total.store(0, std::memory_order_relaxed);
       }
@@ -295,12 +306,18 @@ struct RankAgent::Impl {
     }
   }
 
-  Completion RunOne(ChipWorker& w, protocol::Dispatch d) {
+  Completion RunOne(ChipWorker& w, QueuedDispatch queued) {
+    protocol::Dispatch& d = queued.dispatch;
     Completion c;
+    // Hashed here, not taken from the coordinator: what is kept is what ran.
+    const uint64_t json_bytes = d.program_json.size();
+    const ProgramKey key{queued.program ? 0 : protocol::ProgramHash(d.program_json), d.program_name,
+                         d.program_file};
     c.dir = collectors::SessionSpoolDir(options_.spool_root, d.session_id) /
             collectors::DispatchDirPath(d.rank, d.k);
     DispatchRequest request;
     request.program_json = std::move(d.program_json);
+    request.program = std::move(queued.program);
     request.program_origin = d.program_name.empty() ? "<program>" : d.program_name;
     request.program_file = d.program_file;
     request.config = d.config;
@@ -318,11 +335,12 @@ struct RankAgent::Impl {
       std::error_code ec;
       fs::remove_all(c.dir, ec);
       running_dirs_.insert(c.dir);
-      DFX_LOG_INFO("rank {} d{}: running program {} ({} pass)", d.rank, d.k, d.program_name,
-                   protocol::PassKindName(d.pass));
+      DFX_LOG_INFO("rank {} d{}: running program {} ({} pass{})", d.rank, d.k, d.program_name,
+                   protocol::PassKindName(d.pass), request.program ? ", kept: sent by hash" : "");
       return d.config.AnyDfx() ? MakeDirs(c.dir) : Status::Ok();
     };
     DispatchOutcome r = RunDispatch(*w.chip, request);
+    if (r.program && !request.program) programs_.Put(key, r.program, json_bytes);
     {
       std::lock_guard<std::mutex> lock(spool_mu_);
       running_dirs_.erase(c.dir);
@@ -540,12 +558,25 @@ struct RankAgent::Impl {
       Send(ranks_.front(), done);
       return;
     }
-    protocol::Dispatch copy = d;
-    copy.session_id = session_;  // the session owns the spool directory
+    QueuedDispatch queued{d, nullptr};
+    if (d.program_json.empty() && d.program_hash != 0) {
+      // Sent by hash: run the program kept from an earlier dispatch, or
+      // ask for it (a new or restarted agent, or one that evicted it).
+      queued.program = programs_.Find(ProgramKey{d.program_hash, d.program_name, d.program_file});
+      if (!queued.program) {
+        DFX_LOG_INFO("rank {} d{}: program {} ({}) is not kept here; asking for it", d.rank, d.k,
+                     d.program_name, Hex64(d.program_hash));
+        Send(d.rank, protocol::DispatchDone{d.rank, d.k, protocol::DispatchStatus::kProgramUnknown,
+                                            "program " + Truncate(d.program_name, 256) +
+                                                " is not kept by this agent"});
+        return;
+      }
+    }
+    queued.dispatch.session_id = session_;  // the session owns the spool directory
     Send(d.rank, protocol::DispatchAccepted{d.rank, d.k});
     {
       std::lock_guard<std::mutex> lock(w->mu);
-      w->queue.push_back(std::move(copy));
+      w->queue.push_back(std::move(queued));
     }
     w->cv.notify_one();
   }
@@ -555,7 +586,7 @@ struct RankAgent::Impl {
     if (w == nullptr) return;
     std::lock_guard<std::mutex> lock(w->mu);
     for (auto it = w->queue.begin(); it != w->queue.end(); ++it) {
-      if (it->k == cancel.k) {
+      if (it->dispatch.k == cancel.k) {
         w->queue.erase(it);
         send_queue_.emplace_back(DoneMarker{
             protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
@@ -597,6 +628,7 @@ struct RankAgent::Impl {
       }
       w->cv.notify_one();
     }
+    programs_.Clear();  // a program is sent again to each session
     send_queue_.clear();
     unacked_.clear();
     credits_ = 0;

@@ -184,6 +184,120 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   fs::remove_all(dir);
 }
 
+// A program is sent once: a later Dispatch of it carries only its hash and
+// runs the agent's parsed copy, with the same artifacts (virtual clock:
+// byte-identical); a hash the agent does not keep is answered
+// program_unknown (nothing runs) and the dispatch sent again with its
+// program runs.
+TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) {
+  fs::path dir = TempDir("by_hash");
+  Context context;
+  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(router.ok());
+  AgentOptions options;
+  options.coordinator = router->endpoint();
+  options.session_id = 0x79;
+  options.first_rank = 0;
+  options.spool_root = dir / "spool";
+  options.chip.virtual_clock = true;
+  RankAgent agent(context, options);
+  Status result = Status::Ok();
+  std::thread t([&] { result = agent.Run(); });
+  std::string id;
+  auto next = [&]() -> std::optional<Message> {
+    for (int i = 0; i < 600; ++i) {
+      auto r = router->Receive(50);
+      if (r.ok() && r->frame) {
+        auto m = Decode(r->frame->bytes);
+        id = r->frame->identity;
+        if (m.ok()) return *m;
+      }
+    }
+    return std::nullopt;
+  };
+  uint64_t seq = 0;
+  auto send = [&](Body body) {
+    ASSERT_TRUE(router->Send(id, Message{Header{kProtocolVersion, 0x79, 0, ++seq}, body}).ok());
+  };
+  ASSERT_TRUE(next().has_value());  // HELLO
+  send(Heartbeat{1, 0, true});
+  send(Credit{1000});
+  // Runs one dispatch to its end; returns its DispatchDone and the bytes of
+  // every artifact by name (acknowledged as they end).
+  struct Outcome {
+    DispatchDone done;
+    bool accepted = false;
+    std::map<std::string, std::string> files;
+  };
+  auto run = [&](Dispatch d) -> Outcome {
+    Outcome out;
+    send(d);
+    std::map<uint64_t, std::string> names, data;
+    for (;;) {
+      auto m = next();
+      if (!m) {
+        ADD_FAILURE() << "no DispatchDone for d" << d.k;
+        return out;
+      }
+      Body& b = m->body;
+      if (std::holds_alternative<DispatchAccepted>(b)) out.accepted = true;
+      if (auto* begin = std::get_if<ArtifactBegin>(&b)) names[begin->transfer_id] = begin->path;
+      if (auto* chunk = std::get_if<ArtifactChunk>(&b)) {
+        data[chunk->transfer_id] += chunk->data;
+        send(Credit{1});
+      }
+      if (auto* end = std::get_if<ArtifactEnd>(&b)) {
+        out.files[names[end->transfer_id]] = data[end->transfer_id];
+        send(ArtifactAck{end->transfer_id, true, ""});
+      }
+      if (auto* done = std::get_if<DispatchDone>(&b)) {
+        out.done = *done;
+        if (out.done.status != DispatchStatus::kOk || out.files.size() == out.done.artifact_count)
+          return out;
+      }
+    }
+  };
+  config::RunConfig run_config;
+  run_config.enable_dep_gen = true;
+  run_config.enable_chip_swimlane = 4;
+  run_config.save_kernels = true;
+  const std::string text = ProgramText();
+  Dispatch with_program{
+      0x79, 0, 0, "vec", text, run_config, PassKind::kSingle, "vec.json", ProgramHash(text)};
+  Outcome first = run(with_program);
+  ASSERT_EQ(first.done.status, DispatchStatus::kOk) << first.done.error;
+
+  Dispatch by_hash = with_program;
+  by_hash.k = 1;
+  by_hash.program_json.clear();
+  Outcome second = run(by_hash);
+  ASSERT_EQ(second.done.status, DispatchStatus::kOk) << second.done.error;
+  EXPECT_EQ(second.done.tasks_executed, first.done.tasks_executed);
+  ASSERT_EQ(second.files.size(), 3u);
+  EXPECT_EQ(second.files, first.files) << "the kept program ran differently";
+
+  // Another name is another key: unknown, nothing accepted, nothing run.
+  Dispatch unknown = by_hash;
+  unknown.k = 2;
+  unknown.program_name = "other";
+  Outcome miss = run(unknown);
+  EXPECT_EQ(miss.done.status, DispatchStatus::kProgramUnknown);
+  EXPECT_FALSE(miss.accepted);
+  EXPECT_TRUE(miss.files.empty());
+  EXPECT_FALSE(fs::exists(collectors::SessionSpoolDir(options.spool_root, 0x79) /
+                          collectors::DispatchDirPath(0, 2)));
+  // Sent again with its program, it runs.
+  unknown.program_json = text;
+  Outcome resent = run(unknown);
+  EXPECT_EQ(resent.done.status, DispatchStatus::kOk) << resent.done.error;
+  EXPECT_TRUE(resent.accepted);
+
+  send(Shutdown{"done"});
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
 TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
   fs::path dir = TempDir("deadline");
   Context context;

@@ -46,7 +46,8 @@ int Fail(const std::string& message, int code = 2) {
 }
 
 // The test hooks, read here and nowhere else: DFX_FAULT_GRAPH_PASS=1 makes
-// every graph pass fail before it runs (a coordinator passes its
+// every graph pass fail before it runs, DFX_FAULT_FORGET_PROGRAMS=1 makes
+// the agent keep no program between dispatches (a coordinator passes its
 // environment to the agents it starts, so a test sets it there).
 dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   dfx::rank_agent::FaultInjection faults;
@@ -56,6 +57,8 @@ dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
         "fault injection: DFX_FAULT_GRAPH_PASS=1 makes the graph pass (dep_gen capture) fail "
         "before it runs; unset it to capture deps.json";
   }
+  const char* forget = std::getenv("DFX_FAULT_FORGET_PROGRAMS");
+  faults.forget_programs = forget != nullptr && std::string(forget) == "1";
   return faults;
 }
 

@@ -32,17 +32,24 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
   DispatchOutcome out = [&]() -> DispatchOutcome {
     DispatchOutcome o;
     // 1. The program and the config, in the order a reader fixes them.
-    auto json = ParseJson(request.program_json, request.program_origin);
-    if (!json.ok()) return Failed(std::move(o), DispatchFailure::kRefused, json.status());
-    if (Status s = request.config.Validate(); !s.ok())
+    std::shared_ptr<const device::Program> program = request.program;
+    if (!program) {
+      auto json = ParseJson(request.program_json, request.program_origin);
+      if (!json.ok()) return Failed(std::move(o), DispatchFailure::kRefused, json.status());
+      if (Status s = request.config.Validate(); !s.ok())
+        return Failed(std::move(o), DispatchFailure::kRefused, s);
+      auto parsed = device::ParseProgram(*json, request.program_origin);
+      if (!parsed.ok()) return Failed(std::move(o), DispatchFailure::kRefused, parsed.status());
+      device::AttachSourceLines(
+          &*parsed, request.program_json,
+          request.program_file.empty()
+              ? std::filesystem::path(request.program_origin).filename().string()
+              : request.program_file);
+      program = std::make_shared<const device::Program>(std::move(*parsed));
+    } else if (Status s = request.config.Validate(); !s.ok()) {
       return Failed(std::move(o), DispatchFailure::kRefused, s);
-    auto program = device::ParseProgram(*json, request.program_origin);
-    if (!program.ok()) return Failed(std::move(o), DispatchFailure::kRefused, program.status());
-    device::AttachSourceLines(
-        &*program, request.program_json,
-        request.program_file.empty()
-            ? std::filesystem::path(request.program_origin).filename().string()
-            : request.program_file);
+    }
+    o.program = program;
 
     // 2.-4. Before the run.
     if (request.on_accepted) {

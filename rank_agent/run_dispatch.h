@@ -2,7 +2,8 @@
 // exec.h) and an L3 dispatch (the agent's chip worker, agent.h) share, so
 // both do the same steps in the same order (design.md §1 step 3):
 //
-//   1. parse the program and check the RunConfig (a bad one is refused);
+//   1. parse the program (unless the caller kept it parsed) and check the
+//      RunConfig (a bad one is refused);
 //   2. on_accepted (the caller's hook: L3 clears a stale dispatch directory);
 //   3. the injected graph-pass fault, if any (fault_injection.h);
 //   4. device-resident tensors from the L2 state file, if one is given;
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,10 @@
 namespace dfx::rank_agent {
 
 struct DispatchRequest {
-  std::string program_json;    // the program (design.md §6); up to 32 MiB: move it in
+  std::string program_json;  // the program (design.md §6); up to 32 MiB: move it in
+  // The program already parsed (the agent's ProgramCache): when set,
+  // program_json is not read and step 1 only checks the RunConfig.
+  std::shared_ptr<const device::Program> program;
   std::string program_origin;  // names it in errors: its file (L2) or plan name (L3)
   // The program file's base name for scope sites "<file>:<line>"; empty =
   // the base name of program_origin.
@@ -70,6 +75,9 @@ struct DispatchOutcome {
   uint64_t makespan_ns = 0;            // the chip's own accounting (device::DispatchResult)
   std::vector<std::string> warnings;   // advice from the chip (print, do not fail)
   std::vector<std::string> artifacts;  // every file in output_dir, relative, sorted
+  // The parsed program (given or parsed here), for the caller to keep;
+  // null when the program or the config was refused.
+  std::shared_ptr<const device::Program> program;
 };
 
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request);

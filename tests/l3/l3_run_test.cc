@@ -2,6 +2,8 @@
 // loopback, launched by mpirun or by the local launcher.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/l3/e2e_util.h"
 
 namespace dfx::e2e {
@@ -156,6 +158,56 @@ TEST(L3RunTest, AFailingDispatchFailsOnlyThatDispatch) {
   EXPECT_EQ(by_dir["rank1/d1"]["status"], "ok");
   for (const auto& rank : m["ranks"]) EXPECT_EQ(rank["status"], "ok");
   EXPECT_TRUE(fs::exists(dir / "w/dfx_outputs/rank0/d2/deps.json"));
+  fs::remove_all(dir);
+}
+
+// A program is sent to an agent once; its later dispatches go by hash and
+// run the agent's parsed copy, with the same artifacts. An agent that does
+// not keep it (DFX_FAULT_FORGET_PROGRAMS=1: a new, restarted or evicting
+// agent) is sent the program again, and the run is the same.
+TEST(L3RunTest, ASecondDispatchOfAProgramGoesByHashAndAForgetfulAgentGetsItAgain) {
+  fs::path dir = TestDir("l3_by_hash");
+  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {
+      "vec": ")" + Source("examples/vector_pipeline.json").string() +
+                                                     R"("},
+    "steps": [{"program": "vec", "rank": 0}, {"program": "vec", "rank": 0},
+              {"program": "vec", "rank": 0}]})")
+                  .ok());
+  std::map<std::string, std::string> deps;  // by run and dispatch
+  for (const char* way : {"kept", "forgotten"}) {
+    SCOPED_TRACE(way);
+    const bool forget = std::string(way) == "forgotten";
+    const fs::path work = dir / way;
+    auto r = RunCommand(
+        {Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "1", "--launcher",
+         "local", "--work-dir", work.string(), "--virtual-clock", "--enable-dep-gen",
+         "--chip-swimlane-level", "4", "--log-level", "debug", "--agent-log-level", "info"},
+        dir, 300,
+        forget ? std::vector<std::string>{"DFX_FAULT_FORGET_PROGRAMS=1"}
+               : std::vector<std::string>{});
+    ASSERT_FALSE(r.timed_out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string log = r.out + r.err;
+    size_t by_hash = 0, again = 0;
+    for (size_t at = log.find("kept: sent by hash"); at != std::string::npos;
+         at = log.find("kept: sent by hash", at + 1))
+      ++by_hash;
+    for (size_t at = log.find("sending it again"); at != std::string::npos;
+         at = log.find("sending it again", at + 1))
+      ++again;
+    EXPECT_EQ(by_hash, forget ? 0u : 2u) << log;
+    EXPECT_EQ(again, forget ? 2u : 0u) << log;
+    Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+    ASSERT_EQ(m["dispatches"].size(), 3u);
+    for (const auto& d : m["dispatches"]) EXPECT_EQ(d["status"], "ok") << d.dump();
+    for (int k = 0; k < 3; ++k) {
+      const fs::path d = work / "dfx_outputs/rank0" / ("d" + std::to_string(k));
+      deps[std::string(way) + std::to_string(k)] = Slurp(d / "deps.json");
+      EXPECT_FALSE(deps[std::string(way) + std::to_string(k)].empty()) << d;
+    }
+  }
+  // Virtual clock: every dispatch wrote the same dependency graph.
+  for (const auto& [key, text] : deps) EXPECT_EQ(text, deps["kept0"]) << key;
   fs::remove_all(dir);
 }
 
