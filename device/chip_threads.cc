@@ -1,6 +1,16 @@
 #include "device/chip_threads.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
 namespace dfx::device {
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "a futex waits on the atomic's own word");
 
 void Parker::Wait(uint32_t seen) {
   for (int i = 0; i < kSpins; ++i) {
@@ -9,13 +19,19 @@ void Parker::Wait(uint32_t seen) {
     __builtin_ia32_pause();
 #endif
   }
-  for (int i = 0; i < kYields; ++i) {
-    if (seq_.load(std::memory_order_acquire) != seen) return;
-    std::this_thread::yield();
-  }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  while (seq_.load(std::memory_order_seq_cst) == seen) seq_.wait(seen, std::memory_order_seq_cst);
+  // The kernel sleeps only while the word still holds `seen`: a Notify
+  // between the check and the sleep is not lost.
+  while (seq_.load(std::memory_order_seq_cst) == seen) {
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAIT_PRIVATE, seen, nullptr,
+              nullptr, 0);
+  }
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void Parker::WakeAll() {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+            nullptr, 0);
 }
 
 ChipThreads::~ChipThreads() {

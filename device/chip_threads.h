@@ -13,26 +13,28 @@ namespace dfx::device {
 
 // A wake-up word with spin-then-park: Wait(seen) returns once Notify() was
 // called after `seen = Seq()` was read. A waiter first spins briefly, then
-// yields, and only then sleeps in the kernel (a futex through
-// std::atomic::wait); Notify() makes a system call only when someone sleeps.
-// The machine may have fewer cores than the emulator has threads, so the
-// spin is short: long spinning would take the core from the thread that
-// has the work.
+// sleeps in the kernel on a futex; Notify() makes a system call only when
+// someone sleeps. The machine may have fewer cores than the emulator has
+// threads, so the spin is short: long spinning would take the core from the
+// thread that has the work. It never calls sched_yield (nor
+// std::atomic::wait, which does before it sleeps): on a loaded machine a
+// yielding thread waits behind every other runnable one, and a run of 20k
+// tasks took minutes instead of seconds.
 class Parker {
  public:
   uint32_t Seq() const { return seq_.load(std::memory_order_seq_cst); }
   void Notify() {
     seq_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) seq_.notify_all();
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) WakeAll();
   }
   void Wait(uint32_t seen);
 
  private:
   // Measured with bench/device (100k tasks, 6 cores + 2 threads on 2 host
-  // cores): 128 / 2 beat shorter spins (more sleeps) and longer ones (the
-  // spinner holds the core the worker needs).
+  // cores): 128 pauses beat no spin (more sleeps) and 1000 (the spinner
+  // holds the core the worker needs).
   static constexpr int kSpins = 128;
-  static constexpr int kYields = 2;
+  void WakeAll();
   std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> sleepers_{0};
 };
