@@ -31,6 +31,47 @@ std::string ProgramText() {
   return text.ok() ? *text : "";
 }
 
+// The coordinator's side of one agent, played by the test on a real
+// ROUTER: what the agent sends, one message at a time (bounded wait), and
+// messages to it in the given session.
+class FakeCoordinator {
+ public:
+  FakeCoordinator(Context& context, uint64_t session)
+      : router_(RouterChannel::Bind(context, "tcp://127.0.0.1:0")), session_(session) {}
+  bool ok() const { return router_.ok(); }
+  std::string endpoint() const { return router_->endpoint(); }
+  // The next message from the agent (its routing identity is remembered).
+  std::optional<Message> Next() {
+    for (int i = 0; i < 600; ++i) {
+      auto r = router_->Receive(50);
+      if (r.ok() && r->frame) {
+        auto m = Decode(r->frame->bytes);
+        id_ = r->frame->identity;
+        if (m.ok()) return *m;
+      }
+    }
+    return std::nullopt;
+  }
+  // Options of a rank-0 agent of this coordinator's session.
+  AgentOptions AgentFor(const fs::path& spool) const {
+    AgentOptions options;
+    options.coordinator = endpoint();
+    options.session_id = session_;
+    options.first_rank = 0;
+    options.spool_root = spool;
+    return options;
+  }
+  bool Send(Body body) {
+    return router_->Send(id_, Message{Header{kProtocolVersion, session_, 0, ++seq_}, body}).ok();
+  }
+
+ private:
+  Result<RouterChannel> router_;
+  uint64_t session_;
+  std::string id_;
+  uint64_t seq_ = 0;
+};
+
 // A real agent (real emulated chip) against a coordinator played by the test
 // on a real ROUTER: HELLO, READY, a dispatch, streamed artifacts, acks, spool
 // cleanup, Shutdown.
@@ -124,32 +165,14 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
 TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   fs::path dir = TempDir("progress");
   Context context;
-  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
-  ASSERT_TRUE(router.ok());
-  AgentOptions options;
-  options.coordinator = router->endpoint();
-  options.session_id = 0x78;
-  options.first_rank = 0;
-  options.spool_root = dir / "spool";
+  FakeCoordinator coordinator(context, 0x78);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
   RankAgent agent(context, options);
   Status result = Status::Ok();
   std::thread t([&] { result = agent.Run(); });
-  std::string id;  // the agent's routing identity, from its first message
-  auto next = [&]() -> std::optional<Message> {
-    for (int i = 0; i < 600; ++i) {
-      auto r = router->Receive(50);
-      if (r.ok() && r->frame) {
-        auto m = Decode(r->frame->bytes);
-        id = r->frame->identity;
-        if (m.ok()) return *m;
-      }
-    }
-    return std::nullopt;
-  };
-  uint64_t seq = 0;
-  auto send = [&](Body body) {
-    ASSERT_TRUE(router->Send(id, Message{Header{kProtocolVersion, 0x78, 0, ++seq}, body}).ok());
-  };
+  auto next = [&] { return coordinator.Next(); };
+  auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
   ASSERT_TRUE(next().has_value());  // HELLO
   send(Heartbeat{1, 0, true});
   // busy.json: 4 dependent tasks of 0.5 s each.
@@ -192,33 +215,15 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
 TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) {
   fs::path dir = TempDir("by_hash");
   Context context;
-  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
-  ASSERT_TRUE(router.ok());
-  AgentOptions options;
-  options.coordinator = router->endpoint();
-  options.session_id = 0x79;
-  options.first_rank = 0;
-  options.spool_root = dir / "spool";
+  FakeCoordinator coordinator(context, 0x79);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
   options.chip.virtual_clock = true;
   RankAgent agent(context, options);
   Status result = Status::Ok();
   std::thread t([&] { result = agent.Run(); });
-  std::string id;
-  auto next = [&]() -> std::optional<Message> {
-    for (int i = 0; i < 600; ++i) {
-      auto r = router->Receive(50);
-      if (r.ok() && r->frame) {
-        auto m = Decode(r->frame->bytes);
-        id = r->frame->identity;
-        if (m.ok()) return *m;
-      }
-    }
-    return std::nullopt;
-  };
-  uint64_t seq = 0;
-  auto send = [&](Body body) {
-    ASSERT_TRUE(router->Send(id, Message{Header{kProtocolVersion, 0x79, 0, ++seq}, body}).ok());
-  };
+  auto next = [&] { return coordinator.Next(); };
+  auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
   ASSERT_TRUE(next().has_value());  // HELLO
   send(Heartbeat{1, 0, true});
   send(Credit{1000});

@@ -33,8 +33,8 @@ TEST(ProgramCacheTest, EvictsTheLeastRecentlyUsedPastEitherBound) {
   EXPECT_NE(cache.Find({1, "a", ""}), nullptr);
   EXPECT_NE(cache.Find({3, "c", ""}), nullptr);
 
-  // Bytes: 900 more evict everything older.
-  cache.Put({4, "d", ""}, Named("d"), 900);
+  // Bytes: 950 more evict everything older.
+  cache.Put({4, "d", ""}, Named("d"), 950);
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_NE(cache.Find({4, "d", ""}), nullptr);
   // Larger than the bound alone: not kept, nothing else lost.
