@@ -67,9 +67,9 @@ void ChipThreads::CoreLoop(CoreMailbox* box) {
 void ChipThreads::SchedLoop(SchedThread* self) {
   for (;;) {
     const uint32_t seen = self->wake.Seq();
-    if (const std::function<void()>* job = self->job) {
+    if (const std::function<void()>* job = self->job.load(std::memory_order_acquire)) {
       (*job)();
-      self->job = nullptr;
+      self->job.store(nullptr, std::memory_order_relaxed);
       if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.Notify();
       continue;
     }
@@ -88,7 +88,7 @@ void ChipThreads::Run(const std::vector<std::function<void()>>& jobs,
   }
   running_.store(static_cast<int>(jobs.size()), std::memory_order_relaxed);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    scheds_[i]->job = &jobs[i];
+    scheds_[i]->job.store(&jobs[i], std::memory_order_release);
     scheds_[i]->wake.Notify();  // publishes `job` (seq_cst)
   }
   on_caller();

@@ -88,7 +88,9 @@ class ChipThreads {
     std::thread thread;
   };
   struct SchedThread {
-    const std::function<void()>* job = nullptr;  // set before `wake`; null when done
+    // Set before `wake`; null when done. Atomic: the thread reads it while
+    // the caller may be setting it (it looks before it sleeps).
+    std::atomic<const std::function<void()>*> job{nullptr};
     Parker wake;
     std::thread thread;
   };
