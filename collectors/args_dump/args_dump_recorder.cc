@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collectors/artifact_layout.h"
+#include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
 #include "common/file_util.h"
@@ -74,15 +75,15 @@ void WriteScalarValue(ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
       w.Append(s);
     }
   } else if (dtype == "INT32") {
-    w.Format("{}", static_cast<int32_t>(static_cast<uint32_t>(bits)));
+    internal::Put(w, FMT_COMPILE("{}"), static_cast<int32_t>(static_cast<uint32_t>(bits)));
   } else if (dtype == "UINT32") {
-    w.Format("{}", static_cast<uint32_t>(bits));
+    internal::Put(w, FMT_COMPILE("{}"), static_cast<uint32_t>(bits));
   } else if (dtype == "INT64") {
-    w.Format("{}", static_cast<int64_t>(bits));
+    internal::Put(w, FMT_COMPILE("{}"), static_cast<int64_t>(bits));
   } else if (dtype == "BOOL") {
     w.Append(bits != 0 ? "true" : "false");
   } else {
-    w.Format("{}", bits);
+    internal::Put(w, FMT_COMPILE("{}"), bits);
   }
 }
 
@@ -295,25 +296,30 @@ Status ArgsDumpRecorder::Export() {
 
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(m.dir / kArgsDumpManifestName));
-  w.Format(
-      "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "
-      "\"byte_order\": \"little_endian\"}}, \"dump_args_level\": {}, \"total_args\": {}, "
-      "\"before_dispatch\": {}, \"after_completion\": {}, \"input_args\": {}, "
-      "\"output_args\": {}, \"inout_args\": {}, \"truncated_args\": {}, "
-      "\"dropped_records\": {}, \"dropped_overwrite\": 0, \"bin_file\": {},\n \"args\": [",
+  internal::Put(
+      w,
+      FMT_COMPILE(
+          "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "
+          "\"byte_order\": \"little_endian\"}}, \"dump_args_level\": {}, \"total_args\": {}, "
+          "\"before_dispatch\": {}, \"after_completion\": {}, \"input_args\": {}, "
+          "\"output_args\": {}, \"inout_args\": {}, \"truncated_args\": {}, "
+          "\"dropped_records\": {}, \"dropped_overwrite\": 0, \"bin_file\": {},\n \"args\": ["),
       level, m.num_entries, before, after, in, out, inout, m.truncated_args, m.dropped_records,
       has_bin ? "\"args.bin\"" : "null");
   for (size_t k = 0; k < order.size(); ++k) {
     const Entry& e = m.entries[order[k]];
     const DumpArgMeta& x = e.meta;
     const bool scalar = x.kind == DumpKind::kScalar;
-    w.Format("{}\n  {{\"task_id\": \"0x{:016x}\", \"func_id\": [", k ? "," : "", x.task_id);
+    internal::Put(w, FMT_COMPILE("{}\n  {{\"task_id\": \"0x{:016x}\", \"func_id\": ["),
+                  k ? "," : "", x.task_id);
     uint8_t fc = std::clamp<uint8_t>(x.func_count, 0, 3);
     if (fc == 0) w.Append("-1");
-    for (uint8_t i = 0; i < fc; ++i) w.Format("{}{}", i ? ", " : "", x.func_ids[i]);
-    w.Format(
-        "], \"arg_index\": {}, \"role\": \"{}\", \"stage\": \"{}\", \"kind\": \"{}\", "
-        "\"dtype\": ",
+    for (uint8_t i = 0; i < fc; ++i)
+      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.func_ids[i]);
+    internal::Put(
+        w,
+        FMT_COMPILE("], \"arg_index\": {}, \"role\": \"{}\", \"stage\": \"{}\", \"kind\": \"{}\", "
+                    "\"dtype\": "),
         x.arg_index, RoleName(x.role), StageName(x.stage), scalar ? "scalar" : "tensor");
     std::string_view dtype = internal::FixedString(x.dtype);
     w.String(dtype.empty() ? "UNKNOWN" : dtype);
@@ -321,19 +327,25 @@ Status ArgsDumpRecorder::Export() {
       w.Append(", \"value\": ");
       WriteScalarValue(w, dtype, x.scalar_bits);
     }
-    w.Format(", \"is_contiguous\": {}, \"shape\": [", x.is_contiguous ? "true" : "false");
+    internal::Put(w, FMT_COMPILE(", \"is_contiguous\": {}, \"shape\": ["),
+                  x.is_contiguous ? "true" : "false");
     const uint8_t nd = scalar ? 0 : std::min<uint8_t>(x.ndims, kMaxDims);
     int64_t numel = 1;
     for (uint8_t i = 0; i < nd; ++i) {
-      w.Format("{}{}", i ? ", " : "", x.shape[i]);
+      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.shape[i]);
       numel *= x.shape[i];
     }
     w.Append("], \"strides\": [");
-    for (uint8_t i = 0; i < nd; ++i) w.Format("{}{}", i ? ", " : "", x.strides[i]);
-    w.Format("], \"start_offset\": {}, \"numel\": {}", scalar ? 0 : x.start_offset, numel);
+    for (uint8_t i = 0; i < nd; ++i)
+      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.strides[i]);
+    internal::Put(w, FMT_COMPILE("], \"start_offset\": {}, \"numel\": {}"),
+                  scalar ? 0 : x.start_offset, numel);
     if (x.arg_index_ambiguous) w.Append(", \"arg_index_ambiguous\": true");
-    w.Format(", \"bin_offset\": {}, \"bin_size\": {}, \"truncated\": {}, \"overwritten\": false}}",
-             e.bin_size > 0 ? e.bin_offset : 0, e.bin_size, e.truncated ? "true" : "false");
+    internal::Put(
+        w,
+        FMT_COMPILE(
+            ", \"bin_offset\": {}, \"bin_size\": {}, \"truncated\": {}, \"overwritten\": false}}"),
+        e.bin_size > 0 ? e.bin_offset : 0, e.bin_size, e.truncated ? "true" : "false");
   }
   w.Append("\n ]}\n");
   DFX_RETURN_IF_ERROR(w.Commit());

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <vector>
 
+#include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
@@ -30,7 +31,8 @@ struct TaskHeader {
 
 void WriteDims(ChunkedWriter& w, const uint32_t* v, uint8_t n) {
   w.Append('[');
-  for (uint8_t i = 0; i < n && i < kMaxDims; ++i) w.Format("{}{}", i ? "," : "", v[i]);
+  for (uint8_t i = 0; i < n && i < kMaxDims; ++i)
+    internal::Put(w, FMT_COMPILE("{}{}"), i ? "," : "", v[i]);
   w.Append(']');
 }
 
@@ -155,22 +157,23 @@ Status DepGenRecorder::Export(const fs::path& path) const {
   w.Append("{\"tasks\":[");
   for (uint64_t t = 0; t < m.num_tasks; ++t) {
     const TaskHeader& h = m.tasks[t];
-    w.Format(
-        "{}{{\"task_id\":\"{}\",\"scope\":\"{}\",\"early_dispatch\":{},"
-        "\"kernel_ids\":[{},{},{}],\"block_num\":{},\"args\":[",
-        t ? "," : "", h.task_id, h.manual_scope ? "manual" : "auto",
-        h.early_dispatch ? "true" : "false", h.kernel_ids[0], h.kernel_ids[1], h.kernel_ids[2],
-        h.block_num);
+    internal::Put(w,
+                  FMT_COMPILE("{}{{\"task_id\":\"{}\",\"scope\":\"{}\",\"early_dispatch\":{},"
+                              "\"kernel_ids\":[{},{},{}],\"block_num\":{},\"args\":["),
+                  t ? "," : "", h.task_id, h.manual_scope ? "manual" : "auto",
+                  h.early_dispatch ? "true" : "false", h.kernel_ids[0], h.kernel_ids[1],
+                  h.kernel_ids[2], h.block_num);
     for (uint8_t a = 0; a < h.arg_count; ++a) {
       const DepGenArg& arg = m.args[h.first_arg + a];
-      w.Format("{}{{\"idx\":{},\"type\":\"{}\"", a ? "," : "", arg.idx, ArgTypeName(arg.type));
+      internal::Put(w, FMT_COMPILE("{}{{\"idx\":{},\"type\":\"{}\""), a ? "," : "", arg.idx,
+                    ArgTypeName(arg.type));
       if (arg.has_tensor) {
         const TensorView& v = arg.view;
-        w.Format(",\"tensor_id\":\"{}\",\"dtype\":", v.tensor_id);
+        internal::Put(w, FMT_COMPILE(",\"tensor_id\":\"{}\",\"dtype\":"), v.tensor_id);
         w.String(internal::FixedString(v.dtype));
         w.Append(",\"shape\":");
         WriteDims(w, v.shape, v.ndims);
-        w.Format(",\"start_offset\":\"{}\",\"strides\":", v.start_offset);
+        internal::Put(w, FMT_COMPILE(",\"start_offset\":\"{}\",\"strides\":"), v.start_offset);
         WriteDims(w, v.strides, v.ndims);
       }
       w.Append('}');
@@ -180,10 +183,11 @@ Status DepGenRecorder::Export(const fs::path& path) const {
   w.Append("],\"tensors\":[");
   for (uint64_t i = 0; i < m.num_tensors; ++i) {
     const DepGenTensorRecord& t = m.tensors[i];
-    w.Format("{}{{\"tensor_id\":\"{}\",\"buffer_addr\":\"{}\",\"version\":{},\"dtype\":",
-             i ? "," : "", t.tensor_id, t.buffer_addr, t.version);
+    internal::Put(
+        w, FMT_COMPILE("{}{{\"tensor_id\":\"{}\",\"buffer_addr\":\"{}\",\"version\":{},\"dtype\":"),
+        i ? "," : "", t.tensor_id, t.buffer_addr, t.version);
     w.String(internal::FixedString(t.dtype));
-    w.Format(",\"buffer_numel\":\"{}\"}}", t.buffer_numel);
+    internal::Put(w, FMT_COMPILE(",\"buffer_numel\":\"{}\"}}"), t.buffer_numel);
   }
   w.Append("],\"edges\":[");
   for (uint64_t i = 0; i < m.num_edges; ++i) {
@@ -192,25 +196,30 @@ Status DepGenRecorder::Export(const fs::path& path) const {
     // Flags per source, as the reference replay writes them: the record cannot
     // tell an explicit add_dep_wait() from a retaining dependency.
     const char* flags = e.source == EdgeSource::kTensormap ? "[\"wait\"]" : "[\"wait\",\"retain\"]";
-    w.Format("{}{{\"pred\":\"{}\",\"succ\":\"{}\",\"arg\":{},\"source\":\"{}\",\"flags\":{}",
-             i ? "," : "", e.pred, e.succ, is_explicit ? -1 : e.arg, SourceName(e.source), flags);
+    internal::Put(
+        w,
+        FMT_COMPILE(
+            "{}{{\"pred\":\"{}\",\"succ\":\"{}\",\"arg\":{},\"source\":\"{}\",\"flags\":{}"),
+        i ? "," : "", e.pred, e.succ, is_explicit ? -1 : e.arg, SourceName(e.source), flags);
     if (e.source == EdgeSource::kTensormap) {
-      w.Format(",\"overlap\":\"{}\"", OverlapName(e.overlap));
+      internal::Put(w, FMT_COMPILE(",\"overlap\":\"{}\""), OverlapName(e.overlap));
     }
     if (!is_explicit) {
       const TensorView& c = e.consumer;
-      w.Format(",\"tensor_id\":\"{}\",\"consumer_dtype\":", c.tensor_id);
+      internal::Put(w, FMT_COMPILE(",\"tensor_id\":\"{}\",\"consumer_dtype\":"), c.tensor_id);
       w.String(internal::FixedString(c.dtype));
       w.Append(",\"consumer_shape\":");
       WriteDims(w, c.shape, c.ndims);
-      w.Format(",\"consumer_start_offset\":\"{}\",\"consumer_strides\":", c.start_offset);
+      internal::Put(w, FMT_COMPILE(",\"consumer_start_offset\":\"{}\",\"consumer_strides\":"),
+                    c.start_offset);
       WriteDims(w, c.strides, c.ndims);
     }
     if (e.source == EdgeSource::kTensormap) {
       const TensorView& p = e.producer;
       w.Append(",\"producer_shape\":");
       WriteDims(w, p.shape, p.ndims);
-      w.Format(",\"producer_start_offset\":\"{}\",\"producer_strides\":", p.start_offset);
+      internal::Put(w, FMT_COMPILE(",\"producer_start_offset\":\"{}\",\"producer_strides\":"),
+                    p.start_offset);
       WriteDims(w, p.strides, p.ndims);
     }
     w.Append('}');

@@ -62,6 +62,7 @@
 #include <atomic>
 #include <vector>
 
+#include "collectors/internal/compiled_format.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -431,10 +432,10 @@ Status PmuRecorder::Export(const fs::path& path) const {
     uint64_t n = std::min<uint64_t>(s.count.load(), s.rows.size());
     for (uint64_t i = 0; i < n; ++i) {
       const Row& r = s.rows[i];
-      w.Format("{},{},0x{:016x},{},{},{}", t, r.core_id, r.task_id, r.func_id, r.core_type,
-               r.total_cycles);
-      for (int k = 0; k < m.columns; ++k) w.Format(",{}", r.counters[k]);
-      w.Format(",{}\n", m.event_type);
+      internal::Put(w, FMT_COMPILE("{},{},0x{:016x},{},{},{}"), t, r.core_id, r.task_id, r.func_id,
+                    r.core_type, r.total_cycles);
+      for (int k = 0; k < m.columns; ++k) internal::Put(w, FMT_COMPILE(",{}"), r.counters[k]);
+      internal::Put(w, FMT_COMPILE(",{}\n"), m.event_type);
     }
   }
   return w.Commit();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <vector>
 
+#include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
@@ -65,10 +66,11 @@ Status ScopeStatsRecorder::Export(const fs::path& path) const {
     DFX_LOG_ERROR("scope_stats: failed to open {}: {}", path.string(), s.message());
     return s;
   }
-  w.Format(
-      "{{\"version\": 6, \"fatal\": {}, \"dropped\": {}, \"total\": {}, "
-      "\"task_window_max\": [{}, {}, {}, {}], \"heap_max\": [{}, {}, {}, {}], "
-      "\"dep_pool_max\": [{}, {}, {}, {}], \"tensormap_max\": {}}}\n",
+  internal::Put(
+      w,
+      FMT_COMPILE("{{\"version\": 6, \"fatal\": {}, \"dropped\": {}, \"total\": {}, "
+                  "\"task_window_max\": [{}, {}, {}, {}], \"heap_max\": [{}, {}, {}, {}], "
+                  "\"dep_pool_max\": [{}, {}, {}, {}], \"tensormap_max\": {}}}\n"),
       m.fatal.load() ? "true" : "false", dropped, m.total.load(), l.task_window_max[0],
       l.task_window_max[1], l.task_window_max[2], l.task_window_max[3], l.heap_max[0],
       l.heap_max[1], l.heap_max[2], l.heap_max[3], l.dep_pool_max[0], l.dep_pool_max[1],
@@ -77,10 +79,11 @@ Status ScopeStatsRecorder::Export(const fs::path& path) const {
     const ScopeSample& x = m.samples[i];
     w.Append("{\"site\": ");
     w.String(internal::FixedString(x.site));
-    w.Format(
-        ", \"phase\": \"{}\", \"depth\": {}, \"ring\": {}, \"task_window_start\": {}, "
-        "\"task_window_end\": {}, \"heap_start\": {}, \"heap_end\": {}, "
-        "\"dep_pool_start\": {}, \"dep_pool_end\": {}, \"tensormap\": {}}}\n",
+    internal::Put(
+        w,
+        FMT_COMPILE(", \"phase\": \"{}\", \"depth\": {}, \"ring\": {}, \"task_window_start\": {}, "
+                    "\"task_window_end\": {}, \"heap_start\": {}, \"heap_end\": {}, "
+                    "\"dep_pool_start\": {}, \"dep_pool_end\": {}, \"tensormap\": {}}}\n"),
         x.begin ? "begin" : "end", x.depth, x.ring, x.task_window_start, x.task_window_end,
         x.heap_start, x.heap_end, x.dep_pool_start, x.dep_pool_end, x.tensormap);
   }

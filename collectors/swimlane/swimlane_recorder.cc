@@ -11,6 +11,7 @@
 #include <atomic>
 #include <vector>
 
+#include "collectors/internal/compiled_format.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -235,9 +236,10 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
 
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
-  w.Format(
-      "{{\n  \"chip_swimlane_level\": {},\n  \"metadata\": {{\"clock_freq_hz\": {}, "
-      "\"num_cores\": {}, \"core_types\": [",
+  internal::Put(
+      w,
+      FMT_COMPILE("{{\n  \"chip_swimlane_level\": {},\n  \"metadata\": {{\"clock_freq_hz\": {}, "
+                  "\"num_cores\": {}, \"core_types\": ["),
       level_, m.layout.clock_freq_hz, m.num_cores);
   for (size_t c = 0; c < m.num_cores; ++c) {
     if (c > 0) w.Append(", ");
@@ -248,7 +250,7 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
     w.Append(", \"core_to_thread\": [");
     for (size_t c = 0; c < m.core_to_thread.size(); ++c) {
       if (c > 0) w.Append(", ");
-      w.Format("{}", m.core_to_thread[c]);
+      internal::Put(w, FMT_COMPILE("{}"), m.core_to_thread[c]);
     }
     w.Append(']');
   }
@@ -257,8 +259,9 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
     std::vector<uint32_t> order = OrderByCore(m.aicore, m.num_cores);
     for (size_t k = 0; k < order.size(); ++k) {
       const AicoreRow& r = m.aicore.rows[order[k]];
-      w.Format("{}\n    [{}, {}, {}, {}, {}, {}]", k > 0 ? "," : "", r.core_id, r.task_token_raw,
-               r.reg_task_id, r.start_cycles, r.end_cycles, r.receive_to_start_cycles);
+      internal::Put(w, FMT_COMPILE("{}\n    [{}, {}, {}, {}, {}, {}]"), k > 0 ? "," : "", r.core_id,
+                    r.task_token_raw, r.reg_task_id, r.start_cycles, r.end_cycles,
+                    r.receive_to_start_cycles);
     }
     w.Append(order.empty() ? "]" : "\n  ]");
   }
@@ -267,8 +270,8 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
     std::vector<uint32_t> order = OrderByCore(m.aicpu, m.num_cores);
     for (size_t k = 0; k < order.size(); ++k) {
       const AicpuRow& r = m.aicpu.rows[order[k]];
-      w.Format("{}\n    [{}, {}, {}, {}]", k > 0 ? "," : "", r.core_id, r.reg_task_id,
-               r.dispatch_cycles, r.finish_cycles);
+      internal::Put(w, FMT_COMPILE("{}\n    [{}, {}, {}, {}]"), k > 0 ? "," : "", r.core_id,
+                    r.reg_task_id, r.dispatch_cycles, r.finish_cycles);
     }
     w.Append(order.empty() ? "]" : "\n  ]");
   }
@@ -279,21 +282,25 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
       uint64_t n = m.sched[t].size();
       for (uint64_t i = 0; i < n; ++i) {
         const SchedPhaseRecord& p = m.sched[t].rows[i];
-        w.Format(
-            "{}\n      {{\"kind\": \"{}\", \"start_cycles\": {}, \"end_cycles\": {}, "
-            "\"loop_iter\": {}, \"tasks_processed\": {}",
+        internal::Put(
+            w,
+            FMT_COMPILE("{}\n      {{\"kind\": \"{}\", \"start_cycles\": {}, \"end_cycles\": {}, "
+                        "\"loop_iter\": {}, \"tasks_processed\": {}"),
             i > 0 ? "," : "", SchedPhaseName(p.kind), p.start_cycles, p.end_cycles, p.loop_iter,
             p.tasks_processed);
         if (p.kind == SchedPhaseKind::kDispatch) {
-          w.Format(", \"pop_hit\": {}, \"pop_miss\": {}", p.pop_hit, p.pop_miss);
+          internal::Put(w, FMT_COMPILE(", \"pop_hit\": {}, \"pop_miss\": {}"), p.pop_hit,
+                        p.pop_miss);
         }
         if (p.kind == SchedPhaseKind::kDummyTask || p.kind == SchedPhaseKind::kPredicatedSkip ||
             p.kind == SchedPhaseKind::kGraphPrepare) {
-          w.Format(", \"task_id\": {}", p.task_id);
+          internal::Put(w, FMT_COMPILE(", \"task_id\": {}"), p.task_id);
         }
-        w.Format(", \"shared_at_start\": [{}, {}, {}], \"shared_at_end\": [{}, {}, {}]}}",
-                 p.shared_at_start[0], p.shared_at_start[1], p.shared_at_start[2],
-                 p.shared_at_end[0], p.shared_at_end[1], p.shared_at_end[2]);
+        internal::Put(
+            w,
+            FMT_COMPILE(", \"shared_at_start\": [{}, {}, {}], \"shared_at_end\": [{}, {}, {}]}}"),
+            p.shared_at_start[0], p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0],
+            p.shared_at_end[1], p.shared_at_end[2]);
       }
       w.Append(n > 0 ? "\n    ]" : "]");
     }
@@ -306,9 +313,10 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
       uint64_t n = m.orch[t].size();
       for (uint64_t i = 0; i < n; ++i) {
         const OrchRow& o = m.orch[t].rows[i];
-        w.Format(
-            "{}\n      {{\"submit_idx\": {}, \"task_id\": {}, \"start_cycles\": {}, "
-            "\"end_cycles\": {}}}",
+        internal::Put(
+            w,
+            FMT_COMPILE("{}\n      {{\"submit_idx\": {}, \"task_id\": {}, \"start_cycles\": {}, "
+                        "\"end_cycles\": {}}}"),
             i > 0 ? "," : "", o.submit_idx, o.task_id, o.start_cycles, o.end_cycles);
       }
       w.Append(n > 0 ? "\n    ]" : "]");

@@ -1,0 +1,28 @@
+// Per-record text for the recorders' writers: format strings compiled at
+// build time (FMT_COMPILE) appended straight into a ChunkedWriter's pending
+// chunk. ChunkedWriter::Format parses its format string at run time for
+// every record, which was most of an export's CPU (dep_gen's above all); the
+// compiled form writes the same bytes without parsing. The view's AppendF
+// (view/trace_writer.h) is the same idea for the converter's events.
+#pragma once
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "common/json_stream.h"
+
+namespace dfx::collectors::internal {
+
+// Appends `args` formatted by `format` (which must be FMT_COMPILE("...")) to
+// `w`, e.g. Put(w, FMT_COMPILE(",{}"), v).
+template <typename CompiledFormat, typename... Args>
+void Put(ChunkedWriter& w, const CompiledFormat& format, const Args&... args) {
+  static_assert(fmt::detail::is_compiled_string<CompiledFormat>::value,
+                "Put takes FMT_COMPILE(\"...\")");
+  fmt::format_to(std::back_inserter(w.buffer()), format, args...);
+  w.MaybeFlush();
+}
+
+}  // namespace dfx::collectors::internal
