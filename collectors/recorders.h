@@ -9,8 +9,10 @@
 //    A record that does not fit is dropped and counted, as the device does.
 //  * Threading is stated per method; "per core" means one writer thread per
 //    core id at a time, "per thread" one writer per scheduler thread index.
-//  * Export* runs after the run, on one thread, and writes through
-//    AtomicFileWriter (temporary name, renamed when complete).
+//  * Export* runs after the run, on one thread per recorder, and writes
+//    through AtomicFileWriter (temporary name, renamed when complete).
+//    Different recorders share nothing, so their exports may run at once
+//    (DfxCollectors::ExportAll does).
 //
 // Collectors know nothing of the device or of ZeroMQ.
 #pragma once
@@ -326,7 +328,8 @@ namespace dfx::collectors {
 
 // Owns the recorders a RunConfig enables (null pointers for disabled ones) and
 // exports them all into `output_dir` (= <work_dir>/dfx_outputs or a
-// rank<N>/d<K> directory). Export order follows the reference: swimlane, args
+// rank<N>/d<K> directory). The exports run in parallel, one thread per
+// collector; results are reported in the reference's order: swimlane, args
 // dump, PMU, scope stats, then dep_gen (success path only).
 class DfxCollectors {
  public:
