@@ -143,9 +143,10 @@ struct RunFlags {
   std::string log_level = "info";
   bool log_level_given = false;  // --log-level on the command line (beats $SPDLOG_LEVEL)
   bool agent_log_level_given = false;
-  bool quiet = false;                   // -q: only the verdict
-  bool verbose = false;                 // -v: debug log lines and the full summary
-  std::vector<std::string> chip_knobs;  // the args-dump drain model, L2 only
+  bool quiet = false;                    // -q: only the verdict
+  std::string swimlane_traces = "auto";  // --swimlane-traces
+  bool verbose = false;                  // -v: debug log lines and the full summary
+  std::vector<std::string> chip_knobs;   // the args-dump drain model, L2 only
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
 
@@ -205,6 +206,11 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "post-run swimlane conversions (one dfx-view per dispatch) run at once "
                  "(default 0: one per core)")
       ->check(CLI::Range(0u, 4096u));
+  run.add_option("--swimlane-traces", f.swimlane_traces,
+                 "L3: when the per-dispatch merged traces are written: eager (after the run, "
+                 "--convert-jobs at a time), lazy (on demand: the run prints the dfx-view "
+                 "commands), auto (default: eager onboard, as the reference; lazy in sim)")
+      ->check(CLI::IsMember({"auto", "eager", "lazy"}));
   run.add_option("--shutdown-timeout", so.shutdown_timeout_s,
                  "agents exiting after the run (default 10)")
       ->check(PositiveSeconds());
@@ -420,6 +426,9 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     so.fault_write_delay_ms =
         static_cast<uint32_t>(std::min(std::strtoul(fault, nullptr, 10), 60000ul));
   }
+  so.swimlane_traces = f.swimlane_traces == "eager"  ? dc::SwimlaneTraces::kEager
+                       : f.swimlane_traces == "lazy" ? dc::SwimlaneTraces::kLazy
+                                                     : dc::SwimlaneTraces::kAuto;
   auto outcome = dc::RunSession(*plan, so);
   if (!outcome.ok()) return Fail(outcome.status().message());
   write_readme(outcome->artifacts);
@@ -437,6 +446,11 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
           "command: %s\n",
           outcome->artifacts.size(), dispatch_dirs.size(),
           dfx::ShellQuote((dfx_dir / dfx::collectors::kArtifactsReadmeFile).string()).c_str());
+    }
+    if (so.config.enable_chip_swimlane > 0 &&
+        !dc::ConvertSwimlanesEagerly(
+            so.swimlane_traces, so.config.execution_mode == dfx::config::ExecutionMode::kOnboard)) {
+      std::fputs(dc::LazySwimlaneHint(dfx_dir, outcome->artifacts, view).c_str(), stdout);
     }
     std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
     print_common();

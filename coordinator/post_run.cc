@@ -28,6 +28,26 @@ std::string GraphPassWarning(const std::string& what, const std::string& error,
       what, error, ShellQuote(deps_json.string()));
 }
 
+bool ConvertSwimlanesEagerly(SwimlaneTraces mode, bool onboard) {
+  return mode == SwimlaneTraces::kEager || (mode == SwimlaneTraces::kAuto && onboard);
+}
+
+std::string LazySwimlaneHint(const fs::path& dfx_dir, const std::vector<std::string>& files,
+                             const std::string& view) {
+  std::string first;  // the first dispatch's records, as an example
+  for (const auto& f : files) {
+    if (fs::path(f).filename() == collectors::kSwimlaneRecordsFile && (first.empty() || f < first))
+      first = f;
+  }
+  if (first.empty()) return "";
+  return fmt::format(
+      "swimlane traces: written on demand, not after the run: the whole run in one trace: {} "
+      "swimlane --run {}; one dispatch: {} swimlane {}; every dispatch's command: {} "
+      "(--swimlane-traces eager converts them all after the run)\n",
+      view, ShellQuote(dfx_dir.string()), view, ShellQuote((dfx_dir / first).string()),
+      ShellQuote((dfx_dir / collectors::kArtifactsReadmeFile).string()));
+}
+
 unsigned ConvertJobs(unsigned requested, size_t conversions) {
   const unsigned jobs =
       requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());

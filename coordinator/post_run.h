@@ -39,6 +39,25 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem:
                                           const std::vector<std::string>& files,
                                           double timeout_s = 600, unsigned jobs = 0);
 
+// When an L3 run writes its per-dispatch merged traces (--swimlane-traces).
+// A sim L3 run of 8 ranks x 10 dispatches spent 55% of its wall converting
+// 80 traces (2.4x the bytes gathered) that nobody had asked for yet; the
+// reference converts onboard runs only.
+enum class SwimlaneTraces {
+  kAuto,   // onboard: eager, as the reference; sim: lazy
+  kEager,  // after the run, one merged trace per rank<N>/d<K> (ConvertSwimlanes)
+  kLazy,   // none after the run: printed how to get them (LazySwimlaneHint)
+};
+// Whether an L3 run converts after the run (kAuto resolved by `onboard`).
+bool ConvertSwimlanesEagerly(SwimlaneTraces mode, bool onboard);
+// What a lazy L3 run prints instead of converting: one line with the
+// commands that write the run-level trace (`dfx-view swimlane --run
+// <dfx_dir>`) and one dispatch's trace (the first of `files`, relative to
+// `dfx_dir`), and where every dispatch's command is listed; "" when `files`
+// holds no records. `view` names dfx-view as ViewCommand() does.
+std::string LazySwimlaneHint(const std::filesystem::path& dfx_dir,
+                             const std::vector<std::string>& files, const std::string& view);
+
 // How many conversions run at once: `requested`, or with 0 the number of
 // cores (at least 1); never more than `conversions` (nor fewer than 1).
 unsigned ConvertJobs(unsigned requested, size_t conversions);

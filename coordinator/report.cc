@@ -35,6 +35,15 @@ Status WriteArtifactsReadme(const fs::path& dfx_dir, std::vector<std::string> fi
       "The artifacts of this run ({} file{}), by directory, each with the command that renders "
       "it.\nThe run summary: {} summary {}\n\n",
       n, n == 1 ? "" : "s", view, ShellQuote(dfx_dir.string()));
+  // At L3 the run-level trace is written on demand (post_run.h SwimlaneTraces).
+  const bool l3_records = std::any_of(files.begin(), files.end(), [](const std::string& f) {
+    return collectors::DispatchDirOf(f).has_value() &&
+           fs::path(f).filename() == collectors::kSwimlaneRecordsFile;
+  });
+  if (l3_records) {
+    text.insert(text.size() - 1, fmt::format("The whole run in one trace: {} swimlane --run {}\n",
+                                             view, ShellQuote(dfx_dir.string())));
+  }
   text += FormatArtifacts(dfx_dir, std::move(files), requested, view);
   return WriteFileAtomic(dfx_dir / collectors::kArtifactsReadmeFile, text);
 }

@@ -675,8 +675,12 @@ Result<SessionOutcome> RunCoordinator::Run() {
       }
     }
   }
-  // 4. Post-run, as at L2: one merged trace per rank<N>/d<K>/ (onboard and sim).
-  if (options_.config.enable_chip_swimlane > 0) {
+  // 4. Post-run: one merged trace per rank<N>/d<K>/ when eager (onboard, as
+  // the reference); a lazy run leaves the records, and main prints how to
+  // convert them on demand.
+  const bool onboard = options_.config.execution_mode == config::ExecutionMode::kOnboard;
+  if (options_.config.enable_chip_swimlane > 0 &&
+      ConvertSwimlanesEagerly(options_.swimlane_traces, onboard)) {
     merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.convert_timeout_s,
                                options_.convert_jobs);
     out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());

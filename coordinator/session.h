@@ -28,6 +28,7 @@
 #include "coordinator/artifact_receiver.h"
 #include "coordinator/launcher.h"
 #include "coordinator/plan.h"
+#include "coordinator/post_run.h"
 
 namespace dfx::coordinator {
 
@@ -62,7 +63,9 @@ struct SessionOptions {
   double shutdown_timeout_s = 10;     // agents exiting after Shutdown
   double convert_timeout_s = 600;     // the post-run swimlane conversion, per dispatch
   unsigned convert_jobs = 0;          // conversions at once; 0 = one per core (post_run.h)
-  uint32_t credit_window = 8;         // chunks in flight per agent (enforced)
+  // Whether the per-dispatch merged traces are written after the run.
+  SwimlaneTraces swimlane_traces = SwimlaneTraces::kAuto;
+  uint32_t credit_window = 8;                              // chunks in flight per agent (enforced)
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // --max-artifact-bytes
   // Who may connect (coordinator/access.h): launched agents always use a
   // key pair of this run; the flags admit agents started elsewhere.

@@ -195,10 +195,10 @@ TEST(OnboardTest, L3GraphPassFailureIsAWarningAndTheRunSucceeds) {
 
 TEST(OnboardTest, SeveralDispatchesToOneChipNeverOverwriteEachOther) {
   fs::path dir = TestDir("dfx_l3_namespacing");
-  auto r =
-      Coordinator(Data("namespacing_plan.json"), dir / "w",
-                  {"--ranks", "2", "--launcher", "local", "--enable-chip-swimlane",
-                   "--enable-dep-gen", "--dump-args", "2", "--enable-pmu", "--enable-scope-stats"});
+  auto r = Coordinator(
+      Data("namespacing_plan.json"), dir / "w",
+      {"--ranks", "2", "--launcher", "local", "--enable-chip-swimlane", "--enable-dep-gen",
+       "--dump-args", "2", "--enable-pmu", "--enable-scope-stats", "--swimlane-traces", "eager"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const fs::path out = dir / "w/dfx_outputs";
   const std::vector<std::string> leaves = {"rank0/d0", "rank0/d1", "rank0/d2", "rank1/d0"};

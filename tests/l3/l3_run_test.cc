@@ -63,7 +63,9 @@ void CheckManifest(const fs::path& out, int ranks, int dispatches_per_rank) {
   EXPECT_EQ(LoadJson(out / "rank0/d0/name_map.json")["orchestrator_name"], "attention_decode");
 }
 
-void RunFourRanks(const std::string& launcher) {
+// `eager`: the per-dispatch merged traces are written after the run
+// (--swimlane-traces eager); otherwise (sim's default) on demand.
+void RunFourRanks(const std::string& launcher, bool eager) {
   fs::path dir = TestDir("l3_" + launcher);
   // A stale dispatch directory of an earlier run must be cleared.
   ASSERT_TRUE(WriteFileAtomic(dir / "w/dfx_outputs/rank7/d9/deps.json", "{}").ok());
@@ -71,6 +73,10 @@ void RunFourRanks(const std::string& launcher) {
       Bin("dfx-coordinator"), "run",    kPlan.string(), "--ranks",           "4",
       "--launcher",           launcher, "--work-dir",   (dir / "w").string()};
   argv.insert(argv.end(), kAllFlags.begin(), kAllFlags.end());
+  if (eager) {
+    argv.push_back("--swimlane-traces");
+    argv.push_back("eager");
+  }
   auto r = RunCommand(argv, dir, 300);
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -86,7 +92,17 @@ void RunFourRanks(const std::string& launcher) {
       ++it;
     }
   }
-  EXPECT_EQ(merged, 12u);
+  EXPECT_EQ(merged, eager ? 12u : 0u);
+  if (!eager) {
+    // A lazy run says how to get the traces; the run-level one works as printed.
+    EXPECT_NE(r.out.find("swimlane traces: written on demand"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("swimlane --run " + out.string()), std::string::npos) << r.out;
+    auto view = RunCommand({Bin("dfx-view"), "swimlane", "--run", out.string(), "-o",
+                            (dir / "run_trace.json").string()},
+                           dir, 300);
+    ASSERT_EQ(view.exit_code, 0) << view.out << view.err;
+    EXPECT_NE(Slurp(dir / "run_trace.json").find("\"traceEvents\""), std::string::npos);
+  }
   EXPECT_EQ(tree, ExpectedFourRankTree());
   CheckManifest(out, 4, 3);
   // Every path with its render command is in README.txt, not on the console.
@@ -101,9 +117,11 @@ void RunFourRanks(const std::string& launcher) {
   fs::remove_all(dir);
 }
 
-TEST(L3RunTest, MpirunFourRanksProduceTheExactTree) { RunFourRanks("mpirun"); }
+TEST(L3RunTest, MpirunFourRanksProduceTheExactTree) { RunFourRanks("mpirun", /*eager=*/true); }
 
-TEST(L3RunTest, LocalLauncherFourRanksProduceTheExactTree) { RunFourRanks("local"); }
+TEST(L3RunTest, LocalLauncherFourRanksProduceTheExactTree) {
+  RunFourRanks("local", /*eager=*/false);
+}
 
 TEST(L3RunTest, TwoChipsPerAgentUnderMpirunAreDenseRanks) {
   fs::path dir = TestDir("l3_chips");
