@@ -130,7 +130,7 @@ if run l3 bench/l3/l3_conversion_bench.sh "$BUILD" "${L3[@]}"; then
   S=$(field share "$L")
   row "L3 run ${L3[0]} ranks x ${L3[1]} dispatches of ${L3[2]} tasks, all five collectors" \
     "same plan, no collectors: $(field none_s "$L") s" \
-    "$(field parallel_s "$L") s, conversion $(field parallel_convert_s "$L") s ($(field jobs "$L") at a time; one at a time: $(field serial_convert_s "$L") s)" \
+    "lazy (sim default): $(field lazy_s "$L") s, conversion $(field lazy_convert_s "$L") s, run-level trace on demand $(field run_trace_s "$L") s; eager: $(field eager_s "$L") s, conversion $(field eager_convert_s "$L") s ($(field jobs "$L") at a time)" \
     "conversion $(awk -v s="$S" 'BEGIN { printf "%.0f%%", 100 * s }') of the wall" \
     "conversion <= 20% of the wall" "$(met "$S" '<=' 0.2)"
 else

@@ -6,16 +6,21 @@
 # One layered DAG of TASKS tasks (dfx-gen-program), a plan that sends it to
 # every rank DISPATCHES times, run by `dfx-coordinator run --launcher local`
 # REPEAT times round-robin in three ways:
-#   none      no collector (the baseline of the issue's row),
-#   serial    all five collectors, --convert-jobs 1 (one dfx-view after another),
-#   parallel  all five collectors, --convert-jobs 0 (one per core, the default).
+#   none   no collector (the baseline of the issue's row),
+#   eager  all five collectors, --swimlane-traces eager --convert-jobs 0: one
+#          merged trace per dispatch after the run, one dfx-view per core at
+#          a time (what every L3 run did before, and onboard runs still do),
+#   lazy   all five collectors, the sim default (--swimlane-traces auto =
+#          lazy): no conversion after the run; then, as a user would on
+#          demand, `dfx-view swimlane --run W/dfx_outputs` writes the run-level trace
+#          (timed on its own, not part of the run's wall).
 # Wall time of each run, and the conversion's own time from the coordinator's
 # log line ("converted N of M swimlane record file(s) in S s, J at a time").
 # Prints the medians and, last, one line bench/run_all.sh reads:
-#   l3: ranks=R dispatches=D tasks=T none_s=.. serial_s=.. serial_convert_s=..
-#       parallel_s=.. parallel_convert_s=.. jobs=J share=.. speedup=..
-# where share = parallel_convert_s / parallel_s (target <= 0.20) and
-# speedup = serial_convert_s / parallel_convert_s.
+#   l3: ranks=R dispatches=D tasks=T none_s=.. eager_s=.. eager_convert_s=..
+#       jobs=J eager_share=.. lazy_s=.. lazy_convert_s=.. share=.. run_trace_s=..
+# where share = lazy_convert_s / lazy_s (the default's, target <= 0.20) and
+# eager_share = eager_convert_s / eager_s.
 set -euo pipefail
 BUILD=${1:-build-rel}
 RANKS=${2:-8}
@@ -40,14 +45,14 @@ run_once() {
   local flags=()
   case $1 in
     none) ;;
-    serial) flags=("${ALL[@]}" --convert-jobs 1) ;;
-    parallel) flags=("${ALL[@]}" --convert-jobs 0) ;;
+    eager) flags=("${ALL[@]}" --swimlane-traces eager --convert-jobs 0) ;;
+    lazy) flags=("${ALL[@]}") ;;
   esac
   rm -rf "$WORK/w"
   local t0 t1 rc=0
   t0=$(date +%s.%N)
   "$COORDINATOR" run "$WORK/plan.json" --ranks "$RANKS" --launcher local --work-dir "$WORK/w" \
-    --startup-timeout 600 --log-level info -q "${flags[@]}" >"$WORK/out.log" 2>"$WORK/err.log" || rc=$?
+    --startup-timeout 600 --log-level info "${flags[@]}" >"$WORK/out.log" 2>"$WORK/err.log" || rc=$?
   t1=$(date +%s.%N)
   if ((rc != 0)); then
     echo "l3_conversion_bench: the $1 run failed (exit $rc):" >&2
@@ -56,7 +61,7 @@ run_once() {
   fi
   local conv
   conv=$(sed -nE 's/.*converted ([0-9]+) of ([0-9]+) swimlane record file\(s\) in ([0-9.]+) s, ([0-9]+) at a time.*/\1 \2 \3 \4/p' "$WORK/err.log" | tail -1)
-  if [[ $1 != none ]]; then
+  if [[ $1 == eager ]]; then
     read -r done_n all_n secs jobs <<<"$conv"
     if [[ -z ${all_n:-} || $done_n != "$all_n" || $all_n != $((RANKS * DISPATCHES)) ]]; then
       echo "l3_conversion_bench: the $1 run converted '${conv}' (expected $((RANKS * DISPATCHES)) of $((RANKS * DISPATCHES)))" >&2
@@ -64,29 +69,57 @@ run_once() {
     fi
     awk -v a="$t0" -v b="$t1" -v s="$secs" -v j="$jobs" 'BEGIN { printf "%.3f %.3f %d\n", b - a, s, j }'
   else
+    if [[ -n $conv ]] || ls "$WORK"/w/dfx_outputs/rank*/d*/merged_swimlane_* >/dev/null 2>&1; then
+      echo "l3_conversion_bench: the $1 run converted swimlane records after the run" >&2
+      exit 1
+    fi
+    if [[ $1 == lazy ]] && ! grep -q "swimlane traces: written on demand" "$WORK/out.log"; then
+      echo "l3_conversion_bench: the lazy run did not say how to get the traces:" >&2
+      cat "$WORK/out.log" >&2
+      exit 1
+    fi
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f 0 0\n", b - a }'
   fi
 }
 
+# run_trace: the lazy run's run-level trace on demand; prints its wall.
+run_trace() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$BUILD/bin/dfx-view" swimlane --run "$WORK/w/dfx_outputs" -o "$WORK/run_trace.json" >/dev/null 2>"$WORK/view.log" || {
+    echo "l3_conversion_bench: dfx-view swimlane --run failed:" >&2
+    tail -20 "$WORK/view.log" >&2
+    exit 1
+  }
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
+  rm -f "$WORK/run_trace.json"
+}
+
 declare -A walls converts
 JOBS=0
+TRACES=""
 for ((i = 0; i < REPEAT; ++i)); do
-  for mode in none serial parallel; do
+  for mode in none eager lazy; do
     read -r wall conv jobs < <(run_once "$mode")
     walls[$mode]+="$wall "
     converts[$mode]+="$conv "
-    [[ $mode == parallel ]] && JOBS=$jobs
+    [[ $mode == eager ]] && JOBS=$jobs
     if [[ $mode == none ]]; then
       echo "run $((i + 1)) $mode: wall $wall s"
-    else
+    elif [[ $mode == eager ]]; then
       echo "run $((i + 1)) $mode: wall $wall s, conversion $conv s ($jobs at a time)"
+    else
+      trace=$(run_trace)
+      TRACES+="$trace "
+      echo "run $((i + 1)) $mode: wall $wall s, no conversion; on demand: dfx-view swimlane --run $trace s"
     fi
   done
 done
 m() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | median; }
-NONE=$(m "${walls[none]}") SERIAL=$(m "${walls[serial]}") PARALLEL=$(m "${walls[parallel]}")
-SERIAL_CONV=$(m "${converts[serial]}") PARALLEL_CONV=$(m "${converts[parallel]}")
-awk -v r="$RANKS" -v d="$DISPATCHES" -v t="$TASKS" -v n="$NONE" -v s="$SERIAL" -v sc="$SERIAL_CONV" \
-  -v p="$PARALLEL" -v pc="$PARALLEL_CONV" -v j="$JOBS" 'BEGIN {
-    printf "l3: ranks=%d dispatches=%d tasks=%d none_s=%.2f serial_s=%.2f serial_convert_s=%.2f serial_share=%.3f parallel_s=%.2f parallel_convert_s=%.2f jobs=%d share=%.3f speedup=%.2f\n",
-      r, d, t, n, s, sc, (s > 0 ? sc / s : 0), p, pc, j, (p > 0 ? pc / p : 0), (pc > 0 ? sc / pc : 0) }'
+NONE=$(m "${walls[none]}") EAGER=$(m "${walls[eager]}") LAZY=$(m "${walls[lazy]}")
+EAGER_CONV=$(m "${converts[eager]}") LAZY_CONV=$(m "${converts[lazy]}") TRACE=$(m "$TRACES")
+awk -v r="$RANKS" -v d="$DISPATCHES" -v t="$TASKS" -v n="$NONE" -v e="$EAGER" -v ec="$EAGER_CONV" \
+  -v l="$LAZY" -v lc="$LAZY_CONV" -v j="$JOBS" -v tr="$TRACE" 'BEGIN {
+    printf "l3: ranks=%d dispatches=%d tasks=%d none_s=%.2f eager_s=%.2f eager_convert_s=%.2f jobs=%d eager_share=%.3f lazy_s=%.2f lazy_convert_s=%.2f share=%.3f run_trace_s=%.2f\n",
+      r, d, t, n, e, ec, j, (e > 0 ? ec / e : 0), l, lc, (l > 0 ? lc / l : 0), tr }'

@@ -16,6 +16,10 @@
 # Threads are not pinned: the emulator's 1 orchestrator + AICPU + 6 core
 # threads outnumber this machine's 2 cores, so pinning would only serialise
 # them; run it on an idle machine and read the min beside the median.
+# With DFX_AGENT_BEFORE=PATH (e.g. a dfx-rank-agent copied from before a
+# change), each round also runs way `all5-before`: all five with that agent
+# on the same program, so a change to the collectors is measured against
+# the previous one in the same run (its ratio is against `none` too).
 # Usage: bench/perturbation/perturbation_bench.sh [BUILD_DIR] [TASKS] [ROUNDS]
 #        (default build-rel 100000 5)
 set -euo pipefail
@@ -29,13 +33,17 @@ bench_setup perturbation_bench "$GEN" "$AGENT"
 
 "$GEN" layered --tasks "$TASKS" --indent -1 -o "$WORK/program.json" 2>/dev/null
 WAYS=(none swimlane1 swimlane2 swimlane4 all5)
+if [[ -n ${DFX_AGENT_BEFORE:-} ]]; then
+  [[ -x $DFX_AGENT_BEFORE ]] || { echo "perturbation_bench: DFX_AGENT_BEFORE=$DFX_AGENT_BEFORE is not an executable" >&2; exit 2; }
+  WAYS+=(all5-before)
+fi
 flags_of() {
   case $1 in
     none) ;;
     swimlane1) echo --enable-chip-swimlane 1 ;;
     swimlane2) echo --enable-chip-swimlane 2 ;;
     swimlane4) echo --enable-chip-swimlane 4 ;;
-    all5) echo --enable-chip-swimlane 4 --enable-dep-gen --enable-pmu 2 --enable-scope-stats --dump-args 1 ;;
+    all5 | all5-before) echo --enable-chip-swimlane 4 --enable-dep-gen --enable-pmu 2 --enable-scope-stats --dump-args 1 ;;
   esac
 }
 
@@ -45,7 +53,9 @@ run_once() {
   rm -rf "$out"
   t0=$(date +%s%N)
   # shellcheck disable=SC2046 # the flags split into words on purpose
-  line=$("$AGENT" exec --program "$WORK/program.json" --output-dir "$out" --log-level error \
+  local agent=$AGENT
+  [[ $way == all5-before ]] && agent=$DFX_AGENT_BEFORE
+  line=$("$agent" exec --program "$WORK/program.json" --output-dir "$out" --log-level error \
     $(flags_of "$way") | head -1)
   t1=$(date +%s%N)
   local makespan
@@ -62,7 +72,7 @@ col() { awk -v c="$2" '{ print $c }' "$WORK/$1.txt"; }
 min() { sort -g | head -1; }
 base_makespan=$(col none 1 | median)
 base_wall=$(col none 2 | median)
-printf '%-10s %14s %14s %10s %10s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" "ms ratio" "wall ratio"
+printf '%-11s %14s %14s %10s %10s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" "ms ratio" "wall ratio"
 summary=()
 for way in "${WAYS[@]}"; do
   ms_min=$(col "$way" 1 | min)
@@ -71,7 +81,7 @@ for way in "${WAYS[@]}"; do
   w_med=$(col "$way" 2 | median)
   ms_ratio=$(awk -v a="$ms_med" -v b="$base_makespan" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
   w_ratio=$(awk -v a="$w_med" -v b="$base_wall" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
-  printf '%-10s %11.1f us %11.1f us %8.3f s %8.3f s %8sx %8sx\n' "$way" "$ms_min" "$ms_med" "$w_min" "$w_med" "$ms_ratio" "$w_ratio"
+  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8sx %8sx\n' "$way" "$ms_min" "$ms_med" "$w_min" "$w_med" "$ms_ratio" "$w_ratio"
   summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio")
 done
 printf '%s\n' "${summary[@]}"
