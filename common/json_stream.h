@@ -100,6 +100,7 @@ class JsonPullReader {
   size_t pos_ = 0, len_ = 0;
   uint64_t consumed_ = 0;
   std::vector<uint8_t> first_;  // per open container: 1 until the first member
+  std::string scratch_;         // what Skip reads and drops, reused
   Status status_;
 };
 

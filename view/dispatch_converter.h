@@ -134,8 +134,10 @@ class DispatchConverter {
 
   // --- flows (flows.cc) -------------------------------------------------------------
   std::vector<uint32_t> AnchorRows(const Group& g, bool worker_view) const;
-  std::vector<Anchor> WorkerAnchors(uint64_t id) const;
-  int FanCount(uint64_t id) const;
+  void AnchorRows(const Group& g, bool worker_view, std::vector<uint32_t>* out) const;
+  // Anchors of task `id`, whose group (if it has rows) is `g`.
+  void WorkerAnchors(uint64_t id, const std::optional<Group>& g, std::vector<Anchor>* out) const;
+  int FanCount(uint64_t id, const std::optional<Group>& g) const;
   void EmitDependencyFlows();
   void EmitCompleteAndDispatchFlows();
 
@@ -170,6 +172,8 @@ class DispatchConverter {
   Status sched_status_;
   std::multimap<uint64_t, Anchor> markers_;
   std::vector<OrchEnd> orch_end_;
+  mutable std::vector<std::pair<int, uint32_t>> anchor_scratch_;  // AnchorRows, per call
+  mutable std::vector<uint32_t> row_scratch_;                     // WorkerAnchors, per call
   bool voted_ = false;
   std::map<int, int> voted_core_thread_;
 };

@@ -18,20 +18,26 @@ namespace {
 constexpr double kFlowEps = 0.01;  // a flow leaves just before its source's end
 }  // namespace
 
-// Anchor rows (§4.7): non-SPMD → every row; SPMD → per func_id the earliest row.
-std::vector<uint32_t> DispatchConverter::AnchorRows(const Group& g, bool worker_view) const {
-  std::vector<uint32_t> out;
+// Anchor rows (§4.7): non-SPMD → every row; SPMD → per func_id the earliest
+// row, in func_id order. Fills `out` (reused by the per-edge callers: no
+// allocation per edge).
+void DispatchConverter::AnchorRows(const Group& g, bool worker_view,
+                                   std::vector<uint32_t>* out) const {
+  out->clear();
   if (!g.spmd) {
-    for (uint32_t i = g.begin; i < g.end; ++i) out.push_back(i);
-    return out;
+    for (uint32_t i = g.begin; i < g.end; ++i) out->push_back(i);
+    return;
   }
-  std::map<int, uint32_t> best;
+  // (func_id, row), a handful per task: a linear search beats a map.
+  std::vector<std::pair<int, uint32_t>>& best = anchor_scratch_;
+  best.clear();
   for (uint32_t i = g.begin; i < g.end; ++i) {
     const TaskRow& r = d_.tasks[i];
     int func_id = FuncOf(r);
-    auto it = best.find(func_id);
+    auto it = std::find_if(best.begin(), best.end(),
+                           [func_id](const auto& e) { return e.first == func_id; });
     if (it == best.end()) {
-      best[func_id] = i;
+      best.emplace_back(func_id, i);
       continue;
     }
     const TaskRow& b = d_.tasks[it->second];
@@ -39,35 +45,58 @@ std::vector<uint32_t> DispatchConverter::AnchorRows(const Group& g, bool worker_
     double kb = worker_view ? d_.ReceiveUs(b) : d_.DispatchUs(b);
     if (kr < kb || (kr == kb && r.core_id < b.core_id)) it->second = i;
   }
-  for (const auto& [f, i] : best) out.push_back(i);
+  std::sort(best.begin(), best.end());
+  for (const auto& [f, i] : best) out->push_back(i);
+}
+
+std::vector<uint32_t> DispatchConverter::AnchorRows(const Group& g, bool worker_view) const {
+  std::vector<uint32_t> out;
+  AnchorRows(g, worker_view, &out);
   return out;
 }
 
-std::vector<Anchor> DispatchConverter::WorkerAnchors(uint64_t id) const {
-  std::vector<Anchor> out;
-  if (auto g = FindGroup(id)) {
-    for (uint32_t i : AnchorRows(*g, true)) {
+void DispatchConverter::WorkerAnchors(uint64_t id, const std::optional<Group>& g,
+                                      std::vector<Anchor>* out) const {
+  out->clear();
+  if (g) {
+    AnchorRows(*g, true, &row_scratch_);
+    for (uint32_t i : row_scratch_) {
       const TaskRow& r = d_.tasks[i];
-      out.push_back({4, CoreTid(r.core_id), d_.ReceiveUs(r), d_.EndUs(r), WorkerEv(i)});
+      out->push_back({4, CoreTid(r.core_id), d_.ReceiveUs(r), d_.EndUs(r), WorkerEv(i)});
     }
-    return out;
+    return;
   }
   auto range = markers_.equal_range(id);
-  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
-  return out;
+  for (auto it = range.first; it != range.second; ++it) out->push_back(it->second);
 }
 
-int DispatchConverter::FanCount(uint64_t id) const {
-  if (auto g = FindGroup(id)) return g->spmd ? g->block_num : 1;
+int DispatchConverter::FanCount(uint64_t id, const std::optional<Group>& g) const {
+  if (g) return g->spmd ? g->block_num : 1;
   if (const TaskInfo* t = DepTaskOf(id)) return std::max(1, t->block_num);
   return 1;
 }
 
+// Edges are sorted by (pred, succ): what depends on the predecessor alone
+// (its group, anchors, fan count) is computed once per predecessor.
 void DispatchConverter::EmitDependencyFlows() {
   uint64_t missing = 0;
+  std::vector<Anchor> from, to;
+  std::vector<uint32_t> from_rows, to_rows;
+  std::optional<Group> gp;
+  int out_count = 1;
+  bool have_pred = false;
+  uint64_t current_pred = 0;
   for (const auto& [pred, succ] : deps_->edges) {
-    auto from = WorkerAnchors(pred);
-    auto to = WorkerAnchors(succ);
+    if (!have_pred || pred != current_pred) {
+      have_pred = true;
+      current_pred = pred;
+      gp = FindGroup(pred);
+      WorkerAnchors(pred, gp, &from);
+      out_count = FanCount(pred, gp);
+      if (gp && has_sched_view_) AnchorRows(*gp, false, &from_rows);
+    }
+    const std::optional<Group> gs = FindGroup(succ);
+    WorkerAnchors(succ, gs, &to);
     if (from.empty() || to.empty()) {
       ++missing;
       if (verbose_ && missing <= 10) {
@@ -78,7 +107,7 @@ void DispatchConverter::EmitDependencyFlows() {
       }
       continue;
     }
-    int in_count = FanCount(succ), out_count = FanCount(pred);
+    int in_count = FanCount(succ, gs);
     for (const auto& a : from) {
       for (const auto& b : to) {
         trace_.Flow(a.end > b.ts ? "hb_violation" : "dependency", a, a.ts, b, b.ts, in_count,
@@ -87,13 +116,12 @@ void DispatchConverter::EmitDependencyFlows() {
     }
     // Scheduler View.
     if (!has_sched_view_) continue;
-    auto gp = FindGroup(pred);
-    auto gs = FindGroup(succ);
     if (!gp || !gs) continue;
-    for (uint32_t i : AnchorRows(*gp, false)) {
+    AnchorRows(*gs, false, &to_rows);
+    for (uint32_t i : from_rows) {
       if (d_.tasks[i].slot == 0) continue;
       const TaskRow& rp = d_.tasks[i];
-      for (uint32_t j : AnchorRows(*gs, false)) {
+      for (uint32_t j : to_rows) {
         if (d_.tasks[j].slot == 0) continue;
         const TaskRow& rs = d_.tasks[j];
         Anchor a{3, SchedTidOf(i), d_.DispatchUs(rp), d_.FinishUs(rp), SchedEv(i)};

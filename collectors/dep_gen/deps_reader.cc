@@ -129,9 +129,10 @@ class DepsSink {
   virtual void OnEdge(DepsEdge edge) = 0;
 };
 
-bool ReadTask(JsonPullReader& r, bool details, DepsTask* t) {
+// `key` is scratch, reused across entries (a long key no longer costs an
+// allocation per entry).
+bool ReadTask(JsonPullReader& r, bool details, std::string& key, DepsTask* t) {
   bool have_id = false;
-  std::string key;
   if (!r.BeginObject()) return false;
   while (r.NextKey(&key)) {
     bool ok = true;
@@ -193,9 +194,8 @@ bool ReadTensor(JsonPullReader& r, DepsTensor* t) {
   return true;
 }
 
-bool ReadEdge(JsonPullReader& r, bool details, DepsEdge* e) {
+bool ReadEdge(JsonPullReader& r, bool details, std::string& key, DepsEdge* e) {
   int have = 0;
-  std::string key;
   if (!r.BeginObject()) return false;
   while (r.NextKey(&key)) {
     bool ok = true, slice_key = false;
@@ -233,7 +233,7 @@ bool ReadEdge(JsonPullReader& r, bool details, DepsEdge* e) {
 // "edges", in file order.
 Status ReadDeps(JsonPullReader& r, bool details, DepsSink& sink) {
   if (!r.BeginObject()) return r.status();
-  std::string key;
+  std::string key, entry_key;
   while (r.NextKey(&key)) {
     const bool tasks = key == "tasks", edges = key == "edges";
     const bool tensors = details && key == "tensors";
@@ -245,7 +245,7 @@ Status ReadDeps(JsonPullReader& r, bool details, DepsSink& sink) {
     while (r.NextElement()) {
       if (tasks) {
         DepsTask t;
-        if (!ReadTask(r, details, &t)) return r.status();
+        if (!ReadTask(r, details, entry_key, &t)) return r.status();
         sink.OnTask(std::move(t));
       } else if (tensors) {
         DepsTensor t;
@@ -253,7 +253,7 @@ Status ReadDeps(JsonPullReader& r, bool details, DepsSink& sink) {
         sink.OnTensor(std::move(t));
       } else {
         DepsEdge e;
-        if (!ReadEdge(r, details, &e)) return r.status();
+        if (!ReadEdge(r, details, entry_key, &e)) return r.status();
         sink.OnEdge(std::move(e));
       }
     }

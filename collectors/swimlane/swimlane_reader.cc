@@ -56,13 +56,18 @@ bool ReadU64Array(JsonPullReader& r, std::vector<uint64_t>* values) {
   return r.ok();
 }
 
+// Read in place (two per scheduler phase: no vector per call).
 bool ReadInt16Triple(JsonPullReader& r, int16_t out[3]) {
-  std::vector<uint64_t> v;
-  if (!ReadU64Array(r, &v)) return false;
-  for (size_t i = 0; i < 3; ++i) {
-    out[i] = i < v.size() ? static_cast<int16_t>(static_cast<int64_t>(v[i])) : 0;
+  out[0] = out[1] = out[2] = 0;
+  if (!r.BeginArray()) return false;
+  JsonNumber n;
+  for (size_t i = 0; r.NextElement(); ++i) {
+    if (!r.ReadNumber(&n)) return false;
+    const uint64_t v = n.negative ? static_cast<uint64_t>(n.AsInt64())
+                                  : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value));
+    if (i < 3) out[i] = static_cast<int16_t>(static_cast<int64_t>(v));
   }
-  return true;
+  return r.ok();
 }
 
 bool ReadSchedPhase(JsonPullReader& r, SchedPhase* p) {
