@@ -16,8 +16,8 @@
 #       conversion: tasks=N level=L ... floor_s=F convert_s=C ... ratio=R
 # With DFX_VIEW_BEFORE=PATH (another dfx-view, e.g. a copy of one built
 # before a change) each pair also times that one on the same inputs, checks
-# its trace is byte-identical, and the last line adds before_s= and
-# before_ratio= (its median ratio to the floor).
+# its trace is byte-identical, and the last line adds before_s=,
+# before_cpu_s= and before_ratio= (its median ratio to the floor).
 # Generated files go to a temporary directory and are deleted afterwards.
 set -euo pipefail
 BUILD=${1:-build-rel}
@@ -44,7 +44,7 @@ FLOOR_OUT="$OUT_DIR/floor.out"
 
 field() { sed -E "s/.*$1=([0-9.]+).*/\1/" <<<"$2"; }
 
-floors=() converts=() cpus=() rss=() ratios=() befores=() before_ratios=()
+floors=() converts=() cpus=() rss=() ratios=() befores=() before_cpus=() before_ratios=()
 for ((i = 0; i < REPEAT; ++i)); do
   # The converter first, so the floor knows how many bytes the output has.
   C=$("$BENCH" measure -- "$VIEW" swimlane "$RECORDS" -o "$TRACE" --func-names "$NAME_MAP" 2>/dev/null | tail -1)
@@ -54,7 +54,7 @@ for ((i = 0; i < REPEAT; ++i)); do
     P=$("$BENCH" measure -- "$DFX_VIEW_BEFORE" swimlane "$RECORDS" -o "$TRACE.before" --func-names "$NAME_MAP" 2>/dev/null | tail -1)
     cmp -s "$TRACE" "$TRACE.before" || { echo "conversion_floor: $DFX_VIEW_BEFORE wrote another trace" >&2; exit 1; }
     rm -f "$TRACE.before"
-    befores+=("$(field wall_s "$P")")
+    befores+=("$(field wall_s "$P")") before_cpus+=("$(field cpu_s "$P")")
   fi
   rm -f "$TRACE"
   F=$("$BENCH" measure -- sh -c "cat '$RECORDS' '$DEPS' > /dev/null && head -c $BYTES /dev/zero > '$FLOOR_OUT'" | tail -1)
@@ -62,7 +62,7 @@ for ((i = 0; i < REPEAT; ++i)); do
   floors+=("$(field wall_s "$F")") converts+=("$(field wall_s "$C")")
   cpus+=("$(field cpu_s "$C")") rss+=("$(field peak_rss_mb "$C")")
   ratios+=("$(awk -v c="${converts[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
-  echo "pair $((i + 1)): floor ${floors[-1]} s, dfx-view swimlane ${converts[-1]} s (cpu ${cpus[-1]} s, peak RSS ${rss[-1]} MB), ratio ${ratios[-1]}${DFX_VIEW_BEFORE:+; before: ${befores[-1]} s}"
+  echo "pair $((i + 1)): floor ${floors[-1]} s, dfx-view swimlane ${converts[-1]} s (cpu ${cpus[-1]} s, peak RSS ${rss[-1]} MB), ratio ${ratios[-1]}${DFX_VIEW_BEFORE:+; before: ${befores[-1]} s (cpu ${before_cpus[-1]} s)}"
   if [[ -n ${DFX_VIEW_BEFORE:-} ]]; then
     before_ratios+=("$(awk -v c="${befores[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
   fi
@@ -73,4 +73,4 @@ echo "conversion: tasks=$N level=$LEVEL records_mb=$(MB "$RECORDS") deps_mb=$(MB
   "floor_s=$(printf '%s\n' "${floors[@]}" | median) convert_s=$(printf '%s\n' "${converts[@]}" | median)" \
   "convert_cpu_s=$(printf '%s\n' "${cpus[@]}" | median) peak_rss_mb=$(printf '%s\n' "${rss[@]}" | median)" \
   "ratio=$(printf '%s\n' "${ratios[@]}" | median)" \
-  ${DFX_VIEW_BEFORE:+"before_s=$(printf '%s\n' "${befores[@]}" | median) before_ratio=$(printf '%s\n' "${before_ratios[@]}" | median)"}
+  ${DFX_VIEW_BEFORE:+"before_s=$(printf '%s\n' "${befores[@]}" | median) before_cpu_s=$(printf '%s\n' "${before_cpus[@]}" | median) before_ratio=$(printf '%s\n' "${before_ratios[@]}" | median)"}
