@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace dfx {
 namespace {
@@ -64,6 +66,55 @@ TEST(JsonPullReaderTest, WalksNestedDocumentWithFull64BitIntegers) {
   ASSERT_TRUE(r.Skip());
   EXPECT_FALSE(r.NextKey(&key));
   EXPECT_TRUE(r.ok());
+  std::filesystem::remove(p);
+}
+
+// Strings, escapes, integers (up to 20 digits) and separators land on every
+// side of the 1 MiB refill boundary: the in-buffer fast paths must hand over
+// to the byte-at-a-time paths without losing or repeating a byte.
+TEST(JsonPullReaderTest, ValuesAcrossTheRefillBoundaryReadTheSame) {
+  std::vector<std::string> strings;
+  std::vector<uint64_t> ints;
+  std::string text = "[";
+  for (uint64_t i = 0; text.size() < (3u << 20); ++i) {
+    std::string s(i % 37, static_cast<char>('a' + i % 26));
+    if (i % 5 == 0) s += "\"q\\";
+    const uint64_t v = i % 3 == 0 ? 18446744073709551615ull - i : i * 7919;
+    strings.push_back(s);
+    ints.push_back(v);
+    if (i > 0) text += ",";
+    text += "{\"s\":";
+    AppendJsonString(&text, s);
+    text += ",\"n\":" + std::to_string(v) + ",\"skip\":[";
+    AppendJsonString(&text, s.substr(0, 3));
+    text += ",-" + std::to_string(v % 1000) + "]}";
+  }
+  text += "]";
+  auto p = WriteTemp("pull_boundary", text);
+  JsonPullReader r;
+  ASSERT_TRUE(r.Open(p).ok());
+  ASSERT_TRUE(r.BeginArray());
+  size_t i = 0;
+  std::string key, s;
+  while (r.NextElement()) {
+    ASSERT_LT(i, strings.size());
+    ASSERT_TRUE(r.BeginObject());
+    ASSERT_TRUE(r.NextKey(&key));
+    ASSERT_TRUE(r.ReadString(&s));
+    ASSERT_EQ(s, strings[i]) << "entry " << i;
+    ASSERT_TRUE(r.NextKey(&key));
+    JsonNumber n;
+    ASSERT_TRUE(r.ReadNumber(&n));
+    ASSERT_TRUE(n.is_integer);
+    ASSERT_EQ(n.magnitude, ints[i]) << "entry " << i;
+    ASSERT_TRUE(r.NextKey(&key));
+    ASSERT_EQ(key, "skip");
+    ASSERT_TRUE(r.Skip()) << r.status().message();
+    ASSERT_FALSE(r.NextKey(&key));
+    ++i;
+  }
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(i, strings.size());
   std::filesystem::remove(p);
 }
 
