@@ -274,7 +274,8 @@ TerminalRun RunOnTerminal(const std::vector<std::string>& argv, const fs::path& 
 
 // On a terminal, a run keeps a live progress line: an L2 run shows loading
 // and the chip's tasks done (it was silent for 19 s on 100k tasks); an L3
-// run shows ranks and dispatches done and the post-run conversion.
+// run shows ranks and dispatches done and the post-run conversion (asked
+// for with --swimlane-traces eager: sim runs convert on demand by default).
 TEST(L2RunTest, ALiveProgressLineOnATerminalAtL2AndL3) {
   fs::path dir = TestDir("l2_progress");
   const fs::path program = dir / "big.json";
@@ -296,10 +297,10 @@ TEST(L2RunTest, ALiveProgressLineOnATerminalAtL2AndL3) {
   EXPECT_EQ(piped.err.find("tasks ("), std::string::npos) << piped.err;
   EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
 
-  TerminalRun l3 =
-      RunOnTerminal({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--launcher",
-                     "local", "--work-dir", (dir / "l3").string(), "--enable-chip-swimlane"},
-                    dir, 300);
+  TerminalRun l3 = RunOnTerminal(
+      {Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--launcher", "local",
+       "--work-dir", (dir / "l3").string(), "--enable-chip-swimlane", "--swimlane-traces", "eager"},
+      dir, 300);
   ASSERT_EQ(l3.exit_code, 0) << l3.output;
   EXPECT_NE(l3.output.find(" ranks done, "), std::string::npos) << l3.output;
   EXPECT_NE(l3.output.find("converting swimlane records 1/2"), std::string::npos) << l3.output;
