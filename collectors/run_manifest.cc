@@ -292,6 +292,8 @@ Json RunManifestToJson(const RunManifest& m) {
     e["stream_ns"] = NullOr(d.stream_ns);
     e["verified_ns"] = NullOr(d.verified_ns);
     e["tasks_executed"] = d.tasks_executed;
+    e["makespan_ns"] = NullOr(d.makespan_ns);
+    e["agent_wall_ns"] = NullOr(d.agent_wall_ns);
     e["artifact_count"] = NullOr(d.artifact_count);
     Json arts = Json::array();
     for (const ArtifactEntry& a : d.artifacts) arts.push_back(ArtifactToJson(a));
@@ -384,6 +386,8 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     DFX_RETURN_IF_ERROR(d.OptionalInt("stream_ns", &entry.stream_ns));
     DFX_RETURN_IF_ERROR(d.OptionalInt("verified_ns", &entry.verified_ns));
     DFX_RETURN_IF_ERROR(d.Int("tasks_executed", &entry.tasks_executed, false));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("makespan_ns", &entry.makespan_ns));
+    DFX_RETURN_IF_ERROR(d.OptionalInt("agent_wall_ns", &entry.agent_wall_ns));
     DFX_RETURN_IF_ERROR(d.OptionalInt("artifact_count", &entry.artifact_count));
     DFX_RETURN_IF_ERROR(d.Array("artifacts", [&](const Json& a, const std::string& p) -> Status {
       DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));

@@ -115,6 +115,11 @@ struct DispatchEntry {
   std::optional<uint64_t> accepted_ns;
   std::optional<uint64_t> stream_ns;
   std::optional<uint64_t> verified_ns;
+  // From DispatchDone (unset until then): the chip's makespan on its own
+  // clock (first task dispatched to last retired) and the agent's host wall
+  // time of the execution.
+  std::optional<uint64_t> makespan_ns;
+  std::optional<uint64_t> agent_wall_ns;
   bool operator==(const DispatchEntry&) const = default;
 };
 

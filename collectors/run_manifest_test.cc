@@ -36,6 +36,8 @@ RunManifest Sample() {
   d.accepted_ns = 11;
   d.stream_ns = 15;
   d.verified_ns = 21;
+  d.makespan_ns = 5;
+  d.agent_wall_ns = 8;
   d.artifacts.push_back({"rank0/d1/deps.json", 12, 0xfeedull, ArtifactState::kOk, ""});
   d.artifacts.push_back({"rank0/d1/pmu.csv", 3, std::nullopt, ArtifactState::kFailed, "why"});
   m.dispatches.push_back(d);

@@ -112,6 +112,8 @@ bool DispatchScheduler::OnDone(const protocol::DispatchDone& done) {
   if (!index) return false;
   collectors::DispatchEntry& d = dispatches_[*index];
   d.tasks_executed = done.tasks_executed;
+  d.makespan_ns = done.makespan_ns;
+  d.agent_wall_ns = done.wall_ns;
   d.artifact_count = done.artifact_count;
   const bool ok = done.status == protocol::DispatchStatus::kOk;
   // A failed dispatch is already "failed": the status word only for a

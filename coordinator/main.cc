@@ -452,6 +452,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
             so.swimlane_traces, so.config.execution_mode == dfx::config::ExecutionMode::kOnboard)) {
       std::fputs(dc::LazySwimlaneHint(dfx_dir, outcome->artifacts, view).c_str(), stdout);
     }
+    std::fputs(outcome->makespan.c_str(), stdout);
     std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
     print_common();
   }

@@ -93,4 +93,31 @@ std::string FormatArtifacts(const fs::path& dfx_dir, std::vector<std::string> fi
   return text;
 }
 
+std::string MakespanSummary(const std::vector<collectors::DispatchEntry>& dispatches) {
+  std::vector<uint64_t> makespans, walls;
+  const collectors::DispatchEntry* longest = nullptr;
+  uint64_t total = 0;
+  for (const collectors::DispatchEntry& d : dispatches) {
+    if (!d.makespan_ns || d.status != collectors::DispatchState::kOk) continue;
+    makespans.push_back(*d.makespan_ns);
+    total += *d.makespan_ns;
+    if (d.agent_wall_ns) walls.push_back(*d.agent_wall_ns);
+    if (!longest || *d.makespan_ns > *longest->makespan_ns) longest = &d;
+  }
+  if (makespans.empty()) return "";
+  auto median = [](std::vector<uint64_t> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  std::string line = fmt::format(
+      "makespan (chip clock, the emulator's own accounting): {} dispatch(es), median {:.3f} us, "
+      "longest {:.3f} us (rank {} d{} {}), sum {:.3f} us",
+      makespans.size(), median(makespans) / 1e3, *longest->makespan_ns / 1e3, longest->rank,
+      longest->k, longest->program, total / 1e3);
+  if (!walls.empty()) {
+    line += fmt::format("; agent run wall median {:.3f} ms", median(walls) / 1e6);
+  }
+  return line + "\n";
+}
+
 }  // namespace dfx::coordinator

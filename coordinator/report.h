@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/run_manifest.h"
 #include "common/status.h"
 #include "config/run_config.h"
 
@@ -33,5 +34,12 @@ Status WriteArtifactsReadme(const std::filesystem::path& dfx_dir, std::vector<st
 // when PATH finds the dfx-view this coordinator uses, else its shell-quoted
 // absolute path (a build tree, an install prefix not on PATH, $DFX_VIEW).
 std::string ViewCommand();
+
+// One line on what the chips took, from the emulator's own accounting in
+// DispatchDone (every run, with collectors or not, so a plain run and a
+// collecting one compare): the makespan on the chip clock of the dispatches
+// that finished, their median and the longest, and the agents' host wall
+// time. "" when no dispatch reported one.
+std::string MakespanSummary(const std::vector<collectors::DispatchEntry>& dispatches);
 
 }  // namespace dfx::coordinator

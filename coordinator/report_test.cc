@@ -42,6 +42,25 @@ TEST(ReportTest, PrintsRenderCommandsWithQuotedPaths) {
             std::string::npos);
 }
 
+TEST(ReportTest, MakespanLineCountsOnlyFinishedDispatchesThatReportedOne) {
+  std::vector<collectors::DispatchEntry> ds(4);
+  for (size_t i = 0; i < ds.size(); ++i) {
+    ds[i].rank = static_cast<int32_t>(i);
+    ds[i].program = "p";
+    ds[i].status = collectors::DispatchState::kOk;
+  }
+  EXPECT_EQ(MakespanSummary(ds), "");  // nobody reported one (an older agent)
+  ds[0].makespan_ns = 1000;
+  ds[1].makespan_ns = 3000;
+  ds[1].agent_wall_ns = 2000000;
+  ds[2].makespan_ns = 2000;
+  ds[3].makespan_ns = 9000000;
+  ds[3].status = collectors::DispatchState::kFailed;  // not a makespan of the program
+  EXPECT_EQ(MakespanSummary(ds),
+            "makespan (chip clock, the emulator's own accounting): 3 dispatch(es), median 2.000 "
+            "us, longest 3.000 us (rank 1 d0 p), sum 6.000 us; agent run wall median 2.000 ms\n");
+}
+
 TEST(ReportTest, DepsHintOnlyWhenAsked) {
   config::RunConfig c;  // dep_gen off (the graph pass made deps.json)
   std::string out = Capture({"deps.json"}, c, "/w/dfx_outputs");

@@ -22,6 +22,7 @@
 #include "coordinator/dispatch_scheduler.h"
 #include "coordinator/event_loop.h"
 #include "coordinator/post_run.h"
+#include "coordinator/report.h"
 #include "coordinator/session_record.h"
 #include "protocol/endpoint.h"
 
@@ -665,6 +666,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
     }
   }
   out.success = ok;
+  out.makespan = MakespanSummary(scheduler_->dispatches());
   if (options_.config.AnyDfx()) {
     for (const collectors::DispatchEntry& d : scheduler_->dispatches()) {
       const std::string rel =

@@ -86,6 +86,7 @@ struct SessionOutcome {
   std::filesystem::path manifest_path;
   std::vector<std::string> artifacts;  // relative to <work_dir>/dfx_outputs, verified
   std::string summary;                 // one line per failure, for the user
+  std::string makespan;                // MakespanSummary(): "" when no dispatch reported one
 };
 
 // Runs `plan` once. Returns an error status only when the run could not

@@ -218,6 +218,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setTasksExecuted(m.tasks_executed);
           d.setArtifactCount(m.artifact_count);
           d.setWallNs(m.wall_ns);
+          d.setMakespanNs(m.makespan_ns);
         } else if constexpr (std::is_same_v<T, Heartbeat>) {
           auto h = b.initHeartbeat();
           h.setSenderClockNs(m.sender_clock_ns);
@@ -365,6 +366,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.tasks_executed = d.getTasksExecuted();
       m.artifact_count = d.getArtifactCount();
       m.wall_ns = d.getWallNs();
+      m.makespan_ns = d.getMakespanNs();
       return Body(std::move(m));
     }
     case w::Envelope::Body::HEARTBEAT: {

@@ -69,6 +69,7 @@ Message MakeDone() {
   d.tasks_executed = 17;
   d.artifact_count = 4;
   d.wall_ns = 99;
+  d.makespan_ns = 42;
   return Message{Header{kProtocolVersion, 0xabcdefull, 3, 9}, d};
 }
 

@@ -172,6 +172,8 @@ struct DispatchDone {
   tasksExecuted @4 :UInt64;
   artifactCount @5 :UInt32;  # number of ArtifactBegin sent for this dispatch
   wallNs @6 :UInt64;         # host wall time of the execution on the agent
+  makespanNs @7 :UInt64;     # first task dispatched to last retired, the chip's own accounting
+                             # (virtual or emulated chip clock, not host time); 0 when nothing ran
 }
 
 # Both ways. Liveness and clock-offset sampling; independent of task budgets.

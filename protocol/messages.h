@@ -157,6 +157,7 @@ struct DispatchDone {
   uint64_t tasks_executed = 0;
   uint32_t artifact_count = 0;
   uint64_t wall_ns = 0;
+  uint64_t makespan_ns = 0;  // the chip's own accounting (device::DispatchResult)
   bool operator==(const DispatchDone&) const = default;
 };
 

@@ -92,6 +92,7 @@ struct RankAgent::Impl {
     std::string error;
     uint64_t tasks = 0;
     uint64_t wall_ns = 0;
+    uint64_t makespan_ns = 0;
     fs::path dir;
     std::vector<std::string> files;
   };
@@ -347,6 +348,7 @@ struct RankAgent::Impl {
     }
     c.tasks = r.tasks_executed;
     c.wall_ns = r.wall_ns;
+    c.makespan_ns = r.makespan_ns;
     if (!r.status.ok()) {
       c.status = r.failure == DispatchFailure::kRefused ? protocol::DispatchStatus::kRejected
                                                         : protocol::DispatchStatus::kFailed;
@@ -382,6 +384,7 @@ struct RankAgent::Impl {
       done_msg.tasks_executed = c.tasks;
       done_msg.artifact_count = static_cast<uint32_t>(c.files.size());
       done_msg.wall_ns = c.wall_ns;
+      done_msg.makespan_ns = c.makespan_ns;
       if (c.status != protocol::DispatchStatus::kOk) {
         DFX_LOG_WARN("rank {} d{}: {}", c.dispatch.rank, c.dispatch.k, c.error);
       } else {

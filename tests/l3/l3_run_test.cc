@@ -229,6 +229,52 @@ TEST(L3RunTest, ASecondDispatchOfAProgramGoesByHashAndAForgetfulAgentGetsItAgain
   fs::remove_all(dir);
 }
 
+// A plain run prints what the chips took, as a collecting one does, from the
+// emulator's own accounting carried in DispatchDone: what collection costs
+// is then one comparison away (issue 13, "measuring perturbation honestly").
+TEST(L3RunTest, EveryRunReportsTheChipMakespanWithOrWithoutCollectors) {
+  fs::path dir = TestDir("l3_makespan");
+  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {
+      "vec": ")" + Source("examples/vector_pipeline.json").string() +
+                                                     R"("},
+    "steps": [{"program": "vec", "ranks": "all"}]})")
+                  .ok());
+  std::map<std::string, std::vector<uint64_t>> makespans;
+  for (const char* how : {"plain", "swimlane"}) {
+    SCOPED_TRACE(how);
+    const bool plain = std::string(how) == "plain";
+    const fs::path work = dir / how;
+    std::vector<std::string> argv = {Bin("dfx-coordinator"),
+                                     "run",
+                                     (dir / "plan.json").string(),
+                                     "--ranks",
+                                     "2",
+                                     "--launcher",
+                                     "local",
+                                     "--work-dir",
+                                     work.string(),
+                                     "--virtual-clock"};
+    if (!plain) argv.insert(argv.end(), {"--chip-swimlane-level", "1"});
+    auto r = RunCommand(argv, dir, 300);
+    ASSERT_FALSE(r.timed_out);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("makespan (chip clock, the emulator's own accounting): 2 dispatch(es)"),
+              std::string::npos)
+        << r.out;
+    Json m = LoadJson(plain ? work / "run_manifest.json" : work / "dfx_outputs/run_manifest.json");
+    ASSERT_EQ(m["dispatches"].size(), 2u) << m.dump();
+    for (const auto& d : m["dispatches"]) {
+      ASSERT_TRUE(d["makespan_ns"].is_number()) << d.dump();
+      EXPECT_GT(d["makespan_ns"].get<uint64_t>(), 0u) << d.dump();
+      EXPECT_GT(d["agent_wall_ns"].get<uint64_t>(), 0u) << d.dump();
+      makespans[how].push_back(d["makespan_ns"].get<uint64_t>());
+    }
+  }
+  // On the virtual clock the chip's accounting does not depend on the host.
+  EXPECT_EQ(makespans["plain"], makespans["swimlane"]);
+  fs::remove_all(dir);
+}
+
 TEST(L3RunTest, OnboardSwimlaneRunsBothPassesIntoTheSameDirectories) {
   fs::path dir = TestDir("l3_onboard");
   auto r = RunCommand(
