@@ -54,7 +54,15 @@ int Run(int argc, char** argv) {
                              layout::kSwimlaneRecordsFile));
   sw->add_option(
       "-o,--output", sw_out,
-      fmt::format("output trace (default: <input dir>/{})", layout::kMergedSwimlaneFile));
+      fmt::format("output trace, written as given (default: <input dir>/{}; with --format proto "
+                  "the same name ending in .pftrace)",
+                  layout::kMergedSwimlaneFile));
+  std::string sw_format = "json";
+  sw->add_option("--format", sw_format,
+                 "json: the Chrome/Perfetto JSON trace the reference tools read (default) | "
+                 "proto: the same trace as a Perfetto protobuf trace (several times smaller, "
+                 "opens faster in ui.perfetto.dev)")
+      ->check(CLI::IsMember({"json", "proto"}));
   sw->add_option("--deps-json", sw_deps,
                  fmt::format("{} (default: <input dir>/{})", layout::kDepsFile, layout::kDepsFile));
   sw->add_option("--func-names", sw_names,
@@ -208,6 +216,11 @@ int Run(int argc, char** argv) {
   if (sw->parsed()) {
     dfx::view::TraceFilter filter;
     filter.flows = !sw_no_flows;
+    dfx::view::TraceFormat format = dfx::view::TraceFormat::kJson;
+    if (auto s = dfx::view::ParseTraceFormat(sw_format, &format); !s.ok()) {
+      std::cerr << "Error: " << s.message() << "\n";
+      return 2;
+    }
     if (!sw_window.empty()) {
       if (auto s = dfx::view::ParseWindow(sw_window, &filter); !s.ok()) {
         std::cerr << "Error: " << s.message() << "\n";
@@ -219,6 +232,7 @@ int Run(int argc, char** argv) {
       o.run_dir = sw_run;
       if (!sw_out.empty()) o.output = sw_out;
       o.filter = filter;
+      o.format = format;
       o.verbose = sw_verbose;
       o.warn_bytes = sw_warn_bytes;
       std::set<uint32_t> ranks;
@@ -261,6 +275,7 @@ int Run(int argc, char** argv) {
     if (!sw_names.empty()) o.func_names = sw_names;
     o.overhead = sw_overhead;
     o.verbose = sw_verbose;
+    o.format = format;
     return Report(dfx::view::RunSwimlane(o, std::cout, std::cerr));
   }
   if (dp->parsed()) {

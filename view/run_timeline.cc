@@ -216,9 +216,10 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
   // the start-up (launch, HELLO, READY) before the first dispatch.
   if (info.launch_ns && !placed.empty()) t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
   std::filesystem::path out_path =
-      options.output ? *options.output : run_dir / collectors::kRunSwimlaneFile;
+      options.output ? *options.output
+                     : DefaultTracePath(run_dir / collectors::kRunSwimlaneFile, options.format);
   TraceWriter trace;
-  DFX_RETURN_IF_ERROR(trace.Open(out_path, options.filter));
+  DFX_RETURN_IF_ERROR(trace.Open(out_path, options.filter, options.format));
   size_t dispatches = 0;
   bool warned = false;
   for (const auto& [rank, disps] : files) {

@@ -18,6 +18,8 @@ namespace dfx::view {
 struct RunTimelineOptions {
   std::filesystem::path run_dir;                // W/dfx_outputs
   std::optional<std::filesystem::path> output;  // default <run_dir>/merged_run_swimlane.json
+                                                // (.pftrace with kProto)
+  TraceFormat format = TraceFormat::kJson;      // --format
   std::set<int32_t> ranks;                      // empty = every rank
   std::set<uint32_t> dispatches;                // empty = every d<K>
   TraceFilter filter;                           // --window, --no-flows

@@ -96,7 +96,8 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   // beside the records (merged_swimlane_<ts>.json): say where it is instead
   // of writing a second identical copy.
   const bool defaults = !options.output && !options.deps_json && !options.func_names &&
-                        !options.overhead && options.filter.flows && !options.filter.windowed();
+                        !options.overhead && options.filter.flows && !options.filter.windowed() &&
+                        options.format == TraceFormat::kJson;
   if (defaults) {
     if (auto existing = ExistingConversion(options.input)) {
       if (options.print_statistics) PrintStatistics(data, deps ? &*deps : nullptr, names, out);
@@ -107,9 +108,10 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
     }
   }
   std::filesystem::path output =
-      options.output ? *options.output : dir / collectors::kMergedSwimlaneFile;
+      options.output ? *options.output
+                     : DefaultTracePath(dir / collectors::kMergedSwimlaneFile, options.format);
   TraceWriter trace;
-  DFX_RETURN_IF_ERROR(trace.Open(output, options.filter));
+  DFX_RETURN_IF_ERROR(trace.Open(output, options.filter, options.format));
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
                          trace, err);
   DFX_RETURN_IF_ERROR(conv.Run());

@@ -18,6 +18,8 @@ namespace dfx::view {
 struct SwimlaneOptions {
   std::filesystem::path input;                      // records file
   std::optional<std::filesystem::path> output;      // default <input dir>/merged_swimlane.json
+                                                    // (.pftrace with kProto)
+  TraceFormat format = TraceFormat::kJson;          // --format
   std::optional<std::filesystem::path> deps_json;   // default <input dir>/deps.json
   std::optional<std::filesystem::path> func_names;  // default: unique sibling name_map*.json
   bool overhead = false;

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -28,6 +29,7 @@
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "common/status.h"
+#include "view/perfetto_proto.h"
 
 namespace dfx::view {
 
@@ -83,6 +85,18 @@ struct TraceFilter {
   bool windowed() const { return std::isfinite(window_start) || std::isfinite(window_end); }
 };
 
+// How a trace is written: the JSON trace of artifacts.md §4.2 (what the
+// reference tools read), or the same events as a Perfetto protobuf trace
+// (view/perfetto_proto.h: several times smaller, opens faster in the UI).
+enum class TraceFormat { kJson, kProto };
+
+// "json" / "proto" (dfx-view swimlane --format).
+Status ParseTraceFormat(const std::string& text, TraceFormat* format);
+// The default output name in `format`: a JSON default "<name>.json" becomes
+// "<name>.pftrace" for proto.
+std::filesystem::path DefaultTracePath(const std::filesystem::path& json_default,
+                                       TraceFormat format);
+
 // Appends `args` formatted by a format string compiled at build time
 // (FMT_COMPILE: no format-string parsing per event, which was an eighth of
 // a conversion's profile), e.g. AppendF(b, FMT_COMPILE(R"(,"pid":{})"), pid).
@@ -96,10 +110,15 @@ void AppendF(std::string& b, const CompiledFormat& format, const Args&... args) 
 class TraceWriter {
  public:
   // Creates the trace (under a temporary name) and writes the container's
-  // head; a path ending in ".gz" is written gzip-compressed.
-  Status Open(const std::filesystem::path& path, const TraceFilter& filter = {});
+  // head; a path ending in ".gz" is written gzip-compressed. With kProto
+  // the views still build JSON events; End() re-encodes each one
+  // (PerfettoTraceEncoder) and names and flows are encoded directly.
+  Status Open(const std::filesystem::path& path, const TraceFilter& filter = {},
+              TraceFormat format = TraceFormat::kJson);
   // Closes the event list, adds a top-level "metadata" object unless
-  // `metadata` is null, and renames the trace into place.
+  // `metadata` is null (proto: an instant "trace metadata" at time 0), and
+  // renames the trace into place. An event the proto encoder could not read
+  // is reported here, and then nothing is renamed into place.
   Status Finish(const Json& metadata);
 
   // --- placement of the dispatch being converted ---------------------------------
@@ -163,6 +182,11 @@ class TraceWriter {
 
   ChunkedWriter writer_;
   TraceFilter filter_;
+  TraceFormat format_ = TraceFormat::kJson;
+  std::unique_ptr<PerfettoTraceEncoder> proto_;  // kProto: encodes into writer_.buffer()
+  std::string proto_event_;                      // kProto: the event being built
+  JsonTraceEvent proto_parsed_;
+  Status proto_status_;     // the first event the encoder could not read
   size_t event_begin_ = 0;  // offset of the event being built in the writer's buffer
   bool last_dropped_ = false;
   bool in_flow_ = false;

@@ -1,0 +1,575 @@
+#include "view/perfetto_proto.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace dfx::view {
+
+namespace f = perfetto_field;
+using proto_wire::BeginNested;
+using proto_wire::EndNested;
+using proto_wire::PutBytes;
+using proto_wire::PutDouble;
+using proto_wire::PutInt;
+using proto_wire::PutUint;
+
+namespace {
+
+constexpr uint32_t kSequenceId = 1;
+constexpr int kMaxDepth = 16;  // of an "args" value (ours nest 2 deep)
+
+// A cursor over one event of our own JSON trace. Every method returns false
+// on malformed input.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view s) : s_(s) {}
+  bool done() {
+    SkipWs();
+    return i_ >= s_.size();
+  }
+  bool Consume(char c) {
+    SkipWs();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  char Peek() {
+    SkipWs();
+    return i_ < s_.size() ? s_[i_] : '\0';
+  }
+  // A string literal, unescaped into `out`.
+  bool String(std::string* out) {
+    out->clear();
+    if (!Consume('"')) return false;
+    while (i_ < s_.size()) {
+      const size_t run = s_.find_first_of("\"\\", i_);
+      if (run == std::string_view::npos) return false;
+      out->append(s_.substr(i_, run - i_));
+      i_ = run + 1;
+      if (s_[run] == '"') return true;
+      if (i_ >= s_.size()) return false;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return false;
+          if (cp >= 0xd800 && cp < 0xdc00 && s_.substr(i_, 2) == "\\u") {
+            i_ += 2;
+            uint32_t lo = 0;
+            if (!Hex4(&lo)) return false;
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          }
+          AppendUtf8(out, cp);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  // The text of a number literal.
+  bool Number(std::string_view* out) {
+    SkipWs();
+    const size_t b = i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
+                              s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+    }
+    *out = s_.substr(b, i_ - b);
+    return i_ > b;
+  }
+  bool Literal(std::string_view word) {
+    SkipWs();
+    if (s_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+  // Skips one value of any kind; `*raw` is its text.
+  bool SkipValue(std::string_view* raw, int depth = 0) {
+    if (depth > kMaxDepth) return false;
+    SkipWs();
+    const size_t b = i_;
+    const char c = Peek();
+    bool ok = true;
+    if (c == '"') {
+      ok = String(&skip_);
+    } else if (c == '{' || c == '[') {
+      const char close = c == '{' ? '}' : ']';
+      ++i_;
+      if (!Consume(close)) {
+        do {
+          std::string_view unused;
+          if (c == '{' && !(String(&skip_) && Consume(':'))) return false;
+          if (!SkipValue(&unused, depth + 1)) return false;
+        } while (Consume(','));
+        ok = Consume(close);
+      }
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      ok = Literal("true") || Literal("false") || Literal("null");
+    } else {
+      std::string_view num;
+      ok = Number(&num);
+    }
+    *raw = s_.substr(b, i_ - b);
+    return ok;
+  }
+
+ private:
+  void SkipWs() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool Hex4(uint32_t* v) {
+    if (i_ + 4 > s_.size()) return false;
+    auto r = std::from_chars(s_.data() + i_, s_.data() + i_ + 4, *v, 16);
+    if (r.ptr != s_.data() + i_ + 4) return false;
+    i_ += 4;
+    return true;
+  }
+  static void AppendUtf8(std::string* out, uint32_t cp) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+      out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  std::string skip_;
+};
+
+bool ParseDouble(std::string_view text, double* v) {
+  auto r = std::from_chars(text.data(), text.data() + text.size(), *v);
+  return r.ec == std::errc() && r.ptr == text.data() + text.size();
+}
+
+bool ParseInt(std::string_view text, int* v) {
+  auto r = std::from_chars(text.data(), text.data() + text.size(), *v);
+  return r.ec == std::errc() && r.ptr == text.data() + text.size();
+}
+
+// µs (ns-exact decimals) → ns; before the trace's zero is clamped to 0
+// (TracePacket.timestamp is unsigned).
+int64_t Nanos(double us) {
+  const double ns = std::round(us * 1000.0);
+  if (!(ns > 0)) return 0;
+  return ns < 9e18 ? static_cast<int64_t>(ns) : std::numeric_limits<int64_t>::max();
+}
+
+}  // namespace
+
+Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event) {
+  *event = JsonTraceEvent{};
+  event->ts = event->dur = std::nan("");
+  auto bad = [&](std::string_view what) {
+    return Internal("proto trace: cannot read the event's " + std::string(what) + ": " +
+                    std::string(json.substr(0, 200)));
+  };
+  Scanner s(json);
+  if (!s.Consume('{')) return bad("object");
+  std::string key, text;
+  if (s.Consume('}')) return Status::Ok();
+  do {
+    if (!s.String(&key) || !s.Consume(':')) return bad("key");
+    std::string_view raw;
+    if (key == "ph") {
+      if (!s.String(&text) || text.size() != 1) return bad("ph");
+      event->ph = text[0];
+    } else if (key == "cat") {
+      if (!s.String(&event->cat)) return bad("cat");
+    } else if (key == "name") {
+      if (!s.String(&event->name)) return bad("name");
+    } else if (key == "pid" || key == "tid") {
+      int* v = key == "pid" ? &event->pid : &event->tid;
+      if (!s.Number(&raw) || !ParseInt(raw, v)) return bad(key);
+      if (key == "tid") event->has_tid = true;
+    } else if (key == "ts" || key == "dur") {
+      if (!s.Number(&raw) || !ParseDouble(raw, key == "ts" ? &event->ts : &event->dur)) {
+        return bad(key);
+      }
+    } else if (key == "args") {
+      if (s.Peek() != '{' || !s.SkipValue(&raw)) return bad("args");
+      event->args = raw;
+    } else if (!s.SkipValue(&raw)) {
+      return bad(key);
+    }
+  } while (s.Consume(','));
+  if (!s.Consume('}') || !s.done()) return bad("end");
+  return Status::Ok();
+}
+
+// --- tracks ----------------------------------------------------------------------
+
+uint64_t PerfettoTraceEncoder::ProcessUuid(int pid, bool describe) {
+  auto [it, added] = process_uuids_.try_emplace(pid, next_uuid_);
+  if (added) ++next_uuid_;
+  if (added && describe) {
+    const size_t p = BeginPacket(0, false, false);
+    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
+    PutUint(*out_, f::kTrackUuid, it->second);
+    const size_t proc = BeginNested(*out_, f::kTrackProcess);
+    PutInt(*out_, f::kPid, pid);
+    EndNested(*out_, proc);
+    EndNested(*out_, d);
+    EndPacket(p);
+  }
+  return it->second;
+}
+
+uint64_t PerfettoTraceEncoder::ThreadUuid(int pid, int tid, bool describe) {
+  auto [it, added] = thread_uuids_.try_emplace({pid, tid}, next_uuid_);
+  if (added) ++next_uuid_;
+  if (added) ProcessUuid(pid);
+  if (added && describe) {
+    const size_t p = BeginPacket(0, false, false);
+    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
+    PutUint(*out_, f::kTrackUuid, it->second);
+    const size_t thread = BeginNested(*out_, f::kTrackThread);
+    PutInt(*out_, f::kPid, pid);
+    PutInt(*out_, f::kTid, tid);
+    EndNested(*out_, thread);
+    EndNested(*out_, d);
+    EndPacket(p);
+  }
+  return it->second;
+}
+
+uint64_t PerfettoTraceEncoder::CounterUuid(int pid, const std::string& name) {
+  auto [it, added] = counter_uuids_.try_emplace({pid, name}, next_uuid_);
+  if (added) {
+    ++next_uuid_;
+    const uint64_t parent = ProcessUuid(pid);
+    const size_t p = BeginPacket(0, false, false);
+    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
+    PutUint(*out_, f::kTrackUuid, it->second);
+    PutUint(*out_, f::kTrackParentUuid, parent);
+    PutBytes(*out_, f::kTrackName, name);
+    const size_t counter = BeginNested(*out_, f::kTrackCounter);
+    EndNested(*out_, counter);
+    EndNested(*out_, d);
+    EndPacket(p);
+  }
+  return it->second;
+}
+
+void PerfettoTraceEncoder::Process(int pid, std::string_view name, int sort_index) {
+  const uint64_t uuid = ProcessUuid(pid, false);
+  const size_t p = BeginPacket(0, false, false);
+  const size_t d = BeginNested(*out_, f::kTrackDescriptor);
+  PutUint(*out_, f::kTrackUuid, uuid);
+  const size_t proc = BeginNested(*out_, f::kTrackProcess);
+  PutInt(*out_, f::kPid, pid);
+  PutInt(*out_, f::kLegacySortIndex, sort_index);
+  PutBytes(*out_, f::kProcessName, name);
+  EndNested(*out_, proc);
+  EndNested(*out_, d);
+  EndPacket(p);
+}
+
+void PerfettoTraceEncoder::Thread(int pid, int tid, std::string_view name, int sort_index) {
+  const uint64_t uuid = ThreadUuid(pid, tid, false);
+  const size_t p = BeginPacket(0, false, false);
+  const size_t d = BeginNested(*out_, f::kTrackDescriptor);
+  PutUint(*out_, f::kTrackUuid, uuid);
+  const size_t thread = BeginNested(*out_, f::kTrackThread);
+  PutInt(*out_, f::kPid, pid);
+  PutInt(*out_, f::kTid, tid);
+  if (sort_index >= 0) PutInt(*out_, f::kLegacySortIndex, sort_index);
+  PutBytes(*out_, f::kThreadName, name);
+  EndNested(*out_, thread);
+  EndNested(*out_, d);
+  EndPacket(p);
+}
+
+// --- packets and interning ---------------------------------------------------------
+
+size_t PerfettoTraceEncoder::BeginPacket(int64_t ts_ns, bool has_ts, bool interning) {
+  if (interning && !state_cleared_) {
+    // The first packet of the sequence, or the first after the tables filled up.
+    for (Interner* t : {&categories_, &names_, &annotation_names_, &strings_}) t->ids.clear();
+  }
+  const size_t p = BeginNested(*out_, f::kTracePacket);
+  if (has_ts) PutUint(*out_, f::kTimestamp, static_cast<uint64_t>(ts_ns));
+  PutUint(*out_, f::kTrustedPacketSequenceId, kSequenceId);
+  if (interning) {
+    PutUint(*out_, f::kSequenceFlags,
+            state_cleared_ ? f::kSeqNeedsIncrementalState
+                           : f::kSeqIncrementalStateCleared | f::kSeqNeedsIncrementalState);
+    state_cleared_ = true;
+  }
+  return p;
+}
+
+void PerfettoTraceEncoder::EndPacket(size_t packet) {
+  bool any = false;
+  for (const std::string& e : pending_) any |= !e.empty();
+  if (any) {
+    const size_t d = BeginNested(*out_, f::kInternedData);
+    for (std::string& e : pending_) {
+      out_->append(e);
+      e.clear();
+    }
+    EndNested(*out_, d);
+  }
+  EndNested(*out_, packet);
+  size_t interned = 0;
+  for (const Interner* t : {&categories_, &names_, &annotation_names_, &strings_}) {
+    interned += t->ids.size();
+  }
+  if (interned >= kMaxInternedStrings) state_cleared_ = false;  // clear before the next one
+}
+
+uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
+  scratch_.assign(s);
+  auto [it, added] = table.ids.try_emplace(scratch_, table.next_iid);
+  if (!added) return it->second;
+  ++table.next_iid;
+  const int slot = &table == &categories_         ? 0
+                   : &table == &names_            ? 1
+                   : &table == &annotation_names_ ? 2
+                                                  : 3;
+  std::string& e = pending_[slot];
+  const size_t entry = BeginNested(e, table.field);
+  PutUint(e, 1, it->second);  // iid
+  PutBytes(e, 2, s);          // name / str
+  EndNested(e, entry);
+  return it->second;
+}
+
+// --- events ------------------------------------------------------------------------
+
+namespace {
+
+// Writes one JSON value as the value of the DebugAnnotation being built
+// (its name already written).
+class AnnotationWriter {
+ public:
+  AnnotationWriter(std::string& out, std::function<uint64_t(std::string_view)> intern_string)
+      : out_(out), intern_string_(std::move(intern_string)) {}
+
+  bool Value(Scanner& s, int depth) {
+    if (depth > kMaxDepth) return false;
+    const char c = s.Peek();
+    if (c == '"') {
+      if (!s.String(&text_)) return false;
+      PutUint(out_, f::kAnnotationStringIid, intern_string_(text_));
+      return true;
+    }
+    if (c == '{') {
+      s.Consume('{');
+      if (s.Consume('}')) return true;
+      std::string key;
+      do {
+        if (!s.String(&key) || !s.Consume(':')) return false;
+        const size_t entry = BeginNested(out_, f::kAnnotationDictEntries);
+        PutBytes(out_, f::kAnnotationName, key);
+        if (!Value(s, depth + 1)) return false;
+        EndNested(out_, entry);
+      } while (s.Consume(','));
+      return s.Consume('}');
+    }
+    if (c == '[') {
+      s.Consume('[');
+      if (s.Consume(']')) return true;
+      do {
+        const size_t entry = BeginNested(out_, f::kAnnotationArrayValues);
+        if (!Value(s, depth + 1)) return false;
+        EndNested(out_, entry);
+      } while (s.Consume(','));
+      return s.Consume(']');
+    }
+    if (s.Literal("true") || s.Literal("false")) {
+      // Literal consumed one of them; which one is the last char read.
+      PutUint(out_, f::kAnnotationBool, c == 't' ? 1 : 0);
+      return true;
+    }
+    if (s.Literal("null")) return true;
+    std::string_view num;
+    if (!s.Number(&num)) return false;
+    if (num.find_first_of(".eE") == std::string_view::npos) {
+      int64_t i = 0;
+      auto r = std::from_chars(num.data(), num.data() + num.size(), i);
+      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
+        PutInt(out_, f::kAnnotationInt, i);
+        return true;
+      }
+      uint64_t u = 0;
+      r = std::from_chars(num.data(), num.data() + num.size(), u);
+      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
+        PutUint(out_, f::kAnnotationUint, u);
+        return true;
+      }
+    }
+    double d = 0;
+    if (!ParseDouble(num, &d)) return false;
+    PutDouble(out_, f::kAnnotationDouble, d);
+    return true;
+  }
+
+ private:
+  std::string& out_;
+  std::function<uint64_t(std::string_view)> intern_string_;
+  std::string text_;
+};
+
+}  // namespace
+
+Status PerfettoTraceEncoder::Annotations(std::string_view args) {
+  Scanner s(args);
+  if (!s.Consume('{')) return Internal("proto trace: args is not an object");
+  if (s.Consume('}')) return Status::Ok();
+  AnnotationWriter writer(*out_, [this](std::string_view v) { return Intern(strings_, v); });
+  std::string key;
+  do {
+    if (!s.String(&key) || !s.Consume(':')) return Internal("proto trace: bad args key");
+    const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
+    PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, key));
+    if (!writer.Value(s, 0)) {
+      return Internal("proto trace: bad args value of \"" + key +
+                      "\": " + std::string(args.substr(0, 200)));
+    }
+    EndNested(*out_, a);
+  } while (s.Consume(','));
+  if (!s.Consume('}')) return Internal("proto trace: args not closed");
+  return Status::Ok();
+}
+
+Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
+  if (e.ph == 'X') {
+    const uint64_t track = ThreadUuid(e.pid, e.tid);
+    const int64_t begin = Nanos(e.ts);
+    const int64_t end = std::max(begin, Nanos(e.ts + (std::isnan(e.dur) ? 0.0 : e.dur)));
+    size_t p = BeginPacket(begin, true, true);
+    size_t te = BeginNested(*out_, f::kTrackEvent);
+    PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
+    PutUint(*out_, f::kEventTrackUuid, track);
+    if (!e.cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, e.cat));
+    PutUint(*out_, f::kEventNameIid, Intern(names_, e.name));
+    if (!e.args.empty()) DFX_RETURN_IF_ERROR(Annotations(e.args));
+    EndNested(*out_, te);
+    EndPacket(p);
+    p = BeginPacket(end, true, false);
+    te = BeginNested(*out_, f::kTrackEvent);
+    PutUint(*out_, f::kEventType, f::kTypeSliceEnd);
+    PutUint(*out_, f::kEventTrackUuid, track);
+    EndNested(*out_, te);
+    EndPacket(p);
+    return Status::Ok();
+  }
+  if (e.ph == 'C') {
+    // One value per arg, on the process's "<name> <key>" counter track.
+    Scanner s(e.args);
+    if (!s.Consume('{')) return Internal("proto trace: counter without args");
+    if (s.Consume('}')) return Status::Ok();
+    std::string key;
+    do {
+      std::string_view num;
+      if (!s.String(&key) || !s.Consume(':') || !s.Number(&num)) {
+        return Internal("proto trace: counter args are not numbers");
+      }
+      const uint64_t track = CounterUuid(e.pid, e.name + " " + key);
+      const size_t p = BeginPacket(Nanos(e.ts), true, false);
+      const size_t te = BeginNested(*out_, f::kTrackEvent);
+      PutUint(*out_, f::kEventType, f::kTypeCounter);
+      PutUint(*out_, f::kEventTrackUuid, track);
+      int64_t i = 0;
+      auto r = std::from_chars(num.data(), num.data() + num.size(), i);
+      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
+        PutInt(*out_, f::kEventCounterValue, i);
+      } else {
+        double d = 0;
+        if (!ParseDouble(num, &d)) return Internal("proto trace: bad counter value");
+        PutDouble(*out_, f::kEventDoubleCounterValue, d);
+      }
+      EndNested(*out_, te);
+      EndPacket(p);
+    } while (s.Consume(','));
+    if (!s.Consume('}')) return Internal("proto trace: counter args not closed");
+    return Status::Ok();
+  }
+  return Internal(std::string("proto trace: no encoding for an event of phase '") + e.ph + "'");
+}
+
+void PerfettoTraceEncoder::FlowEnd(bool start, uint64_t flow_id, std::string_view name, int pid,
+                                   int tid, double ts_us) {
+  const uint64_t track = ThreadUuid(pid, tid);
+  const size_t p = BeginPacket(Nanos(ts_us), true, true);
+  const size_t te = BeginNested(*out_, f::kTrackEvent);
+  PutUint(*out_, f::kEventTrackUuid, track);
+  PutUint(*out_, f::kEventCategoryIids, Intern(categories_, "flow"));
+  PutUint(*out_, f::kEventNameIid, Intern(names_, name));
+  const size_t legacy = BeginNested(*out_, f::kEventLegacyEvent);
+  PutUint(*out_, f::kLegacyPhase, start ? 's' : 'f');
+  PutUint(*out_, f::kLegacyUnscopedId, flow_id);
+  if (!start) PutUint(*out_, f::kLegacyBindToEnclosing, 1);
+  EndNested(*out_, legacy);
+  EndNested(*out_, te);
+  EndPacket(p);
+}
+
+void PerfettoTraceEncoder::Metadata(std::string_view json) {
+  const uint64_t track = next_uuid_++;
+  size_t p = BeginPacket(0, false, false);
+  size_t d = BeginNested(*out_, f::kTrackDescriptor);
+  PutUint(*out_, f::kTrackUuid, track);
+  PutBytes(*out_, f::kTrackName, "Trace metadata");
+  EndNested(*out_, d);
+  EndPacket(p);
+  p = BeginPacket(0, true, true);
+  const size_t te = BeginNested(*out_, f::kTrackEvent);
+  PutUint(*out_, f::kEventType, f::kTypeInstant);
+  PutUint(*out_, f::kEventTrackUuid, track);
+  PutUint(*out_, f::kEventNameIid, Intern(names_, "trace metadata"));
+  const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
+  PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, "metadata"));
+  PutBytes(*out_, f::kAnnotationLegacyJson, json);
+  EndNested(*out_, a);
+  EndNested(*out_, te);
+  EndPacket(p);
+}
+
+}  // namespace dfx::view

@@ -1,0 +1,241 @@
+// The Perfetto protobuf trace (`dfx-view swimlane --format proto`): the same
+// trace as the JSON one (artifacts.md §4.2), written as perfetto.protos.Trace
+// — a stream of `repeated TracePacket packet = 1` — with the wire encoding
+// written by hand (no protobuf runtime). The subset of the public schema
+// used, with its field numbers, is checked in as
+// tests/view/perfetto/perfetto_trace.proto (the test decodes our files with
+// protoc against it).
+//
+// How the JSON trace maps onto it:
+//   process / thread names   TrackDescriptor{ProcessDescriptor | ThreadDescriptor}
+//                            with legacy_sort_index = the JSON sort_index
+//   "X" slices               TrackEvent TYPE_SLICE_BEGIN + TYPE_SLICE_END on the
+//                            thread's track; "args" become debug annotations
+//                            ("cname" has no TrackEvent field and is dropped)
+//   "C" counters             one counter track per process, name and arg key
+//                            ("<name> <key>", as trace processor names JSON
+//                            counters) and TYPE_COUNTER events
+//   "s" / "f" flows          TrackEvent.legacy_event phase 's' / 'f' with the
+//                            flow id and bind_to_enclosing: the arrows bind to
+//                            the enclosing slice like the JSON ones. (Flows are
+//                            only known after their slices were streamed out,
+//                            so TrackEvent.flow_ids, which must sit on the
+//                            slice's own event, cannot be used.)
+//   top-level "metadata"     a TYPE_INSTANT "trace metadata" on its own track,
+//                            its JSON as a debug annotation (legacy_json_value)
+// Names, categories, annotation names and string values are interned
+// (InternedData on packet sequence 1, SEQ_INCREMENTAL_STATE_CLEARED /
+// SEQ_NEEDS_INCREMENTAL_STATE); the tables are cleared once they hold
+// kMaxInternedStrings, so memory stays bounded however long the trace is.
+// Timestamps are nanoseconds (the JSON's µs × 1000).
+//
+// One thread; the encoder appends packets to a caller-owned buffer.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "common/status.h"
+
+namespace dfx::view {
+
+// --- protobuf wire encoding ------------------------------------------------------
+namespace proto_wire {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+
+inline void PutVarint(std::string& out, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out.append(buf, n);
+}
+inline void PutTag(std::string& out, uint32_t field, WireType type) {
+  PutVarint(out, (uint64_t{field} << 3) | type);
+}
+// uint32/uint64/int32/int64/bool/enum fields (negative ints take 10 bytes, as
+// protobuf encodes them).
+inline void PutUint(std::string& out, uint32_t field, uint64_t v) {
+  PutTag(out, field, kVarint);
+  PutVarint(out, v);
+}
+inline void PutInt(std::string& out, uint32_t field, int64_t v) {
+  PutUint(out, field, static_cast<uint64_t>(v));
+}
+inline void PutFixed64(std::string& out, uint32_t field, uint64_t v) {
+  PutTag(out, field, kFixed64);
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(buf, 8);
+}
+inline void PutDouble(std::string& out, uint32_t field, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  PutFixed64(out, field, bits);
+}
+inline void PutBytes(std::string& out, uint32_t field, std::string_view v) {
+  PutTag(out, field, kLengthDelimited);
+  PutVarint(out, v.size());
+  out.append(v);
+}
+
+// A length-delimited submessage written in place: Begin writes the tag and a
+// one-byte length, End patches the length (moving the body when it needs more
+// bytes). Nest freely; the body is whatever is appended in between.
+inline size_t BeginNested(std::string& out, uint32_t field) {
+  PutTag(out, field, kLengthDelimited);
+  out.push_back('\0');
+  return out.size();
+}
+inline void EndNested(std::string& out, size_t body_begin) {
+  const uint64_t len = out.size() - body_begin;
+  if (len < 0x80) {
+    out[body_begin - 1] = static_cast<char>(len);
+    return;
+  }
+  std::string prefix;
+  PutVarint(prefix, len);
+  out.replace(body_begin - 1, 1, prefix);
+}
+
+}  // namespace proto_wire
+
+// Field numbers of the public Perfetto schema (protos/perfetto/trace/...).
+namespace perfetto_field {
+inline constexpr uint32_t kTracePacket = 1;  // Trace.packet
+// TracePacket
+inline constexpr uint32_t kTimestamp = 8;
+inline constexpr uint32_t kTrustedPacketSequenceId = 10;
+inline constexpr uint32_t kTrackEvent = 11;
+inline constexpr uint32_t kInternedData = 12;
+inline constexpr uint32_t kSequenceFlags = 13;
+inline constexpr uint32_t kTrackDescriptor = 60;
+inline constexpr uint32_t kSeqIncrementalStateCleared = 1;  // SequenceFlags
+inline constexpr uint32_t kSeqNeedsIncrementalState = 2;
+// TrackDescriptor
+inline constexpr uint32_t kTrackUuid = 1;
+inline constexpr uint32_t kTrackName = 2;
+inline constexpr uint32_t kTrackProcess = 3;
+inline constexpr uint32_t kTrackThread = 4;
+inline constexpr uint32_t kTrackParentUuid = 5;
+inline constexpr uint32_t kTrackCounter = 8;
+// ProcessDescriptor / ThreadDescriptor
+inline constexpr uint32_t kPid = 1;
+inline constexpr uint32_t kTid = 2;
+inline constexpr uint32_t kLegacySortIndex = 3;
+inline constexpr uint32_t kProcessName = 6;
+inline constexpr uint32_t kThreadName = 5;
+// TrackEvent
+inline constexpr uint32_t kEventCategoryIids = 3;
+inline constexpr uint32_t kEventDebugAnnotations = 4;
+inline constexpr uint32_t kEventLegacyEvent = 6;
+inline constexpr uint32_t kEventType = 9;
+inline constexpr uint32_t kEventNameIid = 10;
+inline constexpr uint32_t kEventTrackUuid = 11;
+inline constexpr uint32_t kEventCounterValue = 30;
+inline constexpr uint32_t kEventDoubleCounterValue = 44;
+inline constexpr uint32_t kTypeSliceBegin = 1;  // TrackEvent.Type
+inline constexpr uint32_t kTypeSliceEnd = 2;
+inline constexpr uint32_t kTypeInstant = 3;
+inline constexpr uint32_t kTypeCounter = 4;
+// TrackEvent.LegacyEvent
+inline constexpr uint32_t kLegacyPhase = 2;
+inline constexpr uint32_t kLegacyUnscopedId = 6;
+inline constexpr uint32_t kLegacyBindToEnclosing = 12;
+// DebugAnnotation
+inline constexpr uint32_t kAnnotationNameIid = 1;
+inline constexpr uint32_t kAnnotationBool = 2;
+inline constexpr uint32_t kAnnotationUint = 3;
+inline constexpr uint32_t kAnnotationInt = 4;
+inline constexpr uint32_t kAnnotationDouble = 5;
+inline constexpr uint32_t kAnnotationString = 6;
+inline constexpr uint32_t kAnnotationLegacyJson = 9;
+inline constexpr uint32_t kAnnotationName = 10;
+inline constexpr uint32_t kAnnotationDictEntries = 11;
+inline constexpr uint32_t kAnnotationArrayValues = 12;
+inline constexpr uint32_t kAnnotationStringIid = 17;
+// InternedData (each entry: iid = 1, name / str = 2)
+inline constexpr uint32_t kInternedEventCategories = 1;
+inline constexpr uint32_t kInternedEventNames = 2;
+inline constexpr uint32_t kInternedAnnotationNames = 3;
+inline constexpr uint32_t kInternedAnnotationStrings = 29;
+}  // namespace perfetto_field
+
+// One event of the JSON trace, as TraceWriter's views build it.
+struct JsonTraceEvent {
+  char ph = 0;
+  std::string cat, name;  // unescaped
+  int pid = 0, tid = 0;
+  bool has_tid = false;
+  double ts = 0, dur = 0;  // µs; NaN when absent
+  std::string_view args;   // the raw "args" object, or empty
+};
+
+// Reads one event object of our own JSON trace (flat keys, an "args"
+// object); keys other than ph/cat/name/pid/tid/ts/dur/args are ignored.
+Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event);
+
+class PerfettoTraceEncoder {
+ public:
+  // Interned strings kept before the tables are cleared (bounds memory).
+  static constexpr size_t kMaxInternedStrings = 1 << 16;
+
+  // Packets are appended to `*out` (not owned; must outlive the encoder).
+  explicit PerfettoTraceEncoder(std::string* out) : out_(out) {}
+
+  // Process / thread tracks; a name may be given again later (the last wins).
+  void Process(int pid, std::string_view name, int sort_index);
+  void Thread(int pid, int tid, std::string_view name, int sort_index);  // sort < 0: none
+
+  // A parsed "X" (slice) or "C" (counter) event; other phases are
+  // InvalidArgument.
+  Status Event(const JsonTraceEvent& event);
+  // One end of a flow arrow ('s' or 'f') at `ts_us` on the thread's track.
+  void FlowEnd(bool start, uint64_t flow_id, std::string_view name, int pid, int tid, double ts_us);
+  // The trace's metadata (a JSON object) as an instant at time 0.
+  void Metadata(std::string_view json);
+
+ private:
+  struct Interner {
+    uint32_t field;
+    std::unordered_map<std::string, uint64_t> ids;
+    uint64_t next_iid = 1;  // per table; never reused, even across a clear
+  };
+  // The track's uuid; a new one is described first (unnamed) unless
+  // `describe` is false (the caller describes it).
+  uint64_t ProcessUuid(int pid, bool describe = true);
+  uint64_t ThreadUuid(int pid, int tid, bool describe = true);
+  uint64_t CounterUuid(int pid, const std::string& name);
+  // Begins a TracePacket at `ts_ns`; with `interning` it is on the sequence.
+  size_t BeginPacket(int64_t ts_ns, bool has_ts, bool interning);
+  void EndPacket(size_t packet);
+  // The iid of `s` in `table`, adding it to the pending InternedData.
+  uint64_t Intern(Interner& table, std::string_view s);
+  // Appends the debug annotations of a JSON "args" object to the track event.
+  Status Annotations(std::string_view args);
+
+  std::string* out_;
+  std::map<int, uint64_t> process_uuids_;
+  std::map<std::pair<int, int>, uint64_t> thread_uuids_;
+  std::map<std::pair<int, std::string>, uint64_t> counter_uuids_;
+  uint64_t next_uuid_ = 1;
+  Interner categories_{perfetto_field::kInternedEventCategories, {}};
+  Interner names_{perfetto_field::kInternedEventNames, {}};
+  Interner annotation_names_{perfetto_field::kInternedAnnotationNames, {}};
+  Interner strings_{perfetto_field::kInternedAnnotationStrings, {}};
+  bool state_cleared_ = false;
+  // New interned entries of the packet being built, per table, in order.
+  std::string pending_[4];
+  std::string scratch_;
+};
+
+}  // namespace dfx::view

@@ -1,0 +1,126 @@
+#include "view/perfetto_proto.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace dfx::view {
+namespace {
+
+using namespace proto_wire;
+
+std::string Hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string h;
+  for (unsigned char c : s) {
+    if (!h.empty()) h.push_back(' ');
+    h.push_back(d[c >> 4]);
+    h.push_back(d[c & 15]);
+  }
+  return h;
+}
+
+TEST(ProtoWireTest, VarintsAreLittleEndianSevenBitGroups) {
+  // Golden bytes from the protobuf encoding guide.
+  const std::pair<uint64_t, const char*> cases[] = {
+      {0, "00"},           {1, "01"},
+      {127, "7f"},         {128, "80 01"},
+      {150, "96 01"},      {300, "ac 02"},
+      {16384, "80 80 01"}, {~uint64_t{0}, "ff ff ff ff ff ff ff ff ff 01"},
+  };
+  for (const auto& [v, hex] : cases) {
+    std::string out;
+    PutVarint(out, v);
+    EXPECT_EQ(Hex(out), hex) << v;
+  }
+}
+
+TEST(ProtoWireTest, FieldsCarryTheirTagAndWireType) {
+  std::string out;
+  PutUint(out, 1, 150);  // field 1, varint
+  EXPECT_EQ(Hex(out), "08 96 01");
+  out.clear();
+  PutInt(out, 4, -1);  // int64 -1: ten bytes, as protobuf writes it
+  EXPECT_EQ(Hex(out), "20 ff ff ff ff ff ff ff ff ff 01");
+  out.clear();
+  PutBytes(out, 2, "testing");
+  EXPECT_EQ(Hex(out), "12 07 74 65 73 74 69 6e 67");
+  out.clear();
+  PutUint(out, 60, 1);  // a field number past 15 takes a two-byte tag
+  EXPECT_EQ(Hex(out), "e0 03 01");
+  out.clear();
+  PutFixed64(out, 47, 0x0102030405060708ull);
+  EXPECT_EQ(Hex(out), "f9 02 08 07 06 05 04 03 02 01");
+  out.clear();
+  PutDouble(out, 5, 1.0);
+  EXPECT_EQ(Hex(out), "29 00 00 00 00 00 00 f0 3f");
+}
+
+TEST(ProtoWireTest, NestedLengthsArePatchedAndGrowPastOneByte) {
+  std::string out = "x";
+  size_t m = BeginNested(out, 1);
+  PutUint(out, 2, 3);
+  EndNested(out, m);
+  EXPECT_EQ(Hex(out), "78 0a 02 10 03");
+
+  // A 200-byte body needs a two-byte length; nested inside another message.
+  out.clear();
+  size_t outer = BeginNested(out, 1);
+  size_t inner = BeginNested(out, 2);
+  out.append(200, 'a');
+  EndNested(out, inner);
+  EndNested(out, outer);
+  ASSERT_EQ(out.size(), 1 + 2 + 1 + 2 + 200u);
+  EXPECT_EQ(Hex(out.substr(0, 6)), "0a cb 01 12 c8 01");  // 203 = cb 01, 200 = c8 01
+  EXPECT_EQ(out.substr(6), std::string(200, 'a'));
+}
+
+TEST(JsonTraceEventTest, ReadsTheShapesTheViewsWrite) {
+  JsonTraceEvent e;
+  ASSERT_TRUE(ParseJsonTraceEvent(
+                  R"J({"ph":"X","cat":"event","id":7,"cname":"olive","name":"dummy(\"t\u00e9\")",)J"
+                  R"("pid":104,"tid":19000,"ts":12.345,"dur":0.02,"args":{"a":[1,2],"b":"x"}})",
+                  &e)
+                  .ok());
+  EXPECT_EQ(e.ph, 'X');
+  EXPECT_EQ(e.cat, "event");
+  EXPECT_EQ(e.name, "dummy(\"t\xc3\xa9\")");
+  EXPECT_EQ(e.pid, 104);
+  EXPECT_EQ(e.tid, 19000);
+  EXPECT_TRUE(e.has_tid);
+  EXPECT_DOUBLE_EQ(e.ts, 12.345);
+  EXPECT_DOUBLE_EQ(e.dur, 0.02);
+  EXPECT_EQ(e.args, R"({"a":[1,2],"b":"x"})");
+
+  ASSERT_TRUE(ParseJsonTraceEvent(R"({"ph":"C","name":"q","pid":2,"tid":3999,"ts":1})", &e).ok());
+  EXPECT_EQ(e.ph, 'C');
+  EXPECT_TRUE(std::isnan(e.dur));
+
+  EXPECT_FALSE(ParseJsonTraceEvent(R"({"ph":"X","ts":})", &e).ok());
+  EXPECT_FALSE(ParseJsonTraceEvent(R"({"ph":"X"} trailing)", &e).ok());
+}
+
+TEST(PerfettoTraceEncoderTest, InternsEachNameOncePerSequenceState) {
+  std::string out;
+  PerfettoTraceEncoder enc(&out);
+  JsonTraceEvent e;
+  ASSERT_TRUE(ParseJsonTraceEvent(
+                  R"({"ph":"X","cat":"event","name":"Task_1","pid":4,"tid":1,"ts":1,"dur":2})", &e)
+                  .ok());
+  ASSERT_TRUE(enc.Event(e).ok());
+  const size_t first = out.size();
+  ASSERT_TRUE(enc.Event(e).ok());
+  const size_t second = out.size() - first;
+  // The second slice repeats no string and no track descriptor.
+  EXPECT_LT(second, first);
+  EXPECT_EQ(out.find("Task_1", first), std::string::npos);
+  EXPECT_NE(out.find("Task_1"), std::string::npos);
+
+  JsonTraceEvent bad;
+  bad.ph = 'B';
+  EXPECT_FALSE(enc.Event(bad).ok());
+}
+
+}  // namespace
+}  // namespace dfx::view
