@@ -48,8 +48,10 @@ class Scanner {
     out->clear();
     if (!Consume('"')) return false;
     while (i_ < s_.size()) {
-      const size_t run = s_.find_first_of("\"\\", i_);
-      if (run == std::string_view::npos) return false;
+      // A plain loop: find_first_of calls memchr once per character.
+      size_t run = i_;
+      while (run < s_.size() && s_[run] != '"' && s_[run] != '\\') ++run;
+      if (run == s_.size()) return false;
       out->append(s_.substr(i_, run - i_));
       i_ = run + 1;
       if (s_[run] == '"') return true;
@@ -328,56 +330,56 @@ void PerfettoTraceEncoder::Thread(int pid, int tid, std::string_view name, int s
 // --- packets and interning ---------------------------------------------------------
 
 size_t PerfettoTraceEncoder::BeginPacket(int64_t ts_ns, bool has_ts, bool interning) {
-  if (interning && !state_cleared_) {
-    // The first packet of the sequence, or the first after the tables filled up.
-    for (Interner* t : {&categories_, &names_, &annotation_names_, &strings_}) t->ids.clear();
-  }
   const size_t p = BeginNested(*out_, f::kTracePacket);
   if (has_ts) PutUint(*out_, f::kTimestamp, static_cast<uint64_t>(ts_ns));
   PutUint(*out_, f::kTrustedPacketSequenceId, kSequenceId);
   if (interning) {
     PutUint(*out_, f::kSequenceFlags,
-            state_cleared_ ? f::kSeqNeedsIncrementalState
-                           : f::kSeqIncrementalStateCleared | f::kSeqNeedsIncrementalState);
-    state_cleared_ = true;
+            first_packet_ ? f::kSeqIncrementalStateCleared | f::kSeqNeedsIncrementalState
+                          : f::kSeqNeedsIncrementalState);
+    first_packet_ = false;
   }
   return p;
 }
 
 void PerfettoTraceEncoder::EndPacket(size_t packet) {
+  Interner* tables[] = {&categories_, &names_, &annotation_names_, &strings_};
   bool any = false;
-  for (const std::string& e : pending_) any |= !e.empty();
+  for (const Interner* t : tables) any |= !t->pending.empty();
   if (any) {
     const size_t d = BeginNested(*out_, f::kInternedData);
-    for (std::string& e : pending_) {
-      out_->append(e);
-      e.clear();
+    for (Interner* t : tables) {
+      out_->append(t->pending);
+      t->pending.clear();
     }
     EndNested(*out_, d);
   }
   EndNested(*out_, packet);
-  size_t interned = 0;
-  for (const Interner* t : {&categories_, &names_, &annotation_names_, &strings_}) {
-    interned += t->ids.size();
-  }
-  if (interned >= kMaxInternedStrings) state_cleared_ = false;  // clear before the next one
 }
 
 uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
-  scratch_.assign(s);
-  auto [it, added] = table.ids.try_emplace(scratch_, table.next_iid);
-  if (!added) return it->second;
-  ++table.next_iid;
-  const int slot = &table == &categories_         ? 0
-                   : &table == &names_            ? 1
-                   : &table == &annotation_names_ ? 2
-                                                  : 3;
-  std::string& e = pending_[slot];
-  const size_t entry = BeginNested(e, table.field);
-  PutUint(e, 1, it->second);  // iid
-  PutBytes(e, 2, s);          // name / str
-  EndNested(e, entry);
-  return it->second;
+  Interner::Slot& slot = table.cache[std::hash<std::string_view>{}(s) & (table.cache.size() - 1)];
+  if (slot.text != s) {
+    slot.text.assign(s);
+    slot.iid = 0;
+    if (!table.first_use) return 0;
+  } else if (slot.iid != 0) {
+    return slot.iid;
+  }
+  slot.iid = table.next_iid++;
+  const size_t entry = BeginNested(table.pending, table.field);
+  PutUint(table.pending, 1, slot.iid);  // iid
+  PutBytes(table.pending, 2, s);        // name / str
+  EndNested(table.pending, entry);
+  return slot.iid;
+}
+
+void PerfettoTraceEncoder::PutEventName(std::string_view name) {
+  if (const uint64_t iid = Intern(names_, name)) {
+    PutUint(*out_, f::kEventNameIid, iid);
+  } else {
+    PutBytes(*out_, f::kEventName, name);
+  }
 }
 
 // --- events ------------------------------------------------------------------------
@@ -396,7 +398,11 @@ class AnnotationWriter {
     const char c = s.Peek();
     if (c == '"') {
       if (!s.String(&text_)) return false;
-      PutUint(out_, f::kAnnotationStringIid, intern_string_(text_));
+      if (const uint64_t iid = intern_string_(text_)) {
+        PutUint(out_, f::kAnnotationStringIid, iid);
+      } else {
+        PutBytes(out_, f::kAnnotationString, text_);
+      }
       return true;
     }
     if (c == '{') {
@@ -430,7 +436,9 @@ class AnnotationWriter {
     if (s.Literal("null")) return true;
     std::string_view num;
     if (!s.Number(&num)) return false;
-    if (num.find_first_of(".eE") == std::string_view::npos) {
+    bool integer = true;
+    for (char ch : num) integer &= ch != '.' && ch != 'e' && ch != 'E';
+    if (integer) {
       int64_t i = 0;
       auto r = std::from_chars(num.data(), num.data() + num.size(), i);
       if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
@@ -488,7 +496,7 @@ Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
     PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
     PutUint(*out_, f::kEventTrackUuid, track);
     if (!e.cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, e.cat));
-    PutUint(*out_, f::kEventNameIid, Intern(names_, e.name));
+    PutEventName(e.name);
     if (!e.args.empty()) DFX_RETURN_IF_ERROR(Annotations(e.args));
     EndNested(*out_, te);
     EndPacket(p);
@@ -541,7 +549,7 @@ void PerfettoTraceEncoder::FlowEnd(bool start, uint64_t flow_id, std::string_vie
   const size_t te = BeginNested(*out_, f::kTrackEvent);
   PutUint(*out_, f::kEventTrackUuid, track);
   PutUint(*out_, f::kEventCategoryIids, Intern(categories_, "flow"));
-  PutUint(*out_, f::kEventNameIid, Intern(names_, name));
+  PutEventName(name);
   const size_t legacy = BeginNested(*out_, f::kEventLegacyEvent);
   PutUint(*out_, f::kLegacyPhase, start ? 's' : 'f');
   PutUint(*out_, f::kLegacyUnscopedId, flow_id);
@@ -563,7 +571,7 @@ void PerfettoTraceEncoder::Metadata(std::string_view json) {
   const size_t te = BeginNested(*out_, f::kTrackEvent);
   PutUint(*out_, f::kEventType, f::kTypeInstant);
   PutUint(*out_, f::kEventTrackUuid, track);
-  PutUint(*out_, f::kEventNameIid, Intern(names_, "trace metadata"));
+  PutEventName("trace metadata");
   const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
   PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, "metadata"));
   PutBytes(*out_, f::kAnnotationLegacyJson, json);

@@ -24,9 +24,11 @@
 //   top-level "metadata"     a TYPE_INSTANT "trace metadata" on its own track,
 //                            its JSON as a debug annotation (legacy_json_value)
 // Names, categories, annotation names and string values are interned
-// (InternedData on packet sequence 1, SEQ_INCREMENTAL_STATE_CLEARED /
-// SEQ_NEEDS_INCREMENTAL_STATE); the tables are cleared once they hold
-// kMaxInternedStrings, so memory stays bounded however long the trace is.
+// (InternedData on packet sequence 1, SEQ_INCREMENTAL_STATE_CLEARED on the
+// first packet, SEQ_NEEDS_INCREMENTAL_STATE after). The interning tables are
+// direct-mapped caches of a fixed size, so memory stays bounded however long
+// the trace is; an event name or string value is interned the second time it
+// is seen (a task's label drawn once is written inline, costing no entry).
 // Timestamps are nanoseconds (the JSON's µs × 1000).
 //
 // One thread; the encoder appends packets to a caller-owned buffer.
@@ -37,8 +39,8 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -140,6 +142,7 @@ inline constexpr uint32_t kEventDebugAnnotations = 4;
 inline constexpr uint32_t kEventLegacyEvent = 6;
 inline constexpr uint32_t kEventType = 9;
 inline constexpr uint32_t kEventNameIid = 10;
+inline constexpr uint32_t kEventName = 23;
 inline constexpr uint32_t kEventTrackUuid = 11;
 inline constexpr uint32_t kEventCounterValue = 30;
 inline constexpr uint32_t kEventDoubleCounterValue = 44;
@@ -186,8 +189,8 @@ Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event);
 
 class PerfettoTraceEncoder {
  public:
-  // Interned strings kept before the tables are cleared (bounds memory).
-  static constexpr size_t kMaxInternedStrings = 1 << 16;
+  // Slots of the event-name and string-value caches (others: 256).
+  static constexpr size_t kInternSlots = 1 << 14;
 
   // Packets are appended to `*out` (not owned; must outlive the encoder).
   explicit PerfettoTraceEncoder(std::string* out) : out_(out) {}
@@ -205,10 +208,19 @@ class PerfettoTraceEncoder {
   void Metadata(std::string_view json);
 
  private:
+  // One InternedData table: a direct-mapped cache of the strings last seen.
   struct Interner {
+    struct Slot {
+      std::string text;
+      uint64_t iid = 0;  // 0: seen once, written inline
+    };
+    Interner(uint32_t table_field, bool intern_first_use, size_t slots)
+        : field(table_field), first_use(intern_first_use), cache(slots) {}
     uint32_t field;
-    std::unordered_map<std::string, uint64_t> ids;
-    uint64_t next_iid = 1;  // per table; never reused, even across a clear
+    bool first_use;           // intern on the first sighting (few distinct strings)
+    uint64_t next_iid = 1;    // per table; an iid is never given to two strings
+    std::vector<Slot> cache;  // a power of two
+    std::string pending;      // the entries new in the packet being built
   };
   // The track's uuid; a new one is described first (unnamed) unless
   // `describe` is false (the caller describes it).
@@ -218,8 +230,11 @@ class PerfettoTraceEncoder {
   // Begins a TracePacket at `ts_ns`; with `interning` it is on the sequence.
   size_t BeginPacket(int64_t ts_ns, bool has_ts, bool interning);
   void EndPacket(size_t packet);
-  // The iid of `s` in `table`, adding it to the pending InternedData.
+  // The iid of `s` in `table`, adding it to the pending InternedData; 0
+  // when `s` is to be written inline (seen for the first time).
   uint64_t Intern(Interner& table, std::string_view s);
+  // The event's name as name_iid, or inline.
+  void PutEventName(std::string_view name);
   // Appends the debug annotations of a JSON "args" object to the track event.
   Status Annotations(std::string_view args);
 
@@ -228,14 +243,11 @@ class PerfettoTraceEncoder {
   std::map<std::pair<int, int>, uint64_t> thread_uuids_;
   std::map<std::pair<int, std::string>, uint64_t> counter_uuids_;
   uint64_t next_uuid_ = 1;
-  Interner categories_{perfetto_field::kInternedEventCategories, {}};
-  Interner names_{perfetto_field::kInternedEventNames, {}};
-  Interner annotation_names_{perfetto_field::kInternedAnnotationNames, {}};
-  Interner strings_{perfetto_field::kInternedAnnotationStrings, {}};
-  bool state_cleared_ = false;
-  // New interned entries of the packet being built, per table, in order.
-  std::string pending_[4];
-  std::string scratch_;
+  Interner categories_{perfetto_field::kInternedEventCategories, true, 256};
+  Interner names_{perfetto_field::kInternedEventNames, false, kInternSlots};
+  Interner annotation_names_{perfetto_field::kInternedAnnotationNames, true, 256};
+  Interner strings_{perfetto_field::kInternedAnnotationStrings, false, kInternSlots};
+  bool first_packet_ = true;
 };
 
 }  // namespace dfx::view

@@ -264,8 +264,11 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
         err << fmt::format(
             "Warning: the trace has passed {} (at rank {} d{}); a browser will struggle to open "
             "it. Cut it with --ranks R,.. / --dispatch K,.. / --window T0:T1 (µs) / --no-flows, "
-            "or write it compressed with -o {}.gz\n",
-            HumanBytes(trace.bytes_pending()), rank, k, out_path.filename().string());
+            "or write it compressed with -o {}.gz{}\n",
+            HumanBytes(trace.bytes_pending()), rank, k, out_path.filename().string(),
+            options.format == TraceFormat::kJson
+                ? " or as a Perfetto protobuf trace (--format proto, about a third of the bytes)"
+                : "");
       }
     }
   }
