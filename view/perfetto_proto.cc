@@ -100,6 +100,25 @@ class Scanner {
     }
     return false;
   }
+  // A string literal: `*view` is its text in the input when it has no
+  // escapes (the common case: no copy), else the unescaped `*storage`.
+  bool View(std::string_view* view, std::string* storage) {
+    SkipWs();
+    const size_t quote = i_;
+    if (!Consume('"')) return false;
+    size_t run = i_;
+    while (run < s_.size() && s_[run] != '"' && s_[run] != '\\') ++run;
+    if (run == s_.size()) return false;
+    if (s_[run] == '"') {
+      *view = s_.substr(i_, run - i_);
+      i_ = run + 1;
+      return true;
+    }
+    i_ = quote;
+    if (!String(storage)) return false;
+    *view = *storage;
+    return true;
+  }
   // The text of a number literal.
   bool Number(std::string_view* out) {
     SkipWs();
@@ -125,14 +144,16 @@ class Scanner {
     const char c = Peek();
     bool ok = true;
     if (c == '"') {
-      ok = String(&skip_);
+      std::string_view unused;
+      ok = View(&unused, &skip_);
     } else if (c == '{' || c == '[') {
       const char close = c == '{' ? '}' : ']';
       ++i_;
       if (!Consume(close)) {
         do {
           std::string_view unused;
-          if (c == '{' && !(String(&skip_) && Consume(':'))) return false;
+          std::string_view key;
+          if (c == '{' && !(View(&key, &skip_) && Consume(':'))) return false;
           if (!SkipValue(&unused, depth + 1)) return false;
         } while (Consume(','));
         ok = Consume(close);
@@ -205,7 +226,10 @@ int64_t Nanos(double us) {
 }  // namespace
 
 Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event) {
-  *event = JsonTraceEvent{};
+  event->ph = 0;
+  event->cat = event->name = event->args = {};
+  event->pid = event->tid = 0;
+  event->has_tid = false;
   event->ts = event->dur = std::nan("");
   auto bad = [&](std::string_view what) {
     return Internal("proto trace: cannot read the event's " + std::string(what) + ": " +
@@ -213,18 +237,19 @@ Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event) {
   };
   Scanner s(json);
   if (!s.Consume('{')) return bad("object");
-  std::string key, text;
+  std::string_view key, text;
+  std::string key_storage, text_storage;
   if (s.Consume('}')) return Status::Ok();
   do {
-    if (!s.String(&key) || !s.Consume(':')) return bad("key");
+    if (!s.View(&key, &key_storage) || !s.Consume(':')) return bad("key");
     std::string_view raw;
     if (key == "ph") {
-      if (!s.String(&text) || text.size() != 1) return bad("ph");
+      if (!s.View(&text, &text_storage) || text.size() != 1) return bad("ph");
       event->ph = text[0];
     } else if (key == "cat") {
-      if (!s.String(&event->cat)) return bad("cat");
+      if (!s.View(&event->cat, &event->cat_storage)) return bad("cat");
     } else if (key == "name") {
-      if (!s.String(&event->name)) return bad("name");
+      if (!s.View(&event->name, &event->name_storage)) return bad("name");
     } else if (key == "pid" || key == "tid") {
       int* v = key == "pid" ? &event->pid : &event->tid;
       if (!s.Number(&raw) || !ParseInt(raw, v)) return bad(key);
@@ -397,20 +422,21 @@ class AnnotationWriter {
     if (depth > kMaxDepth) return false;
     const char c = s.Peek();
     if (c == '"') {
-      if (!s.String(&text_)) return false;
-      if (const uint64_t iid = intern_string_(text_)) {
+      std::string_view text;
+      if (!s.View(&text, &text_)) return false;
+      if (const uint64_t iid = intern_string_(text)) {
         PutUint(out_, f::kAnnotationStringIid, iid);
       } else {
-        PutBytes(out_, f::kAnnotationString, text_);
+        PutBytes(out_, f::kAnnotationString, text);
       }
       return true;
     }
     if (c == '{') {
       s.Consume('{');
       if (s.Consume('}')) return true;
-      std::string key;
+      std::string_view key;
       do {
-        if (!s.String(&key) || !s.Consume(':')) return false;
+        if (!s.View(&key, &key_) || !s.Consume(':')) return false;
         const size_t entry = BeginNested(out_, f::kAnnotationDictEntries);
         PutBytes(out_, f::kAnnotationName, key);
         if (!Value(s, depth + 1)) return false;
@@ -461,7 +487,7 @@ class AnnotationWriter {
  private:
   std::string& out_;
   std::function<uint64_t(std::string_view)> intern_string_;
-  std::string text_;
+  std::string text_, key_;
 };
 
 }  // namespace
@@ -471,13 +497,16 @@ Status PerfettoTraceEncoder::Annotations(std::string_view args) {
   if (!s.Consume('{')) return Internal("proto trace: args is not an object");
   if (s.Consume('}')) return Status::Ok();
   AnnotationWriter writer(*out_, [this](std::string_view v) { return Intern(strings_, v); });
-  std::string key;
+  std::string_view key;
+  std::string key_storage;
   do {
-    if (!s.String(&key) || !s.Consume(':')) return Internal("proto trace: bad args key");
+    if (!s.View(&key, &key_storage) || !s.Consume(':')) {
+      return Internal("proto trace: bad args key");
+    }
     const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
     PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, key));
     if (!writer.Value(s, 0)) {
-      return Internal("proto trace: bad args value of \"" + key +
+      return Internal("proto trace: bad args value of \"" + std::string(key) +
                       "\": " + std::string(args.substr(0, 200)));
     }
     EndNested(*out_, a);
@@ -513,13 +542,14 @@ Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
     Scanner s(e.args);
     if (!s.Consume('{')) return Internal("proto trace: counter without args");
     if (s.Consume('}')) return Status::Ok();
-    std::string key;
+    std::string_view key;
+    std::string key_storage;
     do {
       std::string_view num;
-      if (!s.String(&key) || !s.Consume(':') || !s.Number(&num)) {
+      if (!s.View(&key, &key_storage) || !s.Consume(':') || !s.Number(&num)) {
         return Internal("proto trace: counter args are not numbers");
       }
-      const uint64_t track = CounterUuid(e.pid, e.name + " " + key);
+      const uint64_t track = CounterUuid(e.pid, std::string(e.name) + " " + std::string(key));
       const size_t p = BeginPacket(Nanos(e.ts), true, false);
       const size_t te = BeginNested(*out_, f::kTrackEvent);
       PutUint(*out_, f::kEventType, f::kTypeCounter);

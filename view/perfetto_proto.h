@@ -52,6 +52,10 @@ namespace proto_wire {
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
 inline void PutVarint(std::string& out, uint64_t v) {
+  if (v < 0x80) {  // most tags, lengths, iids and small values
+    out.push_back(static_cast<char>(v));
+    return;
+  }
   char buf[10];
   size_t n = 0;
   while (v >= 0x80) {
@@ -173,14 +177,17 @@ inline constexpr uint32_t kInternedAnnotationNames = 3;
 inline constexpr uint32_t kInternedAnnotationStrings = 29;
 }  // namespace perfetto_field
 
-// One event of the JSON trace, as TraceWriter's views build it.
+// One event of the JSON trace, as TraceWriter's views build it. The views
+// point into the parsed text (or, for a string with escapes, into the
+// unescaped storage here): valid while both live.
 struct JsonTraceEvent {
   char ph = 0;
-  std::string cat, name;  // unescaped
+  std::string_view cat, name;  // unescaped
   int pid = 0, tid = 0;
   bool has_tid = false;
   double ts = 0, dur = 0;  // µs; NaN when absent
   std::string_view args;   // the raw "args" object, or empty
+  std::string cat_storage, name_storage;
 };
 
 // Reads one event object of our own JSON trace (flat keys, an "args"
