@@ -1,6 +1,13 @@
 #include "coordinator/event_loop.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
 
 #include "common/log.h"
 #include "protocol/codec.h"
@@ -17,6 +24,59 @@ EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, Loop
       options_(options),
       registry_(router_, clock, std::move(policy)),
       receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
+
+EventLoop::~EventLoop() {
+  bulk_.Close();
+  if (!bulk_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(bulk_dir_, ec);
+  }
+}
+
+Status EventLoop::BindBulk() {
+  // AF_UNIX paths are limited to 107 bytes: the first candidate that leaves
+  // room for "/s" wins.
+  std::vector<std::string> parents;
+  for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+    if (const char* v = std::getenv(var); v != nullptr && *v == '/') parents.push_back(v);
+  }
+  parents.push_back("/tmp");
+  std::string last_error = "no candidate directory";
+  for (const std::string& parent : parents) {
+    std::string dir = (std::filesystem::path(parent) / "dfx-bulk-XXXXXX").string();
+    if (dir.size() + 2 > 100) {
+      last_error = fmt::format("{}: too long for an ipc:// socket path", dir);
+      continue;
+    }
+    if (::mkdtemp(dir.data()) == nullptr) {  // mode 0700, a fresh name
+      last_error = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+      continue;
+    }
+    protocol::SocketOptions socket = options_.socket;
+    socket.local_peers_only = true;
+    auto bound = protocol::RouterChannel::Bind(context_, "ipc://" + dir + "/s", socket);
+    if (!bound.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      last_error = bound.status().message();
+      continue;
+    }
+    bulk_ = std::move(*bound);
+    bulk_dir_ = dir;
+    DFX_LOG_DEBUG("local bulk path on {}", bulk_.endpoint());
+    return Status::Ok();
+  }
+  return Unavailable("cannot bind the local bulk path: " + last_error);
+}
+
+void EventLoop::OfferBulk(AgentState& agent) {
+  if (!bulk_bound() || agent.pid == 0) return;
+  std::random_device rd;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += fmt::format("{:08x}", rd());
+  bulk_.AdmitLocalPeer(agent.identity, token, agent.pid);
+  registry_.Send(agent, agent.ranks.front(), protocol::Credit{0, bulk_.endpoint(), token});
+}
 
 Status EventLoop::Bind(const std::string& endpoint, std::optional<protocol::CurveServer> curve) {
   protocol::SocketOptions socket = options_.socket;
@@ -62,7 +122,13 @@ void EventLoop::OnHello(const std::string& identity, const protocol::Header& hea
   handler.OnAdmitted(*a.agent);
 }
 
-void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
+void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk) {
+  if (bulk && frame.user_id != frame.identity) {
+    // The token admitted the connection as one agent: it speaks only as that one.
+    DFX_LOG_WARN("ignored a message on the local bulk path from {}, admitted as {}",
+                 AgentRegistry::Printable(frame.identity), AgentRegistry::Printable(frame.user_id));
+    return;
+  }
   if (frame.had_extra_parts) {
     DFX_LOG_WARN("rejected a multipart message from {}: every message is one frame",
                  AgentRegistry::Printable(frame.identity));
@@ -119,6 +185,15 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
     return;
   }
   if (agent->dead) return;  // a dead rank stays dead for the run (no re-admission)
+  if (bulk && !(chunk || std::holds_alternative<protocol::ArtifactBegin>(m.body) ||
+                std::holds_alternative<protocol::ArtifactChunk>(m.body) ||
+                std::holds_alternative<protocol::ArtifactEnd>(m.body) ||
+                std::holds_alternative<protocol::DispatchDone>(m.body) ||
+                std::holds_alternative<protocol::GatherDone>(m.body))) {
+    DFX_LOG_WARN("ignored {} from {} on the local bulk path (artifact streams only)",
+                 protocol::BodyName(m.body), agent->identity);
+    return;
+  }
   if (chunk || std::holds_alternative<protocol::ArtifactChunk>(m.body)) {
     // Credits are enforced where chunks arrive: a peer that sends beyond
     // its window is dropped before its data is queued anywhere.
@@ -148,8 +223,11 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
     return;
   }
   agent->last_rx_ns = NowNs();
-  if (frame.connection_fd >= 0 && !agent->disconnected) agent->connection_fd = frame.connection_fd;
+  if (!bulk && frame.connection_fd >= 0 && !agent->disconnected) {
+    agent->connection_fd = frame.connection_fd;
+  }
   if (chunk) {
+    (bulk ? bulk_bytes_ : control_bytes_) += chunk->data.size();
     receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
     return;
   }
@@ -167,6 +245,7 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
           }
         } else if constexpr (std::is_same_v<T, protocol::ArtifactChunk>) {
           // Only a frame that could not be parsed in place (misaligned) lands here.
+          (bulk ? bulk_bytes_ : control_bytes_) += body.data.size();
           protocol::FrameBytes owned(std::move(body.data));
           receiver_.OnChunk(*agent, body.transfer_id, body.offset, owned.view(), owned);
         } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
@@ -182,6 +261,11 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler) {
 }
 
 Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
+  if (bulk_bound()) {
+    DFX_RETURN_IF_ERROR(
+        protocol::RouterChannel::WaitAny(router_, bulk_, timeout_ms, receiver_.wake_fd()));
+    timeout_ms = 0;
+  }
   auto polled = router_.Receive(timeout_ms, receiver_.wake_fd());
   if (!polled.ok()) return polled.status();
   // Closed connections are tied to their agents before the frame just read
@@ -197,8 +281,23 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
       OnFrame(*more->frame, handler);
     }
   }
+  if (bulk_bound()) {
+    // The bulk path's frames, as many as the control socket's at most per turn.
+    for (int i = 0; i < 256; ++i) {
+      auto more = bulk_.Receive(0);
+      if (!more.ok() || !more->frame) break;
+      OnFrame(*more->frame, handler, /*bulk=*/true);
+    }
+  }
   receiver_.TakeWriterResults();
   LogRefusedHandshakes();
+  if (bulk_bound()) {
+    protocol::HandshakeRefusals r = bulk_.TakeRefusals();
+    if (r.count > 0) {
+      DFX_LOG_WARN("turned away {} connection(s) on the local bulk path: last: {}", r.count,
+                   r.last);
+    }
+  }
   DeclareDisconnected(handler);
   const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
   for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {

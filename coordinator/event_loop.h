@@ -67,6 +67,9 @@ class EventLoop {
   // `clock` must outlive the loop. Artifacts land under `dfx_dir`.
   EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
             const Clock& clock, ArtifactStore store);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
 
   // Binds the ROUTER; with `curve`, only its admitted agent keys can
   // connect (design.md §7).
@@ -74,6 +77,21 @@ class EventLoop {
               std::optional<protocol::CurveServer> curve = std::nullopt);
   // The bound endpoint with its real port.
   const std::string& endpoint() const { return router_.endpoint(); }
+  // The local bulk path (design.md §7, "local bulk path"): a second ROUTER
+  // on an ipc:// endpoint in a fresh 0700 directory (under $XDG_RUNTIME_DIR,
+  // else $TMPDIR, else /tmp; removed with the loop), admitting only peers of
+  // this uid that present a token OfferBulk gave them, from the pid their
+  // HELLO named (ZAP, protocol/channel.h local_peers_only). Agents offered
+  // it send their artifact streams there, unencrypted; control messages
+  // stay on the CURVE socket.
+  Status BindBulk();
+  bool bulk_bound() const { return !bulk_dir_.empty(); }
+  // Offers `agent` the bulk path: a fresh token for its identity and pid,
+  // sent over its (CURVE) control connection in a Credit of 0 chunks.
+  void OfferBulk(AgentState& agent);
+  // Artifact payload bytes received over the bulk path / the control socket.
+  uint64_t bulk_bytes() const { return bulk_bytes_; }
+  uint64_t control_bytes() const { return control_bytes_; }
   AgentRegistry& registry() { return registry_; }
   ArtifactReceiver& receiver() { return receiver_; }
   uint64_t NowNs() const { return clock_.NowNs(); }
@@ -97,7 +115,7 @@ class EventLoop {
   void CloseListener() { router_.Close(); }
 
  private:
-  void OnFrame(const protocol::Frame& frame, PeerHandler& handler);
+  void OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk = false);
   void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
                const protocol::Hello& hello, const std::string& address, int connection_fd,
@@ -109,6 +127,10 @@ class EventLoop {
   LoopOptions options_;
   protocol::Context context_;
   protocol::RouterChannel router_;
+  protocol::RouterChannel bulk_;    // the local bulk path, when bound
+  std::filesystem::path bulk_dir_;  // its 0700 directory (removed in the destructor)
+  uint64_t bulk_bytes_ = 0;
+  uint64_t control_bytes_ = 0;
   uint64_t refused_handshakes_ = 0;  // since the last log line
   std::string last_refused_handshake_;
   uint64_t refused_logged_ns_ = 0;

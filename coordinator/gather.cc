@@ -48,6 +48,8 @@ class GatherCoordinator final : public PeerHandler {
 
   // --- PeerHandler ----------------------------------------------------------
   void OnAdmitted(AgentState& agent) override {
+    // Before the credits: the agent knows where to stream before it may.
+    if (loop_.bulk_bound() && agent.host == protocol::ThisHostName()) loop_.OfferBulk(agent);
     loop_.receiver().GrantCredits(agent);
     loop_.registry().Send(agent, agent.ranks.front(), protocol::GatherRequest{session_});
   }
@@ -123,6 +125,11 @@ Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
   const std::string bind = "tcp://127.0.0.1:0";
   DFX_ASSIGN_OR_RETURN(Access access, ResolveAccess({}, bind, /*launching=*/true));
   DFX_RETURN_IF_ERROR(loop_.Bind(bind, access.server));
+  if (options_.bulk_transport == "auto") {
+    if (Status s = loop_.BindBulk(); !s.ok()) {
+      DFX_LOG_WARN("{}; artifacts come over CURVE", s.message());
+    }
+  }
   AgentLaunch launch;
   launch.curve = access.launched_agents;
   launch.agent_binary = options_.agent_binary;
@@ -231,6 +238,8 @@ GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures
     out.failed.push_back(std::move(f));
   }
   RecordInManifest(out);
+  DFX_LOG_INFO("artifact bytes received: {} over the local bulk path (ipc), {} over CURVE",
+               loop_.bulk_bytes(), loop_.control_bytes());
   return out;
 }
 

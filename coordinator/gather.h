@@ -45,6 +45,12 @@ struct GatherOptions {
   // Attach mode: who may connect (coordinator/access.h). Recovery agents
   // started here always get a key pair of this gather.
   AccessFlags access;
+  // How recovery agents on this host send their artifact streams
+  // (design.md §7, "local bulk path"): "auto" = over an ipc:// socket in a
+  // 0700 directory, admitted by uid, pid and a token given over CURVE;
+  // "curve" = over the CURVE connection like everything else. Remote
+  // (attached) agents always use CURVE.
+  std::string bulk_transport = "auto";
   const Clock* clock = &MonotonicClock::Instance();
 };
 

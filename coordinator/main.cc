@@ -156,6 +156,7 @@ Environment:
   DFX_RANK_AGENT  the dfx-rank-agent to start (default: beside this binary, then PATH)
   DFX_VIEW        the dfx-view that converts swimlane records (default: likewise)
   TMPDIR          where agents spool when --spool is not given (default /tmp)
+  DFX_BULK_TRANSPORT  gather: auto or curve, when --bulk-transport is not given
 Exit status: 0 everything succeeded, 1 the run or gather failed, 2 usage error.
 Schemas of programs, plans and run_manifest.json: share/dfx/schemas/ (schemas/ in the source).
 )";
@@ -522,6 +523,12 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
       .add_option("--max-artifact-bytes", o.max_artifact_bytes,
                   "the largest artifact an agent may announce (default 8G)")
       ->transform(ByteCount());
+  gather
+      .add_option("--bulk-transport", o.bulk_transport,
+                  "how recovery agents on this host send artifacts: auto = an ipc:// socket "
+                  "admitted by uid, pid and a token given over CURVE (no encryption); curve = "
+                  "over CURVE (default: $DFX_BULK_TRANSPORT, else auto)")
+      ->check(CLI::IsMember({"auto", "curve"}));
   AddAccessOptions(gather, o.access);
 }
 
@@ -557,8 +564,14 @@ int Keygen(KeygenFlags& f) {
   return 0;
 }
 
-int Gather(GatherFlags& f, dc::GatherOptions& options) {
+int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
   dfx::log::Init("dfx-coordinator gather", f.log_level);
+  if (const char* env = std::getenv("DFX_BULK_TRANSPORT"); env != nullptr && !bulk_flag_given) {
+    if (std::string(env) != "auto" && std::string(env) != "curve") {
+      return Fail(fmt::format("DFX_BULK_TRANSPORT={}: expected auto or curve", env), 2);
+    }
+    options.bulk_transport = env;
+  }
 
   options.work_dir = f.work_dir;
   options.spool_root = f.spool;
@@ -651,7 +664,7 @@ int Main(int argc, char** argv) {
   if (keygen->parsed()) return Keygen(keygen_flags);
   RaiseDescriptorLimit();
   if (run->parsed()) return Run(run_flags, so, parsed);
-  return Gather(gather_flags, gather_options);
+  return Gather(gather_flags, gather_options, gather->count("--bulk-transport") > 0);
 }
 
 }  // namespace

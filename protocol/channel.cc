@@ -54,6 +54,19 @@ class ZapHandler {
     domains_[domain].keys = std::move(keys);
     return domain;
   }
+  // A domain for local_peers_only routers: PLAIN users of AdmitLocal, this uid.
+  std::string AddLocalDomain() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string domain = fmt::format("dfx-{}", ++g_next_id);
+    domains_[domain].local = true;
+    return domain;
+  }
+  void AdmitLocal(const std::string& domain, const std::string& user, const std::string& token,
+                  uint32_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = domains_.find(domain);
+    if (it != domains_.end()) it->second.local_peers[user] = {token, pid};
+  }
   void RemoveDomain(const std::string& domain) {
     std::lock_guard<std::mutex> lock(mu_);
     domains_.erase(domain);
@@ -70,7 +83,49 @@ class ZapHandler {
   struct Domain {
     std::set<std::string> keys;  // 32-byte binary public keys
     std::string last_denial;
+    bool local = false;  // local_peers_only: PLAIN users below, this uid only
+    std::map<std::string, std::pair<std::string, uint32_t>> local_peers;  // user -> token, pid
   };
+
+  // A local_peers_only domain's verdict ("" = admitted). `address` is what
+  // libzmq read from the kernel for an ipc connection: "...:uid:gid:pid"
+  // (SO_PEERCRED; stream_engine_base.cpp, get_peer_address).
+  static std::string LocalVerdict(const Domain& d, const std::string& mechanism,
+                                  const std::string& address, const std::string& user,
+                                  const std::string& password) {
+    if (mechanism != "PLAIN") return fmt::format("a {} client (PLAIN is required)", mechanism);
+    // The last three ':'-separated fields.
+    uint64_t ids[3] = {0, 0, 0};
+    size_t end = address.size();
+    for (int i = 2; i >= 0; --i) {
+      const size_t colon = end == 0 ? std::string::npos : address.rfind(':', end - 1);
+      const std::string field =
+          colon == std::string::npos ? "" : address.substr(colon + 1, end - colon - 1);
+      if (field.empty() || field.size() > 10 ||
+          field.find_first_not_of("0123456789") != std::string::npos) {
+        return fmt::format("no kernel credentials in the peer address '{}'", address);
+      }
+      ids[i] = std::stoull(field);
+      end = colon;
+    }
+    if (ids[0] != ::geteuid()) {
+      return fmt::format("uid {} (pid {}) is not this coordinator's uid {}", ids[0], ids[2],
+                         ::geteuid());
+    }
+    auto it = d.local_peers.find(user);
+    if (it == d.local_peers.end()) {
+      return fmt::format("pid {} presented no token this coordinator offered", ids[2]);
+    }
+    unsigned char diff = it->second.first.size() == password.size() ? 0 : 1;
+    for (size_t i = 0; i < password.size() && i < it->second.first.size(); ++i) {
+      diff |= password[i] ^ it->second.first[i];  // constant time
+    }
+    if (diff != 0) return fmt::format("pid {} presented a wrong token", ids[2]);
+    if (it->second.second != 0 && it->second.second != ids[2]) {
+      return fmt::format("pid {} presented the token of pid {}", ids[2], it->second.second);
+    }
+    return "";
+  }
 
   void Loop() {
     while (!stop_.load()) {
@@ -114,7 +169,16 @@ class ZapHandler {
         if (key.size() == 32) {
           zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(key.data()), 32);
         }
-        if (mechanism == "CURVE" && it->second.keys.count(key)) {
+        if (it->second.local) {
+          std::string why = LocalVerdict(it->second, mechanism, address, text(6), text(7));
+          if (why.empty()) {
+            status = "200";
+            status_text = "OK";
+            user = text(6);
+          } else {
+            it->second.last_denial = "local bulk peer refused: " + why;
+          }
+        } else if (mechanism == "CURVE" && it->second.keys.count(key)) {
           status = "200";
           status_text = "OK";
           user = z85;
@@ -313,6 +377,7 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool 
       if (const char* peer = zmq_msg_gets(payload->handle(), "Peer-Address")) {
         frame.peer_address = peer;
       }
+      if (const char* user = zmq_msg_gets(payload->handle(), "User-Id")) frame.user_id = user;
       frame.connection_fd = zmq_msg_get(payload->handle(), ZMQ_SRCFD);
     }
     frame.bytes = FrameBytes(std::shared_ptr<const void>(payload, payload.get()), view);
@@ -374,6 +439,10 @@ Result<RouterChannel> RouterChannel::Bind(Context& context, const std::string& e
           context.impl_->Zap().AddDomain(options.curve_server->allowed_clients);
       socket.set(zmq::sockopt::curve_server, 1);
       socket.set(zmq::sockopt::curve_secretkey, options.curve_server->keys.secret_key);
+      socket.set(zmq::sockopt::zap_domain, channel.impl_->zap_domain);
+    } else if (options.local_peers_only) {
+      channel.impl_->zap_domain = context.impl_->Zap().AddLocalDomain();
+      socket.set(zmq::sockopt::plain_server, 1);
       socket.set(zmq::sockopt::zap_domain, channel.impl_->zap_domain);
     }
     channel.impl_->monitor =
@@ -437,6 +506,30 @@ void RouterChannel::Close() { impl_.reset(); }
 
 bool RouterChannel::authenticated() const { return impl_ && !impl_->zap_domain.empty(); }
 
+void RouterChannel::AdmitLocalPeer(const std::string& user, const std::string& token,
+                                   uint32_t pid) {
+  if (!impl_ || impl_->zap_domain.empty()) return;
+  impl_->context->Zap().AdmitLocal(impl_->zap_domain, user, token, pid);
+}
+
+Status RouterChannel::WaitAny(RouterChannel& a, RouterChannel& b, int timeout_ms, int wake_fd) {
+  std::vector<zmq::pollitem_t> items;
+  for (RouterChannel* c : {&a, &b}) {
+    if (c->impl_) items.push_back({c->impl_->socket.handle(), 0, ZMQ_POLLIN, 0});
+  }
+  if (wake_fd >= 0) items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
+  if (items.empty()) {
+    if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return Status::Ok();
+  }
+  try {
+    (void)zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) return Unavailable(fmt::format("zmq poll failed: {}", e.what()));
+  }
+  return Status::Ok();
+}
+
 struct DealerChannel::Impl {
   zmq::socket_t socket;
   std::unique_ptr<SocketMonitor> monitor;
@@ -462,6 +555,9 @@ Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string
       socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
       socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
       socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
+    } else if (options.plain_client) {
+      socket.set(zmq::sockopt::plain_username, options.plain_client->first);
+      socket.set(zmq::sockopt::plain_password, options.plain_client->second);
     }
     channel.impl_->monitor =
         std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);

@@ -92,6 +92,10 @@ struct Frame {
   // disconnect event (RouterChannel::TakeDisconnects).
   std::string peer_address;
   int connection_fd = -1;
+  // ROUTER only: the user the ZAP handler admitted the connection as
+  // ("User-Id"; a local_peers_only router: the PLAIN user name); empty
+  // without ZAP.
+  std::string user_id;
 };
 
 // What one wait produced.
@@ -114,6 +118,16 @@ struct SocketOptions {
   // DealerChannel::Connect only: speak CURVE with this pair and pin the
   // server's key. Unset: no authentication.
   std::optional<CurveClient> curve_client;
+  // RouterChannel::Bind only, for an ipc:// endpoint in a 0700 directory
+  // (the local bulk path, design.md §7): admit only peers whose kernel
+  // credentials (SO_PEERCRED, which libzmq puts into the ZAP request's
+  // address as ":uid:gid:pid") carry this process's uid, and whose PLAIN
+  // user name and password are a pair given to AdmitLocalPeer, from the
+  // pid given with it. Nothing is admitted until then.
+  bool local_peers_only = false;
+  // DealerChannel::Connect only: PLAIN user name and password (the local
+  // bulk path: the agent's identity and the token it was offered).
+  std::optional<std::pair<std::string, std::string>> plain_client;
 };
 
 // Connections refused at the handshake since the last TakeRefusals: no
@@ -155,6 +169,13 @@ class RouterChannel {
   std::vector<int> TakeDisconnects();
   // True when bound with a CurveServer.
   bool authenticated() const;
+  // local_peers_only: admits the peer that presents `user` and `token`
+  // from process `pid` (0 = any pid of this uid); replaces an earlier pair
+  // of the same user.
+  void AdmitLocalPeer(const std::string& user, const std::string& token, uint32_t pid);
+  // Waits up to `timeout_ms` until `a` or `b` has a frame to read or
+  // `wake_fd` (-1 = none) is readable; Receive(0) on each takes what came.
+  static Status WaitAny(RouterChannel& a, RouterChannel& b, int timeout_ms, int wake_fd);
   // Stops listening: the socket and every connection it holds (admitted or
   // half-open) are closed and their descriptors freed. Sends fail and
   // receives time out from then on; endpoint() still names where it was.

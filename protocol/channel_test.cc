@@ -1,8 +1,12 @@
 #include "protocol/channel.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "protocol/codec.h"
 
@@ -15,6 +19,107 @@ Result<Polled> ReceiveWithin(RouterChannel& router, int ms) {
     if (!r.ok() || r->frame) return r;
   }
   return Polled{};
+}
+
+// The local bulk path's socket (local_peers_only): an ipc:// ROUTER in a
+// private directory; `Send` from a PLAIN dealer with `user`/`token`.
+class LocalPeersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/dfx-chan-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+    SocketOptions o;
+    o.local_peers_only = true;
+    auto router = RouterChannel::Bind(context_, "ipc://" + dir_ + "/s", o);
+    ASSERT_TRUE(router.ok()) << router.status().ToString();
+    router_ = std::move(*router);
+  }
+  void TearDown() override {
+    router_.Close();
+    std::filesystem::remove_all(dir_);
+  }
+  // What the router got from a dealer presenting user/token (nullopt: nothing
+  // within `ms`), and how many handshakes it refused meanwhile.
+  std::optional<Frame> Exchange(const std::string& user, const std::string& token, int ms,
+                                HandshakeRefusals* refused) {
+    SocketOptions o;
+    o.plain_client = std::make_pair(user, token);
+    o.linger_ms = 0;
+    auto dealer = DealerChannel::Connect(context_, router_.endpoint(), user, o);
+    EXPECT_TRUE(dealer.ok());
+    EXPECT_TRUE(dealer->SendRaw("hello").ok());
+    auto got = ReceiveWithin(router_, ms);
+    *refused = router_.TakeRefusals();
+    return got.ok() ? got->frame : std::nullopt;
+  }
+  Context context_;
+  RouterChannel router_;
+  std::string dir_;
+};
+
+TEST_F(LocalPeersTest, AdmitsTheOfferedTokenFromItsPidAsItsUser) {
+  router_.AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
+  HandshakeRefusals refused;
+  auto frame = Exchange("rank-0.1", "secret-token", 10000, &refused);
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(frame->bytes.view(), "hello");
+  EXPECT_EQ(frame->user_id, "rank-0.1");
+  EXPECT_EQ(frame->identity, "rank-0.1");
+}
+
+TEST_F(LocalPeersTest, RefusesAWrongTokenAnUnknownUserAndAnotherPid) {
+  router_.AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
+  router_.AdmitLocalPeer("rank-1.1", "other-token", static_cast<uint32_t>(::getpid()) + 1);
+  struct Case {
+    std::string user, token, why;
+  };
+  for (const Case& c :
+       {Case{"rank-0.1", "secret-tokeX", "wrong token"}, Case{"rank-0.1", "secret", "wrong token"},
+        Case{"rank-9.1", "secret-token", "no token this coordinator offered"},
+        Case{"rank-1.1", "other-token", "the token of pid"}}) {
+    HandshakeRefusals refused;
+    auto frame = Exchange(c.user, c.token, 1500, &refused);
+    EXPECT_FALSE(frame.has_value()) << c.user << " / " << c.token << " was admitted";
+    EXPECT_GE(refused.count, 1u) << c.user;
+    EXPECT_NE(refused.last.find(c.why), std::string::npos) << refused.last;
+  }
+}
+
+// A process of another uid reaching the socket (here the directory is
+// opened up on purpose) is refused by its kernel credentials, token or not.
+TEST_F(LocalPeersTest, RefusesAnotherUidEvenWithTheToken) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a peer as another uid";
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  std::filesystem::permissions(dir_ + "/s", std::filesystem::perms::all);
+  router_.AdmitLocalPeer("rank-0.1", "secret-token", 0);  // any pid
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // As nobody: a fresh context, send, wait a little, leave.
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    {
+      Context context;
+      SocketOptions o;
+      o.plain_client = std::make_pair(std::string("rank-0.1"), std::string("secret-token"));
+      o.linger_ms = 0;
+      auto dealer = DealerChannel::Connect(context, router_.endpoint(), "rank-0.1", o);
+      if (!dealer.ok()) ::_exit(4);
+      (void)dealer->SendRaw("hello");
+      (void)dealer->Receive(1500);
+    }
+    ::_exit(0);
+  }
+  auto got = ReceiveWithin(router_, 2000);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->frame.has_value()) << "a peer of uid 65534 was admitted";
+  auto refused = router_.TakeRefusals();
+  EXPECT_GE(refused.count, 1u);
+  EXPECT_NE(refused.last.find("uid 65534"), std::string::npos) << refused.last;
 }
 
 TEST(ChannelTest, DealerAndRouterExchangeMessages) {

@@ -84,6 +84,10 @@ Status CheckLimits(const Body& body) {
           }
         } else if constexpr (std::is_same_v<T, ArtifactChunk>) {
           DFX_RETURN_IF_ERROR(CheckText("artifactChunk.data", m.data.size(), kMaxChunkBytes));
+        } else if constexpr (std::is_same_v<T, Credit>) {
+          DFX_RETURN_IF_ERROR(
+              CheckText("credit.bulkEndpoint", m.bulk_endpoint.size(), kMaxTextBytes));
+          DFX_RETURN_IF_ERROR(CheckText("credit.bulkToken", m.bulk_token.size(), kMaxTextBytes));
         } else if constexpr (std::is_same_v<T, ArtifactAck>) {
           DFX_RETURN_IF_ERROR(CheckText("artifactAck.error", m.error.size(), kMaxErrorBytes));
         } else if constexpr (std::is_same_v<T, DispatchDone>) {
@@ -203,7 +207,10 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           a.setTransferId(m.transfer_id);
           a.setChecksum(m.checksum);
         } else if constexpr (std::is_same_v<T, Credit>) {
-          b.initCredit().setChunks(m.chunks);
+          auto c = b.initCredit();
+          c.setChunks(m.chunks);
+          c.setBulkEndpoint(AsText(m.bulk_endpoint));
+          c.setBulkToken(AsText(m.bulk_token));
         } else if constexpr (std::is_same_v<T, ArtifactAck>) {
           auto a = b.initArtifactAck();
           a.setTransferId(m.transfer_id);
@@ -349,7 +356,8 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       return Body(ArtifactEnd{a.getTransferId(), a.getChecksum()});
     }
     case w::Envelope::Body::CREDIT:
-      return Body(Credit{b.getCredit().getChunks()});
+      return Body(Credit{b.getCredit().getChunks(), ToString(b.getCredit().getBulkEndpoint()),
+                         ToString(b.getCredit().getBulkToken())});
     case w::Envelope::Body::ARTIFACT_ACK: {
       auto a = b.getArtifactAck();
       return Body(ArtifactAck{a.getTransferId(), a.getOk(), ToString(a.getError())});

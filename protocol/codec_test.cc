@@ -165,6 +165,7 @@ TEST(CodecTest, EveryMessageRoundTrips) {
       ArtifactBegin{5, 1, 2, "args_dump/args_dump.json", 1000},
       ArtifactEnd{5, 0xdeadbeefcafef00dull},
       Credit{8},
+      Credit{0, "ipc:///tmp/dfx-bulk-a1b2c3/s", "0123456789abcdef"},
       ArtifactAck{5, false, "checksum mismatch"},
       Heartbeat{1, 2, true},
       Cancel{1, 2, "agent lost"},

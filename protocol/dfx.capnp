@@ -142,8 +142,16 @@ struct ArtifactEnd {
 }
 
 # C->A. Flow control: the agent may send `chunks` more ArtifactChunk messages.
+# A Credit with a bulkEndpoint also offers the local bulk path (design.md
+# §7, "local bulk path"): an agent on the coordinator's host may send its
+# artifact streams (ArtifactBegin/Chunk/End and the DispatchDone/GatherDone
+# that follow them) over that ipc:// endpoint, authenticated as PLAIN user
+# = its identity, password = bulkToken, from its own pid and the
+# coordinator's uid (the kernel's SO_PEERCRED). Everything else stays here.
 struct Credit {
   chunks @0 :UInt32;
+  bulkEndpoint @1 :Text;   # "" = no offer
+  bulkToken @2 :Text;
 }
 
 # C->A. The coordinator verified and stored (or rejected) a stream; the agent

@@ -52,13 +52,13 @@ Result<std::vector<std::string>> Resolve(const std::string& host) {
   return v4;
 }
 
+}  // namespace
+
 std::string ThisHostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
   return buf;
 }
-
-}  // namespace
 
 std::string TcpEndpoint::ToString() const {
   const bool v6 = host.find(':') != std::string::npos;

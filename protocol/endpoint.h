@@ -51,4 +51,7 @@ bool IsWildcardHost(std::string_view host);
 // give --advertise.
 Result<std::string> AdvertisedEndpoint(const std::string& bound, const std::string& advertise);
 
+// This host's name (gethostname), "" when unknown.
+std::string ThisHostName();
+
 }  // namespace dfx::protocol

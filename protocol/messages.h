@@ -128,6 +128,10 @@ struct ArtifactEnd {
 
 struct Credit {
   uint32_t chunks = 0;
+  // The local bulk path's offer (design.md §7): an ipc:// endpoint and the
+  // token that admits this agent on it. Empty: no offer.
+  std::string bulk_endpoint;
+  std::string bulk_token;
   bool operator==(const Credit&) const = default;
 };
 
