@@ -99,8 +99,10 @@ bool ArtifactWriter::Run(Job& job, Done* done) {
     case Kind::kCommit: {
       std::string error = sink.error;
       if (error.empty() && sink.sum.Digest() != job.checksum) {
-        error = fmt::format("checksum mismatch: received data hashes to {}, agent says {}",
-                            Hex64(sink.sum.Digest()), Hex64(job.checksum));
+        error = fmt::format(
+            "checksum mismatch: received data hashes to {}, the agent's checksum (kept when the "
+            "file was written) is {}: the spool copy changed since, or was damaged on the way",
+            Hex64(sink.sum.Digest()), Hex64(job.checksum));
       }
       if (error.empty()) {
         if (Status s = sink.file.Commit(); !s.ok()) error = s.message();

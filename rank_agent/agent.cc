@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -74,6 +76,33 @@ Result<size_t> ReadAt(int fd, char* dst, size_t size, uint64_t offset) {
   return done;
 }
 
+// Hash once, at write: a spooled artifact's checksum is computed when its
+// dispatch ends and kept beside it, at <dispatch dir>/.xxh64/<rel> ("xxh64:"
+// and 16 hex digits; written atomically; hidden, so no listing of artifacts
+// sees it). Streams send it without hashing again, and the coordinator,
+// which hashes what it receives, thereby also catches a spool copy that
+// changed at rest (e.g. before a recovery gather).
+fs::path SumPath(const fs::path& dispatch_dir, const std::string& rel) {
+  return dispatch_dir / ".xxh64" / rel;
+}
+
+Status WriteSum(const fs::path& dispatch_dir, const std::string& rel) {
+  DFX_ASSIGN_OR_RETURN(uint64_t sum, ChecksumFile(dispatch_dir / rel));
+  return WriteFileAtomic(SumPath(dispatch_dir, rel), "xxh64:" + Hex64(sum) + "\n");
+}
+
+// The kept checksum, or nothing (none kept, or not readable as one).
+std::optional<uint64_t> ReadSum(const fs::path& dispatch_dir, const std::string& rel) {
+  std::ifstream in(SumPath(dispatch_dir, rel), std::ios::binary);
+  char buf[32] = {};
+  in.read(buf, sizeof(buf) - 1);
+  const std::string text(buf, static_cast<size_t>(in.gcount()));
+  if (text.size() != 23 || text.rfind("xxh64:", 0) != 0 || text.back() != '\n') return {};
+  const std::string hex = text.substr(6, 16);
+  if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) return {};
+  return std::stoull(hex, nullptr, 16);
+}
+
 std::string Truncate(std::string s, size_t limit) {
   if (s.size() > limit) {
     s.resize(limit - 16);
@@ -130,7 +159,8 @@ struct RankAgent::Impl {
     uint64_t offset = 0;
     bool begun = false;
     int fd = -1;
-    std::unique_ptr<Checksum64> sum;
+    std::unique_ptr<Checksum64> sum;   // hashed while sending: only when none was kept
+    std::optional<uint64_t> kept_sum;  // the checksum kept at write (SumPath)
     ~OutTransfer() {
       if (fd >= 0) ::close(fd);
     }
@@ -146,6 +176,7 @@ struct RankAgent::Impl {
   struct Unacked {
     fs::path file;
     fs::path dispatch_dir;
+    fs::path sum_file;  // its kept checksum (may not exist)
   };
 
   Impl(protocol::Context& context, AgentOptions opts)
@@ -158,6 +189,12 @@ struct RankAgent::Impl {
   std::atomic<bool> stop_{false};
   protocol::WakePipe wake_;
   protocol::DealerChannel channel_;
+  // The local bulk path (design.md §7), once the coordinator offered it:
+  // the send queue's messages (artifact streams and the DispatchDone /
+  // GatherDone that follow them) go there, in order; the rest stays on channel_.
+  protocol::DealerChannel bulk_;
+  bool bulk_on_ = false;
+  std::string identity_;
 
   std::vector<std::unique_ptr<ChipWorker>> workers_;
   std::mutex spool_mu_;              // dispatch-dir creation (workers) vs empty-dir removal (loop)
@@ -199,10 +236,11 @@ struct RankAgent::Impl {
     return protocol::Header{protocol::kProtocolVersion, session_, rank, ++sequence_};
   }
 
-  // Returns false when the message could not be queued (would block); the caller retries.
-  bool Send(int32_t rank, protocol::Body body) {
+  // Returns false when the message could not be queued (would block); the
+  // caller retries. `stream`: a message of the send queue (the bulk path's, when on).
+  bool Send(int32_t rank, protocol::Body body, bool stream = false) {
     protocol::Message m{MakeHeader(rank), std::move(body)};
-    auto r = channel_.Send(m);
+    auto r = (stream && bulk_on_ ? bulk_ : channel_).Send(m);
     if (!r.ok()) {
       DFX_LOG_WARN("sending {} failed: {}", protocol::BodyName(m.body), r.status().ToString());
       return false;
@@ -358,6 +396,13 @@ struct RankAgent::Impl {
     // Whatever the chip managed to write is streamed back, even on failure
     // (the reference exports what it has when a run fails).
     c.files = std::move(r.artifacts);
+    for (const std::string& rel : c.files) {
+      // Here, on the chip's thread, not while streaming (hash once, at write).
+      if (Status s = WriteSum(c.dir, rel); !s.ok()) {
+        DFX_LOG_WARN("cannot keep the checksum of {}: {}; it is hashed while sent",
+                     (c.dir / rel).string(), s.message());
+      }
+    }
     c.dispatch = std::move(d);
     return c;
   }
@@ -447,12 +492,14 @@ struct RankAgent::Impl {
     while (!send_queue_.empty() && budget-- > 0) {
       SendItem& item = send_queue_.front();
       if (auto* marker = std::get_if<DoneMarker>(&item)) {
-        if (!Send(marker->done.rank, marker->done)) return false;
+        if (!Send(marker->done.rank, marker->done, /*stream=*/true)) return false;
         send_queue_.pop_front();
         continue;
       }
       if (auto* marker = std::get_if<GatherDoneMarker>(&item)) {
-        if (!Send(ranks_.front(), protocol::GatherDone{marker->files})) return false;
+        if (!Send(ranks_.front(), protocol::GatherDone{marker->files}, /*stream=*/true)) {
+          return false;
+        }
         send_queue_.pop_front();
         continue;
       }
@@ -467,8 +514,12 @@ struct RankAgent::Impl {
           continue;
         }
         (void)::posix_fadvise(t.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-        t.sum = std::make_unique<Checksum64>();
-        if (!Send(t.rank, protocol::ArtifactBegin{t.id, t.rank, t.k, t.rel, t.size})) return false;
+        t.kept_sum = ReadSum(t.dispatch_dir, t.rel);
+        if (!t.kept_sum) t.sum = std::make_unique<Checksum64>();
+        if (!Send(t.rank, protocol::ArtifactBegin{t.id, t.rank, t.k, t.rel, t.size},
+                  /*stream=*/true)) {
+          return false;
+        }
         t.begun = true;
       }
       if (t.offset < t.size) {
@@ -491,14 +542,14 @@ struct RankAgent::Impl {
           t.offset = t.size;  // give up on the rest; End reports the checksum of what was read
         } else {
           const size_t n = filled.size();
-          t.sum->Update(filled.data(), n);  // before sending: ZeroMQ owns the frame after
-          auto sent = channel_.SendEncoded(std::move(*frame));
+          if (t.sum) t.sum->Update(filled.data(), n);  // before sending: ZeroMQ owns it after
+          auto sent = (bulk_on_ ? bulk_ : channel_).SendEncoded(std::move(*frame));
           if (!sent.ok() || *sent != protocol::SendResult::kSent) {
             // Rare (the queue holds far more than the credit window): the
             // frame is gone, so rebuild the checksum of what the peer has.
             --sequence_;
             if (!sent.ok()) DFX_LOG_WARN("sending a chunk failed: {}", sent.status().ToString());
-            t.sum = ChecksumPrefix(t.fd, t.offset);
+            if (t.sum) t.sum = ChecksumPrefix(t.fd, t.offset);
             return false;
           }
           t.offset += n;
@@ -507,8 +558,11 @@ struct RankAgent::Impl {
           continue;
         }
       }
-      if (!Send(t.rank, protocol::ArtifactEnd{t.id, t.sum->Digest()})) return false;
-      unacked_[t.id] = Unacked{t.file, t.dispatch_dir};
+      const uint64_t sum = t.kept_sum ? *t.kept_sum : t.sum->Digest();
+      if (!Send(t.rank, protocol::ArtifactEnd{t.id, sum}, /*stream=*/true)) {
+        return false;
+      }
+      unacked_[t.id] = Unacked{t.file, t.dispatch_dir, SumPath(t.dispatch_dir, t.rel)};
       send_queue_.pop_front();
     }
     if (send_queue_.empty()) return false;
@@ -540,7 +594,9 @@ struct RankAgent::Impl {
     if (ack.ok) {
       std::error_code ec;
       fs::remove(it->second.file, ec);
+      fs::remove(it->second.sum_file, ec);
       std::lock_guard<std::mutex> lock(spool_mu_);
+      RemoveEmptyDirs(it->second.sum_file.parent_path(), it->second.dispatch_dir, running_dirs_);
       // Other agents of the session share <spool>/<session>/: only this
       // agent's rank<N>/ subtree is removed while the run goes on.
       RemoveEmptyDirs(it->second.file.parent_path(),
@@ -610,6 +666,7 @@ struct RankAgent::Impl {
       if (!mine.count(d.rank)) continue;
       const fs::path dir = session_dir / collectors::DispatchDirPath(d);
       for (const std::string& rel : collectors::ListArtifactFiles(dir)) {
+        if (rel.rfind(".xxh64/", 0) == 0) continue;  // the kept checksums (SumPath)
         QueueFile(d.rank, d.k, dir, rel);
         ++files;
       }
@@ -635,6 +692,8 @@ struct RankAgent::Impl {
     send_queue_.clear();
     unacked_.clear();
     credits_ = 0;
+    bulk_ = protocol::DealerChannel();
+    bulk_on_ = false;
     attached_ = false;
     ready_sent_ = false;
     gather_requested_ = false;
@@ -717,7 +776,54 @@ struct RankAgent::Impl {
   // Failed CURVE handshakes (a coordinator that does not admit this key,
   // or a peer that is not the coordinator whose key is pinned): logged at
   // most every 5 s, never silently retried forever.
+  // The coordinator offers the local bulk path (over this CURVE
+  // connection). Taken only between streams (a stream never spans two
+  // sockets) and only when the socket is where the offer says: in a
+  // directory of this uid that nobody else may enter, on this host.
+  void AcceptBulk(const protocol::Credit& offer) {
+    if (bulk_on_) return;
+    if (!send_queue_.empty()) {
+      if (auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&send_queue_.front());
+          t && (*t)->begun) {
+        return;
+      }
+    }
+    const std::string prefix = "ipc://";
+    if (offer.bulk_endpoint.rfind(prefix, 0) != 0) {
+      DFX_LOG_WARN("ignored a bulk path offer of {}: not ipc://", offer.bulk_endpoint);
+      return;
+    }
+    const fs::path socket_path = offer.bulk_endpoint.substr(prefix.size());
+    struct stat dir {};
+    struct stat sock {};
+    if (::stat(socket_path.parent_path().c_str(), &dir) != 0 ||
+        ::stat(socket_path.c_str(), &sock) != 0 || !S_ISDIR(dir.st_mode) ||
+        dir.st_uid != ::geteuid() || (dir.st_mode & 077) != 0 || !S_ISSOCK(sock.st_mode)) {
+      DFX_LOG_INFO(
+          "the coordinator's bulk path {} is not a socket in a private directory of "
+          "this user here; artifacts go over CURVE",
+          offer.bulk_endpoint);
+      return;
+    }
+    protocol::SocketOptions o = AgentSocketOptions(std::nullopt);
+    o.plain_client = std::make_pair(identity_, offer.bulk_token);
+    auto bulk = protocol::DealerChannel::Connect(context_, offer.bulk_endpoint, identity_, o);
+    if (!bulk.ok()) {
+      DFX_LOG_WARN("{}; artifacts go over CURVE", bulk.status().message());
+      return;
+    }
+    bulk_ = std::move(*bulk);
+    bulk_on_ = true;
+    DFX_LOG_INFO("artifact streams go over the local bulk path {}", offer.bulk_endpoint);
+  }
+
   void NoteHandshakeFailures(uint64_t now) {
+    if (bulk_on_) {
+      protocol::HandshakeRefusals b = bulk_.TakeRefusals();
+      if (b.count > 0) {
+        DFX_LOG_WARN("the local bulk path {} refused this agent: {}", options_.coordinator, b.last);
+      }
+    }
     protocol::HandshakeRefusals r = channel_.TakeRefusals();
     if (r.count > 0) {
       handshake_failures_ += r.count;
@@ -807,6 +913,7 @@ struct RankAgent::Impl {
             OnDispatch(body);
           } else if constexpr (std::is_same_v<T, protocol::Credit>) {
             credits_ += body.chunks;
+            if (!body.bulk_endpoint.empty()) AcceptBulk(body);
           } else if constexpr (std::is_same_v<T, protocol::ArtifactAck>) {
             OnAck(body);
           } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
@@ -859,6 +966,7 @@ struct RankAgent::Impl {
     const std::string identity = options_.mode == AgentMode::kRecover
                                      ? fmt::format("recover-{}", ::getpid())
                                      : protocol::AgentIdentity(options_.first_rank, nonce);
+    identity_ = identity;
     DFX_ASSIGN_OR_RETURN(channel_,
                          protocol::DealerChannel::Connect(context_, options_.coordinator, identity,
                                                           AgentSocketOptions(options_.curve)));

@@ -146,6 +146,16 @@ inline std::set<std::string> Tree(const fs::path& dir) {
   return files;
 }
 
+// The artifacts a spool holds: Tree without the checksums the agents keep
+// beside them (<dispatch dir>/.xxh64/...).
+inline std::set<std::string> SpooledArtifacts(const fs::path& dir) {
+  std::set<std::string> files;
+  for (const std::string& f : Tree(dir)) {
+    if (f.find("/.xxh64/") == std::string::npos) files.insert(f);
+  }
+  return files;
+}
+
 // Pids of processes whose command line contains every one of `needles`.
 inline std::vector<pid_t> FindProcesses(const std::vector<std::string>& needles) {
   std::vector<pid_t> pids;

@@ -1,9 +1,11 @@
 // L3 failures and recovery end to end: a SIGKILLed agent, agents with the
 // wrong session / protocol version, bad messages from raw ZeroMQ clients on
 // both sides, and `dfx-coordinator gather` after a coordinator crash.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -445,12 +447,16 @@ TEST(L3FailureTest, GatherRecoversTheSpoolAfterACoordinatorCrash) {
   // The orphaned agents notice the silence and exit, keeping their spool.
   ASSERT_TRUE(WaitFor([&] { return FindProcesses({"dfx-rank-agent", hex}).empty(); }, 120));
   const fs::path spool = work / ".dfx_spool" / hex;
-  auto spooled = Tree(spool);
+  auto spooled = SpooledArtifacts(spool);
   ASSERT_FALSE(spooled.empty()) << "nothing left to recover";
 
   auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("recovered"), std::string::npos);
+  // The recovery agents run on this host: every byte came over the local
+  // bulk path (ipc, admitted by uid, pid and token), none over CURVE.
+  EXPECT_NE(r.err.find("over the local bulk path (ipc), 0 over CURVE"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("received: 0 over the local bulk path"), std::string::npos) << r.err;
   for (const auto& f : spooled) {
     const fs::path p = work / "dfx_outputs" / f;
     EXPECT_TRUE(fs::exists(p)) << f << " was spooled but not recovered";
@@ -471,6 +477,104 @@ TEST(L3FailureTest, GatherRecoversTheSpoolAfterACoordinatorCrash) {
   auto again =
       RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
   EXPECT_EQ(again.exit_code, 0) << again.err;
+  fs::remove_all(dir);
+}
+
+// Hash once, at write: the agent keeps each artifact's checksum beside it
+// in the spool, so a spool copy damaged at rest (here: one byte flipped
+// after the coordinator crashed) is caught by the gather, which names it,
+// leaves it in the spool and does not put it under its final name.
+TEST(L3FailureTest, GatherReportsASpoolCorruptedAtRest) {
+  fs::path dir = TestDir("l3_gather_corrupt");
+  const fs::path work = dir / "w";
+  Process coordinator({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2",
+                       "--launcher", "local", "--work-dir", work.string(), "--enable-dep-gen",
+                       "--heartbeat-interval", "0.1", "--heartbeat-timeout", "2"},
+                      dir, {"DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS=1"});
+  ASSERT_TRUE(coordinator.Wait(120));
+  ASSERT_EQ(coordinator.term_signal(), SIGKILL) << coordinator.err();
+  const std::string hex = LoadJson(work / "dfx_outputs/.session.json")["session"];
+  ASSERT_TRUE(WaitFor([&] { return FindProcesses({"dfx-rank-agent", hex}).empty(); }, 120));
+  const fs::path spool = work / ".dfx_spool" / hex;
+  std::string victim;
+  for (const std::string& f : SpooledArtifacts(spool)) {
+    if (fs::file_size(spool / f) > 0) victim = f;
+  }
+  ASSERT_FALSE(victim.empty()) << "nothing left to corrupt";
+  // rank<R>/d<K>/<rel>: its kept checksum is rank<R>/d<K>/.xxh64/<rel>.
+  const size_t slash = victim.find('/', victim.find('/') + 1);
+  EXPECT_TRUE(fs::exists(spool / (victim.substr(0, slash) + "/.xxh64" + victim.substr(slash))))
+      << victim;
+  {
+    std::fstream f(spool / victim, std::ios::in | std::ios::out | std::ios::binary);
+    char c = 0;
+    f.seekg(0);
+    f.get(c);
+    f.seekp(0);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find(victim + ": checksum mismatch"), std::string::npos) << all;
+  EXPECT_NE(all.find("the spool copy changed since"), std::string::npos) << all;
+  EXPECT_FALSE(fs::exists(work / "dfx_outputs" / victim));
+  EXPECT_TRUE(fs::exists(spool / victim)) << "a rejected file stays in the spool";
+  fs::remove_all(dir);
+}
+
+// A spool made by hand: `files` of rank r's dispatch 0, gathered later.
+uint64_t FakeSpool(const fs::path& work, int ranks, const std::string& content) {
+  const uint64_t session = 0x5eed00000000abcdull;
+  for (int r = 0; r < ranks; ++r) {
+    const fs::path d = work / ".dfx_spool" / Hex64(session) / fmt::format("rank{}/d0/args_dump", r);
+    fs::create_directories(d);
+    std::ofstream(d / "args.bin", std::ios::binary) << content << r;
+  }
+  Json record;
+  record["session"] = Hex64(session);
+  record["spool"] = (work / ".dfx_spool").string();
+  EXPECT_TRUE(WriteJsonFileAtomic(work / "dfx_outputs/.session.json", record, 2).ok());
+  return session;
+}
+
+// --bulk-transport curve (or DFX_BULK_TRANSPORT=curve) keeps every byte on
+// the CURVE connection, as before the local bulk path existed.
+TEST(L3FailureTest, GatherOverCurveWhenAskedTo) {
+  fs::path dir = TestDir("l3_gather_curve");
+  for (int variant = 0; variant < 2; ++variant) {
+    const fs::path work = dir / fmt::format("w{}", variant);
+    FakeSpool(work, 2, std::string(3 << 20, 'x'));
+    std::vector<std::string> argv = {Bin("dfx-coordinator"), "gather", "--work-dir", work.string()};
+    std::vector<std::string> env;
+    if (variant == 0) {
+      argv.insert(argv.end(), {"--bulk-transport", "curve"});
+    } else {
+      env.push_back("DFX_BULK_TRANSPORT=curve");
+    }
+    auto r = RunCommand(argv, dir, 120, env);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_NE(r.err.find("received: 0 over the local bulk path (ipc), 6291458 over CURVE"),
+              std::string::npos)
+        << r.err;
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(fs::file_size(work / fmt::format("dfx_outputs/rank{}/d0/args_dump/args.bin", rank)),
+                (3u << 20) + 1);
+    }
+  }
+  // The same spool by default: all of it over ipc.
+  const fs::path work = dir / "w2";
+  FakeSpool(work, 2, std::string(3 << 20, 'x'));
+  auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("received: 6291458 over the local bulk path (ipc), 0 over CURVE"),
+            std::string::npos)
+      << r.err;
+  auto bad = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 60,
+                        {"DFX_BULK_TRANSPORT=plain"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("DFX_BULK_TRANSPORT=plain: expected auto or curve"), std::string::npos)
+      << bad.err;
   fs::remove_all(dir);
 }
 
@@ -501,7 +605,9 @@ TEST(L3FailureTest, GatherAttachCollectsTheSpoolsOfServeAgents) {
   const std::string hex = session["session"];
   std::set<std::string> spooled;
   for (int r = 0; r < 2; ++r) {
-    for (const auto& f : Tree(dir / ("host" + std::to_string(r)) / hex)) spooled.insert(f);
+    for (const auto& f : SpooledArtifacts(dir / ("host" + std::to_string(r)) / hex)) {
+      spooled.insert(f);
+    }
   }
   ASSERT_FALSE(spooled.empty()) << "nothing left to recover";
 
