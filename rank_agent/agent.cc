@@ -773,9 +773,6 @@ struct RankAgent::Impl {
     }
   }
 
-  // Failed CURVE handshakes (a coordinator that does not admit this key,
-  // or a peer that is not the coordinator whose key is pinned): logged at
-  // most every 5 s, never silently retried forever.
   // The coordinator offers the local bulk path (over this CURVE
   // connection). Taken only between streams (a stream never spans two
   // sockets) and only when the socket is where the offer says: in a
@@ -817,6 +814,9 @@ struct RankAgent::Impl {
     DFX_LOG_INFO("artifact streams go over the local bulk path {}", offer.bulk_endpoint);
   }
 
+  // Failed CURVE handshakes (a coordinator that does not admit this key,
+  // or a peer that is not the coordinator whose key is pinned): logged at
+  // most every 5 s, never silently retried forever.
   void NoteHandshakeFailures(uint64_t now) {
     if (bulk_on_) {
       protocol::HandshakeRefusals b = bulk_.TakeRefusals();
