@@ -86,7 +86,7 @@ void DispatchConverter::EmitDependencyFlows() {
   int out_count = 1;
   bool have_pred = false;
   uint64_t current_pred = 0;
-  for (const auto& [pred, succ] : deps_->edges) {
+  for (const auto& [pred, succ] : deps_->Edges()) {
     if (!have_pred || pred != current_pred) {
       have_pred = true;
       current_pred = pred;

@@ -33,7 +33,7 @@ TEST(OverheadTest, ConsumerReadyButUndispatchedWhileCoreIdleIsOverhead) {
   // at 4000 while core 1 is idle → 1 µs of AIV overhead out of a 4 µs makespan.
   d.tasks = {Row(d, 1, 0, 1000, 1000, 3000), Row(d, 2, 1, 4000, 4000, 5000)};
   TaskGraph deps;
-  deps.edges = {{1, 2}};
+  deps.AddEdge(1, 2);
   deps.Finalize();
   OverheadResult r = ComputeOverhead(d, deps);
   EXPECT_DOUBLE_EQ(r.Makespan(), 4.0);

@@ -108,7 +108,7 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
 
   out << "Scheduler overhead analysis\n  records: " << o.records.string()
       << "\n  deps:    " << deps_path.string() << "\n  task rows: " << d.tasks.size()
-      << ", unique edges: " << deps.edges.size() << "\n\n";
+      << ", unique edges: " << deps.NumEdges() << "\n\n";
   // Part 1.
   OverheadResult oh = ComputeOverhead(d, deps);
   out << "== Part 1: overhead verdict ==\n";
@@ -242,7 +242,7 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
     if (th >= 0 && static_cast<size_t>(th) < nt) ++tasks_per_thread[static_cast<size_t>(th)];
   }
   std::vector<long> fanout(nt, 0), fanin(nt, 0), max_out(nt, 0), max_in(nt, 0);
-  for (const auto& [p, s] : deps.edges) {
+  for (const auto& [p, s] : deps.Edges()) {
     auto rp = retiring.find(p), rs = retiring.find(s);
     if (rp != retiring.end() && rp->second >= 0 && static_cast<size_t>(rp->second) < nt)
       ++fanout[static_cast<size_t>(rp->second)];

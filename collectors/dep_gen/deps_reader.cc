@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <string_view>
+#include <tuple>
 
 #include "common/json_stream.h"
 
@@ -281,10 +282,10 @@ class TaskGraphSink : public DepsSink {
     for (size_t i = 0; i < 3; ++i) info.kernel_ids[i] = task.kernel_ids[i];
     info.block_num = task.block_num;
     info.early_dispatch = task.early_dispatch;
-    graph_->tasks.emplace_back(task.task_id, info);
+    graph_->AddTask(task.task_id, info);
   }
   void OnTensor(DepsTensor) override {}
-  void OnEdge(DepsEdge edge) override { graph_->edges.emplace_back(edge.pred, edge.succ); }
+  void OnEdge(DepsEdge edge) override { graph_->AddEdge(edge.pred, edge.succ); }
 
  private:
   TaskGraph* graph_;
@@ -311,8 +312,7 @@ Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path) {
   std::error_code size_ec;
   uint64_t file_size = std::filesystem::file_size(path, size_ec);
   if (!size_ec) {
-    g.edges.reserve(static_cast<size_t>(file_size / 24 + 16));
-    g.tasks.reserve(static_cast<size_t>(file_size / 16 + 16));
+    g.Reserve(static_cast<size_t>(file_size / 16 + 16), static_cast<size_t>(file_size / 24 + 16));
   }
   TaskGraphSink sink(&g);
   DFX_RETURN_IF_ERROR(ReadDeps(r, /*details=*/false, sink));
@@ -320,54 +320,148 @@ Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path) {
   return g;
 }
 
-void TaskGraph::Finalize() {
-  // dep_gen writes tasks in id order: check before sorting, since
-  // std::stable_sort takes a temporary copy of every task (a third of the
-  // converter's peak memory at a million tasks) even when nothing moves.
-  const auto by_id = [](const auto& a, const auto& b) { return a.first < b.first; };
-  if (!std::is_sorted(tasks.begin(), tasks.end(), by_id)) {
-    std::stable_sort(tasks.begin(), tasks.end(), by_id);
+void TaskGraph::Reserve(size_t tasks, size_t edges) {
+  ids_.reserve(tasks);
+  info_of_.reserve(tasks);
+  edges_.reserve(edges);
+}
+
+uint32_t TaskGraph::Intern(const TaskInfo& info) {
+  const std::array<int, 5> key = {info.kernel_ids[0], info.kernel_ids[1], info.kernel_ids[2],
+                                  info.block_num, info.early_dispatch ? 1 : 0};
+  auto [it, inserted] = intern_.try_emplace(key, static_cast<uint32_t>(infos_.size()));
+  if (inserted) infos_.push_back(info);
+  return it->second;
+}
+
+void TaskGraph::AddTask(uint64_t id, const TaskInfo& info) {
+  const uint32_t k = Intern(info);
+  if (sealed_) {
+    late_tasks_.emplace_back(id, k);
+    return;
+  }
+  ids_.push_back(id);
+  info_of_.push_back(k);
+}
+
+// The tasks before the first edge become the sorted id table edges index into.
+void TaskGraph::Seal() {
+  sealed_ = true;
+  // dep_gen writes tasks in id order: check before sorting (a sort would take a
+  // temporary copy of every task).
+  if (!std::is_sorted(ids_.begin(), ids_.end())) {
+    std::vector<std::pair<uint64_t, uint32_t>> t(ids_.size());
+    for (size_t i = 0; i < ids_.size(); ++i) t[i] = {ids_[i], info_of_[i]};
+    std::stable_sort(t.begin(), t.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < t.size(); ++i) std::tie(ids_[i], info_of_[i]) = t[i];
   }
   // In-place dedupe; the last entry wins for a duplicated task id.
   size_t w = 0;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (w > 0 && tasks[w - 1].first == tasks[i].first)
-      tasks[w - 1] = tasks[i];
-    else
-      tasks[w++] = tasks[i];
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (w > 0 && ids_[w - 1] == ids_[i]) {
+      info_of_[w - 1] = info_of_[i];
+    } else {
+      ids_[w] = ids_[i];
+      info_of_[w++] = info_of_[i];
+    }
   }
-  tasks.resize(w);
-  if (!std::is_sorted(edges.begin(), edges.end())) std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-  by_succ.resize(edges.size());
-  for (size_t i = 0; i < edges.size(); ++i) by_succ[i] = static_cast<uint32_t>(i);
-  std::sort(by_succ.begin(), by_succ.end(), [this](uint32_t a, uint32_t b) {
-    return edges[a].second != edges[b].second ? edges[a].second < edges[b].second
-                                              : edges[a].first < edges[b].first;
+  ids_.resize(w);
+  info_of_.resize(w);
+  dense_ = ids_.empty() || ids_.back() - ids_.front() == ids_.size() - 1;
+}
+
+uint32_t TaskGraph::IndexOf(uint64_t id) const {
+  if (dense_) {
+    return !ids_.empty() && id >= ids_.front() && id - ids_.front() < ids_.size()
+               ? static_cast<uint32_t>(id - ids_.front())
+               : kNoInfo;
+  }
+  auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+  return it != ids_.end() && *it == id ? static_cast<uint32_t>(it - ids_.begin()) : kNoInfo;
+}
+
+uint32_t TaskGraph::StageIndex(uint64_t id) {
+  const uint32_t i = IndexOf(id);
+  if (i != kNoInfo) return i;
+  auto [it, inserted] = staged_index_.try_emplace(id, static_cast<uint32_t>(staged_ids_.size()));
+  if (inserted) staged_ids_.push_back(id);
+  return kStaged | it->second;
+}
+
+void TaskGraph::AddEdge(uint64_t pred, uint64_t succ) {
+  if (!sealed_) Seal();
+  edges_.emplace_back(StageIndex(pred), StageIndex(succ));
+}
+
+void TaskGraph::Finalize() {
+  if (!sealed_) Seal();
+  if (!late_tasks_.empty() || !staged_ids_.empty()) {
+    // Rare (edge ends deps.json does not list, tasks after the edges): merge
+    // them into the id table and renumber the edges.
+    std::vector<uint64_t> all = ids_;
+    all.insert(all.end(), staged_ids_.begin(), staged_ids_.end());
+    for (const auto& [id, k] : late_tasks_) all.push_back(id);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    const auto pos = [&all](uint64_t id) {
+      return static_cast<uint32_t>(std::lower_bound(all.begin(), all.end(), id) - all.begin());
+    };
+    std::vector<uint32_t> info(all.size(), kNoInfo);
+    for (size_t i = 0; i < ids_.size(); ++i) info[pos(ids_[i])] = info_of_[i];
+    for (const auto& [id, k] : late_tasks_) info[pos(id)] = k;  // file order: the last wins
+    const auto remap = [&](uint32_t x) {
+      return pos((x & kStaged) != 0 ? staged_ids_[x & ~kStaged] : ids_[x]);
+    };
+    for (auto& e : edges_) e = {remap(e.first), remap(e.second)};
+    ids_ = std::move(all);
+    info_of_ = std::move(info);
+    dense_ = ids_.back() - ids_.front() == ids_.size() - 1;
+  }
+  late_tasks_ = {};
+  staged_ids_ = {};
+  staged_index_ = {};
+  intern_ = {};
+  num_tasks_ = static_cast<size_t>(
+      std::count_if(info_of_.begin(), info_of_.end(), [](uint32_t k) { return k != kNoInfo; }));
+  if (!std::is_sorted(edges_.begin(), edges_.end())) std::sort(edges_.begin(), edges_.end());
+  edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
+  by_succ_.resize(edges_.size());
+  for (size_t i = 0; i < edges_.size(); ++i) by_succ_[i] = static_cast<uint32_t>(i);
+  std::sort(by_succ_.begin(), by_succ_.end(), [this](uint32_t a, uint32_t b) {
+    return edges_[a].second != edges_[b].second ? edges_[a].second < edges_[b].second
+                                                : edges_[a].first < edges_[b].first;
   });
 }
 
 const TaskInfo* TaskGraph::FindTask(uint64_t id) const {
-  auto it = std::lower_bound(tasks.begin(), tasks.end(), id,
-                             [](const auto& t, uint64_t v) { return t.first < v; });
-  return it != tasks.end() && it->first == id ? &it->second : nullptr;
+  const uint32_t i = IndexOf(id);
+  if (i == kNoInfo || info_of_[i] == kNoInfo) return nullptr;
+  return &infos_[info_of_[i]];
 }
 
-std::span<const std::pair<uint64_t, uint64_t>> TaskGraph::Succs(uint64_t id) const {
-  auto lo = std::lower_bound(edges.begin(), edges.end(), id,
-                             [](const auto& e, uint64_t x) { return e.first < x; });
+TaskGraph::EdgeRange TaskGraph::Edges() const { return EdgeRange(this, nullptr, 0, edges_.size()); }
+
+TaskGraph::EdgeRange TaskGraph::Succs(uint64_t id) const {
+  const uint32_t i = IndexOf(id);
+  if (i == kNoInfo) return EdgeRange(this, nullptr, 0, 0);
+  auto lo = std::lower_bound(edges_.begin(), edges_.end(), i,
+                             [](const auto& e, uint32_t x) { return e.first < x; });
   auto hi = lo;
-  while (hi != edges.end() && hi->first == id) ++hi;
-  return {edges.data() + (lo - edges.begin()), static_cast<size_t>(hi - lo)};
+  while (hi != edges_.end() && hi->first == i) ++hi;
+  return EdgeRange(this, nullptr, static_cast<size_t>(lo - edges_.begin()),
+                   static_cast<size_t>(hi - edges_.begin()));
 }
 
-TaskGraph::PredRange TaskGraph::Preds(uint64_t id) const {
-  auto lo = std::lower_bound(by_succ.begin(), by_succ.end(), id,
-                             [this](uint32_t e, uint64_t x) { return edges[e].second < x; });
+TaskGraph::EdgeRange TaskGraph::Preds(uint64_t id) const {
+  const uint32_t i = IndexOf(id);
+  if (i == kNoInfo) return EdgeRange(this, by_succ_.data(), 0, 0);
+  auto lo = std::lower_bound(by_succ_.begin(), by_succ_.end(), i,
+                             [this](uint32_t e, uint32_t x) { return edges_[e].second < x; });
   auto hi = lo;
-  while (hi != by_succ.end() && edges[*hi].second == id) ++hi;
-  return PredRange(this, by_succ.data() + (lo - by_succ.begin()),
-                   by_succ.data() + (hi - by_succ.begin()));
+  while (hi != by_succ_.end() && edges_[*hi].second == i) ++hi;
+  return EdgeRange(this, by_succ_.data(), static_cast<size_t>(lo - by_succ_.begin()),
+                   static_cast<size_t>(hi - by_succ_.begin()));
 }
 
 }  // namespace dfx::collectors

@@ -21,9 +21,11 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -95,46 +97,91 @@ struct TaskInfo {
   bool IsDummy() const { return kernel_ids[0] < 0 && kernel_ids[1] < 0 && kernel_ids[2] < 0; }
 };
 
-// Compact, sorted representation (binary-searched).
-struct TaskGraph {
-  std::vector<std::pair<uint64_t, TaskInfo>> tasks;  // sorted by task id
-  std::vector<std::pair<uint64_t, uint64_t>> edges;  // unique, sorted (pred, succ)
-  std::vector<uint32_t> by_succ;                     // indices into edges, sorted by (succ, pred)
+// Compact, sorted representation (binary-searched), about 12 bytes per task
+// and 12 per unique edge: every task id once (sorted), an index per task into
+// a table of the distinct TaskInfo values (kernel ids, block count and early
+// dispatch repeat across tasks), and edges as pairs of 32-bit task indices.
+// Fill with AddTask / AddEdge in any order, then Finalize; ids are returned as
+// task ids (an edge may name a task that deps.json does not list: it has an
+// index but no TaskInfo).
+class TaskGraph {
+ public:
+  using IdPair = std::pair<uint64_t, uint64_t>;
 
-  // Predecessors of one task: iterates (succ, pred) pairs like Succs() does (pred, succ).
-  class PredRange {
+  // Edge (pred, succ) ids, or for Preds (succ, pred): edges [b, e), through
+  // `perm` (by_succ_) when it is set.
+  class EdgeRange {
    public:
-    PredRange(const TaskGraph* g, const uint32_t* b, const uint32_t* e) : g_(g), b_(b), e_(e) {}
+    EdgeRange(const TaskGraph* g, const uint32_t* perm, size_t b, size_t e)
+        : g_(g), perm_(perm), b_(b), e_(e) {}
     struct Iter {
       const TaskGraph* g;
-      const uint32_t* p;
-      std::pair<uint64_t, uint64_t> operator*() const {
-        const auto& e = g->edges[*p];
-        return {e.second, e.first};
+      const uint32_t* perm;
+      size_t i;
+      IdPair operator*() const {
+        if (perm == nullptr) {
+          const auto& e = g->edges_[i];
+          return {g->ids_[e.first], g->ids_[e.second]};
+        }
+        const auto& e = g->edges_[perm[i]];
+        return {g->ids_[e.second], g->ids_[e.first]};
       }
       Iter& operator++() {
-        ++p;
+        ++i;
         return *this;
       }
-      bool operator!=(const Iter& o) const { return p != o.p; }
+      bool operator!=(const Iter& o) const { return i != o.i; }
     };
-    Iter begin() const { return {g_, b_}; }
-    Iter end() const { return {g_, e_}; }
-    size_t size() const { return static_cast<size_t>(e_ - b_); }
-    std::pair<uint64_t, uint64_t> operator[](size_t i) const { return *Iter{g_, b_ + i}; }
+    Iter begin() const { return {g_, perm_, b_}; }
+    Iter end() const { return {g_, perm_, e_}; }
+    size_t size() const { return e_ - b_; }
+    IdPair operator[](size_t i) const { return *Iter{g_, perm_, b_ + i}; }
 
    private:
     const TaskGraph* g_;
-    const uint32_t *b_, *e_;
+    const uint32_t* perm_;
+    size_t b_, e_;
   };
 
-  // Sorts/deduplicates `tasks` and `edges` and builds `by_succ`. Call after
-  // filling by hand (ReadTaskGraph calls it).
+  // Building: tasks and edges in any order (a repeated task id: the last wins;
+  // repeated edges count once). Finalize sorts, dedupes and indexes.
+  void AddTask(uint64_t id, const TaskInfo& info);
+  void AddEdge(uint64_t pred, uint64_t succ);
   void Finalize();
+  // Reserves for about this many tasks and edges (untouched pages stay non-resident).
+  void Reserve(size_t tasks, size_t edges);
+
+  size_t NumTasks() const { return num_tasks_; }  // tasks listed in deps.json
+  size_t NumEdges() const { return edges_.size(); }
   const TaskInfo* FindTask(uint64_t id) const;
-  // Successor / predecessor ids of `id` (views into edges / by_succ).
-  std::span<const std::pair<uint64_t, uint64_t>> Succs(uint64_t id) const;
-  PredRange Preds(uint64_t id) const;
+  // Every unique edge as (pred, succ) ids, sorted by (pred, succ).
+  EdgeRange Edges() const;
+  // Successor (id, succ) / predecessor (id, pred) pairs of `id`.
+  EdgeRange Succs(uint64_t id) const;
+  EdgeRange Preds(uint64_t id) const;
+
+ private:
+  static constexpr uint32_t kNoInfo = 0xFFFFFFFFu;
+  static constexpr uint32_t kStaged = 0x80000000u;  // index into staged_ids_ (before Finalize)
+  uint32_t IndexOf(uint64_t id) const;              // kNoInfo when absent
+  uint32_t StageIndex(uint64_t id);
+  uint32_t Intern(const TaskInfo& info);
+  void Seal();
+
+  std::map<std::array<int, 5>, uint32_t> intern_;  // TaskInfo -> index into infos_ (building)
+
+  std::vector<uint64_t> ids_;      // sorted, unique
+  bool dense_ = false;             // ids_ are ids_[0], ids_[0] + 1, ...: an index is a subtraction
+  std::vector<uint32_t> info_of_;  // per id: index into infos_ or kNoInfo
+  std::vector<TaskInfo> infos_;    // distinct values
+  std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (pred, succ) indices, sorted, unique
+  std::vector<uint32_t> by_succ_;                     // edge indices sorted by (succ, pred)
+  size_t num_tasks_ = 0;
+  // Building state.
+  bool sealed_ = false;
+  std::vector<std::pair<uint64_t, uint32_t>> late_tasks_;  // tasks after the first edge
+  std::vector<uint64_t> staged_ids_;                       // edge ids not among the tasks
+  std::unordered_map<uint64_t, uint32_t> staged_index_;    // id -> index into staged_ids_
 };
 
 Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path);

@@ -125,7 +125,7 @@ TEST(DepsReader, TaskGraphKeepsTasksAndUniqueEdgesIndexedBothWays) {
   TempDir dir;
   auto g = ReadTaskGraph(WriteSample(dir));
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  ASSERT_EQ(g->tasks.size(), 2u);
+  ASSERT_EQ(g->NumTasks(), 2u);
   const TaskInfo* t = g->FindTask(4294967296ull);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->block_num, 4);
@@ -135,8 +135,10 @@ TEST(DepsReader, TaskGraphKeepsTasksAndUniqueEdgesIndexedBothWays) {
   EXPECT_EQ(FuncIdForCore(*t, "aic"), -1);
   EXPECT_EQ(g->FindTask(6), nullptr);
   // Four annotated edges, three unique pairs (the tensormap edge repeats).
-  EXPECT_EQ(g->edges, (std::vector<std::pair<uint64_t, uint64_t>>{
-                          {1, 4294967296ull}, {5, 4294967296ull}, {7, 4294967296ull}}));
+  std::vector<std::pair<uint64_t, uint64_t>> edges;
+  for (const auto& e : g->Edges()) edges.push_back(e);
+  EXPECT_EQ(edges, (std::vector<std::pair<uint64_t, uint64_t>>{
+                       {1, 4294967296ull}, {5, 4294967296ull}, {7, 4294967296ull}}));
   EXPECT_EQ(g->Succs(5).size(), 1u);
   auto preds = g->Preds(4294967296ull);
   ASSERT_EQ(preds.size(), 3u);
@@ -152,10 +154,41 @@ TEST(DepsReader, IdsAreStringsOrNumbersAndNegativesAreMasked) {
                   .ok());
   auto g = ReadTaskGraph(path);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  ASSERT_EQ(g->tasks.size(), 1u);  // both ids are 2^64 - 1: the last one wins
-  EXPECT_TRUE(g->tasks[0].second.IsDummy());
-  EXPECT_EQ(g->tasks[0].second.block_num, 2);
-  EXPECT_EQ(g->edges, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 4}}));
+  ASSERT_EQ(g->NumTasks(), 1u);  // both ids are 2^64 - 1: the last one wins
+  const TaskInfo* t = g->FindTask(18446744073709551615ull);
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->IsDummy());
+  EXPECT_EQ(t->block_num, 2);
+  std::vector<std::pair<uint64_t, uint64_t>> edges;
+  for (const auto& e : g->Edges()) edges.push_back(e);
+  EXPECT_EQ(edges, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 4}}));
+}
+
+TEST(DepsReader, TaskGraphTakesTasksAfterEdgesAndEdgeEndsWithoutTasks) {
+  TempDir dir;
+  auto path = dir.path() / "deps.json";
+  // Tasks after the edges (and one repeated), an edge end (9) with no task.
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"tasks":[{"task_id":"5","kernel_ids":[1,-1,-1]}],
+      "edges":[{"pred":"5","succ":"7"},{"pred":"9","succ":"7"},{"pred":"5","succ":"7"}],
+      "tasks":[{"task_id":"7","kernel_ids":[-1,2,-1]},{"task_id":"5","kernel_ids":[3,-1,-1]}]})")
+                  .ok());
+  auto g = ReadTaskGraph(path);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->NumTasks(), 2u);
+  ASSERT_NE(g->FindTask(5), nullptr);
+  EXPECT_EQ(g->FindTask(5)->kernel_ids[0], 3);
+  ASSERT_NE(g->FindTask(7), nullptr);
+  EXPECT_EQ(g->FindTask(7)->kernel_ids[1], 2);
+  EXPECT_EQ(g->FindTask(9), nullptr);
+  std::vector<std::pair<uint64_t, uint64_t>> edges;
+  for (const auto& e : g->Edges()) edges.push_back(e);
+  EXPECT_EQ(edges, (std::vector<std::pair<uint64_t, uint64_t>>{{5, 7}, {9, 7}}));
+  EXPECT_EQ(g->Succs(9).size(), 1u);
+  auto preds = g->Preds(7);
+  ASSERT_EQ(preds.size(), 2u);
+  EXPECT_EQ(preds[1], (std::pair<uint64_t, uint64_t>{7, 9}));
+  EXPECT_EQ(g->Preds(5).size(), 0u);
+  EXPECT_EQ(g->Succs(42).size(), 0u);
 }
 
 TEST(DepsReader, EntriesWithoutTheirIdsAreErrorsNamingTheFile) {
