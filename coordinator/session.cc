@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -124,7 +125,8 @@ class RunCoordinator final : public PeerHandler {
   void Finish();
   void DrawProgress(bool final);
   collectors::RunManifest Manifest(collectors::RunState state);
-  void WriteManifest(collectors::RunState state);
+  // Returns whether it was written; logs a failure when `log_failure`.
+  bool WriteManifest(collectors::RunState state, bool log_failure = true);
 
   const Plan& plan_;
   std::map<std::string, uint64_t> program_hashes_;  // protocol::ProgramHash by plan program
@@ -497,12 +499,14 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   return m;
 }
 
-void RunCoordinator::WriteManifest(collectors::RunState state) {
+bool RunCoordinator::WriteManifest(collectors::RunState state, bool log_failure) {
   last_manifest_ns_ = Now();
   manifest_dirty_ = false;
   if (Status s = collectors::WriteRunManifest(dfx_dir_, Manifest(state)); !s.ok()) {
-    DFX_LOG_ERROR("cannot write the run manifest: {}", s.message());
+    if (log_failure) DFX_LOG_ERROR("cannot write the run manifest: {}", s.message());
+    return false;
   }
+  return true;
 }
 
 Result<SessionOutcome> RunCoordinator::Run() {
@@ -687,7 +691,16 @@ Result<SessionOutcome> RunCoordinator::Run() {
                                options_.convert_jobs);
     out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
   }
-  WriteManifest(ok ? collectors::RunState::kOk : collectors::RunState::kFailed);
+  // The last word on the run: a write that fails for want of descriptors
+  // (half-open connections of a flood that libzmq tears down only after the
+  // listener closed) is retried for a while, or the manifest on disk would
+  // stay at an earlier state.
+  const collectors::RunState final_state =
+      ok ? collectors::RunState::kOk : collectors::RunState::kFailed;
+  for (int attempt = 0; !WriteManifest(final_state, /*log_failure=*/attempt == 40); ++attempt) {
+    if (attempt == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   std::error_code ec;
   if (!spool_.empty()) fs::remove(spool_, ec);  // only when every agent emptied it
   return out;
