@@ -54,9 +54,9 @@ Result<std::vector<std::string>> Resolve(const std::string& host) {
 
 }  // namespace
 
-std::string ThisHostName() {
+std::string ThisHostName(const std::string& unknown) {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return unknown;
   return buf;
 }
 

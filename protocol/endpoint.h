@@ -51,7 +51,7 @@ bool IsWildcardHost(std::string_view host);
 // give --advertise.
 Result<std::string> AdvertisedEndpoint(const std::string& bound, const std::string& advertise);
 
-// This host's name (gethostname), "" when unknown.
-std::string ThisHostName();
+// This host's name (gethostname), `unknown` when it cannot be read.
+std::string ThisHostName(const std::string& unknown = "");
 
 }  // namespace dfx::protocol

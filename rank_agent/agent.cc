@@ -23,6 +23,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "protocol/codec.h"
+#include "protocol/endpoint.h"
 #include "rank_agent/launch_guard.h"
 #include "rank_agent/program_cache.h"
 #include "rank_agent/run_dispatch.h"
@@ -33,12 +34,6 @@ namespace fs = std::filesystem;
 using protocol::AgentMode;
 
 namespace {
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
 
 // Removes `dir` and then its parents up to (not including) `stop` while they
 // are empty, stopping at any directory in `keep`.
@@ -257,7 +252,7 @@ struct RankAgent::Impl {
     hello.ranks = ranks_;
     hello.chips = static_cast<uint32_t>(ranks_.size());
     hello.session_id = session_;
-    hello.host = HostName();
+    hello.host = protocol::ThisHostName("unknown");
     hello.pid = static_cast<uint32_t>(::getpid());
     hello.agent_clock_ns = Now();
     hello.mode = options_.mode;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "protocol/channel.h"
+#include "protocol/endpoint.h"
 
 namespace dfx::rank_agent {
 
@@ -23,12 +24,6 @@ volatile sig_atomic_t g_child = 0;  // the guard's agent
 
 void Forward(int signal) {
   if (g_child > 0) ::kill(g_child, signal);
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
 }
 
 std::string Describe(int status) {
@@ -55,7 +50,7 @@ void Report(const LaunchGuardOptions& o, pid_t child, const std::string& how) {
   hello.ranks = o.ranks;
   hello.chips = static_cast<uint32_t>(o.ranks.size());
   hello.session_id = o.session;
-  hello.host = HostName();
+  hello.host = protocol::ThisHostName("unknown");
   hello.pid = static_cast<uint32_t>(child);
   hello.mode = protocol::AgentMode::kOneShot;
   hello.launch_failure = how;
