@@ -261,61 +261,27 @@ bool JsonPullReader::ReadString(std::string* out) {
     ++pos_;
     if (*p == '"') return true;
     int c = GetChar();
-    switch (c) {
-      case '"':
-        out->push_back('"');
-        break;
-      case '\\':
-        out->push_back('\\');
-        break;
-      case '/':
-        out->push_back('/');
-        break;
-      case 'b':
-        out->push_back('\b');
-        break;
-      case 'f':
-        out->push_back('\f');
-        break;
-      case 'n':
-        out->push_back('\n');
-        break;
-      case 'r':
-        out->push_back('\r');
-        break;
-      case 't':
-        out->push_back('\t');
-        break;
-      case 'u': {
-        unsigned code = 0;
-        for (int i = 0; i < 4; ++i) {
-          int h = GetChar();
-          code <<= 4;
-          if (h >= '0' && h <= '9')
-            code |= static_cast<unsigned>(h - '0');
-          else if (h >= 'a' && h <= 'f')
-            code |= static_cast<unsigned>(h - 'a' + 10);
-          else if (h >= 'A' && h <= 'F')
-            code |= static_cast<unsigned>(h - 'A' + 10);
-          else
-            return Fail("bad \\u escape in string");
-        }
-        // UTF-8 encode (surrogate pairs are passed through as two 3-byte sequences).
-        if (code < 0x80) {
-          out->push_back(static_cast<char>(code));
-        } else if (code < 0x800) {
-          out->push_back(static_cast<char>(0xC0 | (code >> 6)));
-          out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        } else {
-          out->push_back(static_cast<char>(0xE0 | (code >> 12)));
-          out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-          out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        }
-        break;
-      }
-      default:
-        return Fail("bad escape in string");
+    if (c != 'u') {
+      const char plain = c < 0 ? '\0' : JsonEscapedChar(static_cast<char>(c));
+      if (plain == '\0') return Fail("bad escape in string");
+      out->push_back(plain);
+      continue;
     }
+    unsigned code = 0;
+    for (int i = 0; i < 4; ++i) {
+      int h = GetChar();
+      code <<= 4;
+      if (h >= '0' && h <= '9')
+        code |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        code |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        code |= static_cast<unsigned>(h - 'A' + 10);
+      else
+        return Fail("bad \\u escape in string");
+    }
+    // Surrogate pairs are passed through as two 3-byte sequences.
+    AppendUtf8(out, code);
   }
 }
 
@@ -514,6 +480,45 @@ Status ChunkedWriter::Commit() {
     return status_;
   }
   return file_.Commit();
+}
+
+char JsonEscapedChar(char letter) {
+  switch (letter) {
+    case '"':
+    case '\\':
+    case '/':
+      return letter;
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'n':
+      return '\n';
+    case 'r':
+      return '\r';
+    case 't':
+      return '\t';
+    default:
+      return '\0';
+  }
+}
+
+void AppendUtf8(std::string* out, uint32_t cp) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "common/json_stream.h"
+
 namespace dfx::view {
 
 namespace f = perfetto_field;
@@ -57,46 +59,21 @@ class Scanner {
       if (s_[run] == '"') return true;
       if (i_ >= s_.size()) return false;
       const char e = s_[i_++];
-      switch (e) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = 0;
-          if (!Hex4(&cp)) return false;
-          if (cp >= 0xd800 && cp < 0xdc00 && s_.substr(i_, 2) == "\\u") {
-            i_ += 2;
-            uint32_t lo = 0;
-            if (!Hex4(&lo)) return false;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-          }
-          AppendUtf8(out, cp);
-          break;
-        }
-        default:
-          return false;
+      if (e != 'u') {
+        const char plain = JsonEscapedChar(e);
+        if (plain == '\0') return false;
+        out->push_back(plain);
+        continue;
       }
+      uint32_t cp = 0;
+      if (!Hex4(&cp)) return false;
+      if (cp >= 0xd800 && cp < 0xdc00 && s_.substr(i_, 2) == "\\u") {
+        i_ += 2;
+        uint32_t lo = 0;
+        if (!Hex4(&lo)) return false;
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+      }
+      AppendUtf8(out, cp);
     }
     return false;
   }
@@ -182,24 +159,6 @@ class Scanner {
     i_ += 4;
     return true;
   }
-  static void AppendUtf8(std::string* out, uint32_t cp) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-  }
-
   std::string_view s_;
   size_t i_ = 0;
   std::string skip_;
