@@ -15,6 +15,15 @@ const std::vector<std::string> kAllFlags = {
     "--enable-chip-swimlane", "--enable-dep-gen", "--enable-pmu",
     "--enable-scope-stats",   "--dump-args",      "2"};
 
+// Writes <dir>/plan.json: the vector pipeline example as program "vec", run
+// by `steps` (the plan's JSON array of steps).
+bool WriteVecPlan(const fs::path& dir, const std::string& steps) {
+  return WriteFileAtomic(dir / "plan.json", R"({"programs": {"vec": ")" +
+                                                Source("examples/vector_pipeline.json").string() +
+                                                R"("}, "steps": )" + steps + "}")
+      .ok();
+}
+
 std::set<std::string> ExpectedFourRankTree() {
   std::set<std::string> files = {"run_manifest.json", ".session.json", "README.txt"};
   for (int r = 0; r < 4; ++r) {
@@ -185,12 +194,8 @@ TEST(L3RunTest, AFailingDispatchFailsOnlyThatDispatch) {
 // agent) is sent the program again, and the run is the same.
 TEST(L3RunTest, ASecondDispatchOfAProgramGoesByHashAndAForgetfulAgentGetsItAgain) {
   fs::path dir = TestDir("l3_by_hash");
-  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {
-      "vec": ")" + Source("examples/vector_pipeline.json").string() +
-                                                     R"("},
-    "steps": [{"program": "vec", "rank": 0}, {"program": "vec", "rank": 0},
-              {"program": "vec", "rank": 0}]})")
-                  .ok());
+  ASSERT_TRUE(WriteVecPlan(dir, R"([{"program": "vec", "rank": 0}, {"program": "vec", "rank": 0},
+               {"program": "vec", "rank": 0}])"));
   std::map<std::string, std::string> deps;  // by run and dispatch
   for (const char* way : {"kept", "forgotten"}) {
     SCOPED_TRACE(way);
@@ -234,11 +239,7 @@ TEST(L3RunTest, ASecondDispatchOfAProgramGoesByHashAndAForgetfulAgentGetsItAgain
 // is then one comparison away (issue 13, "measuring perturbation honestly").
 TEST(L3RunTest, EveryRunReportsTheChipMakespanWithOrWithoutCollectors) {
   fs::path dir = TestDir("l3_makespan");
-  ASSERT_TRUE(WriteFileAtomic(dir / "plan.json", R"({"programs": {
-      "vec": ")" + Source("examples/vector_pipeline.json").string() +
-                                                     R"("},
-    "steps": [{"program": "vec", "ranks": "all"}]})")
-                  .ok());
+  ASSERT_TRUE(WriteVecPlan(dir, R"([{"program": "vec", "ranks": "all"}])"));
   std::map<std::string, std::vector<uint64_t>> makespans;
   for (const char* how : {"plain", "swimlane"}) {
     SCOPED_TRACE(how);
