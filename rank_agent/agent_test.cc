@@ -72,6 +72,41 @@ class FakeCoordinator {
   uint64_t seq_ = 0;
 };
 
+// A real agent of the fake coordinator's session, running on its own thread
+// and past its HELLO (answered with a Heartbeat, which READY follows).
+// Stop() shuts it down as the coordinator would; a test that ends early
+// stops it on destruction.
+class StartedAgent {
+ public:
+  StartedAgent(Context& context, FakeCoordinator& coordinator, const AgentOptions& options)
+      : agent_(context, options),
+        coordinator_(coordinator),
+        thread_([this] { result_ = agent_.Run(); }) {
+    said_hello_ = coordinator_.Next().has_value();
+    if (said_hello_) coordinator_.Send(Heartbeat{1, 0, true});
+  }
+  ~StartedAgent() {
+    if (thread_.joinable()) {
+      agent_.Stop();
+      thread_.join();
+    }
+  }
+  bool said_hello() const { return said_hello_; }
+  // Sends Shutdown; returns how the agent's Run() ended.
+  Status Stop() {
+    coordinator_.Send(Shutdown{"done"});
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  RankAgent agent_;
+  FakeCoordinator& coordinator_;
+  Status result_ = Status::Ok();
+  bool said_hello_ = false;
+  std::thread thread_;  // last: it runs agent_ and writes result_
+};
+
 // A real agent (real emulated chip) against a coordinator played by the test
 // on a real ROUTER: HELLO, READY, a dispatch, streamed artifacts, acks, spool
 // cleanup, Shutdown.
@@ -168,13 +203,10 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   FakeCoordinator coordinator(context, 0x78);
   ASSERT_TRUE(coordinator.ok());
   AgentOptions options = coordinator.AgentFor(dir / "spool");
-  RankAgent agent(context, options);
-  Status result = Status::Ok();
-  std::thread t([&] { result = agent.Run(); });
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
   auto next = [&] { return coordinator.Next(); };
   auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
-  ASSERT_TRUE(next().has_value());  // HELLO
-  send(Heartbeat{1, 0, true});
   // busy.json: 4 dependent tasks of 0.5 s each.
   auto busy = ReadFile(fs::path(DFX_SOURCE_DIR) / "tests/l3/testdata/busy.json");
   ASSERT_TRUE(busy.ok());
@@ -201,8 +233,7 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
     EXPECT_GE(p.tasks_done, last) << "tasks done never goes back";
     last = p.tasks_done;
   }
-  send(Shutdown{"done"});
-  t.join();
+  Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);
 }
@@ -219,13 +250,10 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   ASSERT_TRUE(coordinator.ok());
   AgentOptions options = coordinator.AgentFor(dir / "spool");
   options.chip.virtual_clock = true;
-  RankAgent agent(context, options);
-  Status result = Status::Ok();
-  std::thread t([&] { result = agent.Run(); });
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
   auto next = [&] { return coordinator.Next(); };
   auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
-  ASSERT_TRUE(next().has_value());  // HELLO
-  send(Heartbeat{1, 0, true});
   send(Credit{1000});
   // Runs one dispatch to its end; returns its DispatchDone and the bytes of
   // every artifact by name (acknowledged as they end).
@@ -297,8 +325,7 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   EXPECT_EQ(resent.done.status, DispatchStatus::kOk) << resent.done.error;
   EXPECT_TRUE(resent.accepted);
 
-  send(Shutdown{"done"});
-  t.join();
+  Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);
 }
