@@ -7,12 +7,14 @@
 #   swimlane2   --enable-chip-swimlane 2
 #   swimlane4   --enable-chip-swimlane 4
 #   all5        swimlane 4, dep_gen, PMU, scope stats and args dump level 1
-# Each run gives two figures: its makespan from the emulator's own accounting
+# Each run gives three figures: its makespan from the emulator's own accounting
 # (first block dispatched to last retired, on the chip clock: printed by every
-# run, collectors or not) and its process wall time. Prints min and median of
-# both per way and the median ratios against `none`, and last one line per
-# way that bench/run_all.sh reads:
-#   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=..
+# run, collectors or not), its process wall time and its CPU time (user +
+# system; less disturbed than the wall by other load on a shared machine).
+# Prints min and median of makespan and wall and the median CPU per way, the
+# median ratios against `none`, and last one line per way that
+# bench/run_all.sh reads:
+#   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=.. cpu_ratio=..
 # Threads are not pinned: the emulator's 1 orchestrator + AICPU + 6 core
 # threads outnumber this machine's 2 cores, so pinning would only serialise
 # them; run it on an idle machine and read the min beside the median.
@@ -47,21 +49,24 @@ flags_of() {
   esac
 }
 
-# run_once WAY: appends "MAKESPAN_US WALL_S" to $WORK/WAY.txt.
+# run_once WAY: appends "MAKESPAN_US WALL_S CPU_S" to $WORK/WAY.txt (CPU_S:
+# the process's user + system time, which other load on the machine
+# disturbs less than the wall).
 run_once() {
-  local way=$1 out="$WORK/out_$1" t0 t1 line
+  local way=$1 out="$WORK/out_$1" times line
   rm -rf "$out"
-  t0=$(date +%s%N)
-  # shellcheck disable=SC2046 # the flags split into words on purpose
   local agent=$AGENT
   [[ $way == all5-before ]] && agent=$DFX_AGENT_BEFORE
-  line=$("$agent" exec --program "$WORK/program.json" --output-dir "$out" --log-level error \
-    $(flags_of "$way") | head -1)
-  t1=$(date +%s%N)
+  # bash's `time` keyword reports real, user and system seconds of the agent.
+  # shellcheck disable=SC2046 # the flags split into words on purpose
+  times=$( { TIMEFORMAT='%3R %3U %3S'; time "$agent" exec --program "$WORK/program.json" \
+    --output-dir "$out" --log-level error $(flags_of "$way") >"$WORK/stdout" 2>"$WORK/stderr"; } 2>&1) ||
+    { echo "perturbation_bench: way $way failed:" >&2; cat "$WORK/stderr" >&2; exit 1; }
+  line=$(head -1 "$WORK/stdout")
   local makespan
   makespan=$(sed -nE 's/.*makespan ([0-9.]+) us.*/\1/p' <<<"$line")
   [[ -n $makespan ]] || { echo "perturbation_bench: no makespan in: $line" >&2; exit 1; }
-  echo "$makespan $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" >>"$WORK/$way.txt"
+  echo "$makespan $(awk '{ printf "%.3f %.3f", $1, $2 + $3 }' <<<"$times")" >>"$WORK/$way.txt"
 }
 
 for ((r = 0; r < ROUNDS; ++r)); do
@@ -72,16 +77,22 @@ col() { awk -v c="$2" '{ print $c }' "$WORK/$1.txt"; }
 min() { sort -g | head -1; }
 base_makespan=$(col none 1 | median)
 base_wall=$(col none 2 | median)
-printf '%-11s %14s %14s %10s %10s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" "ms ratio" "wall ratio"
+base_cpu=$(col none 3 | median)
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
+printf '%-11s %14s %14s %10s %10s %10s %9s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" \
+  "cpu med" "ms ratio" "wall ratio" "cpu ratio"
 summary=()
 for way in "${WAYS[@]}"; do
   ms_min=$(col "$way" 1 | min)
   ms_med=$(col "$way" 1 | median)
   w_min=$(col "$way" 2 | min)
   w_med=$(col "$way" 2 | median)
-  ms_ratio=$(awk -v a="$ms_med" -v b="$base_makespan" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
-  w_ratio=$(awk -v a="$w_med" -v b="$base_wall" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
-  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8sx %8sx\n' "$way" "$ms_min" "$ms_med" "$w_min" "$w_med" "$ms_ratio" "$w_ratio"
-  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio")
+  c_med=$(col "$way" 3 | median)
+  ms_ratio=$(div "$ms_med" "$base_makespan")
+  w_ratio=$(div "$w_med" "$base_wall")
+  c_ratio=$(div "$c_med" "$base_cpu")
+  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx\n' "$way" "$ms_min" "$ms_med" \
+    "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$c_ratio"
+  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio cpu_ratio=$c_ratio")
 done
 printf '%s\n' "${summary[@]}"
