@@ -7,8 +7,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <tuple>
 
@@ -291,6 +295,407 @@ class TaskGraphSink : public DepsSink {
   TaskGraph* graph_;
 };
 
+// --- The fast path of ReadTaskGraph ---------------------------------------------
+//
+// dep_gen writes deps.json as one compact object (artifacts.md §6.2), and most
+// of its bytes are annotations the compact graph skips. FastGraphScan reads
+// such a file in 1 MiB chunks with pointer scans over the chunk (no per-byte
+// call, no copy of a skipped string), one array entry at a time: an entry
+// that runs past the chunk's end is re-scanned once the chunk has been
+// refilled behind it. It validates every value it skips, in a subset of JSON:
+// at the first byte outside that subset — whitespace, an escape in a key,
+// nesting deeper than kMaxDepth, an entry longer than a chunk, an id that is
+// not a plain integer, a missing id, a truncated file — Scan() returns false
+// and ReadTaskGraph reads the file again with the generic reader, whose
+// result or error (naming the file and byte) is the reference. Every input
+// the scan accepts, the generic reader reads to the same graph.
+class FastGraphScan {
+ public:
+  explicit FastGraphScan(TaskGraph* graph) : graph_(graph) {}
+  ~FastGraphScan() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  FastGraphScan(const FastGraphScan&) = delete;
+  FastGraphScan& operator=(const FastGraphScan&) = delete;
+
+  // True when the whole file was read into the graph.
+  bool Scan(const std::filesystem::path& path);
+
+ private:
+  enum R { kOk, kMore, kBad };  // kMore: the chunk ended first
+  enum class Section { kTasks, kEdges, kSkip };
+  static constexpr size_t kChunk = 1 << 20;
+  static constexpr int kMaxDepth = 32;  // well below kMaxJsonDepth
+  static constexpr size_t kPad = 8;
+
+  // Moves the entry being read [mark_, end_) to the front and reads more
+  // behind it; false at end of file, on a read error, or when the entry
+  // already fills the chunk.
+  bool Refill();
+  // The byte at p_; '\0' (the sentinel at end_) also for an embedded NUL.
+  R AtEnd() const { return p_ == end_ ? kMore : kBad; }
+  R Byte(char c) {
+    if (*p_ == c) {
+      ++p_;
+      return kOk;
+    }
+    return *p_ == '\0' ? AtEnd() : kBad;
+  }
+  // The first '"', '\\' or '\0' at or after `q`, eight bytes at a time (the
+  // chunk has kPad readable bytes after its sentinel).
+  static const char* StringStop(const char* q) {
+    static_assert(std::endian::native == std::endian::little);
+    constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+    for (;; q += 8) {
+      uint64_t v;
+      std::memcpy(&v, q, 8);
+      const auto zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+      const uint64_t hit = zero(v) | zero(v ^ (kOnes * '"')) | zero(v ^ (kOnes * '\\'));
+      // The lowest flagged byte is exact (a false flag only follows a true one).
+      if (hit != 0) return q + __builtin_ctzll(hit) / 8;
+    }
+  }
+  // A key without escapes: [*b, *e) and the ':' after it.
+  R Key(const char** b, const char** e);
+  R SkipString();
+  R SkipNumber();
+  R SkipWord(std::string_view word);
+  R SkipValue(int depth);
+  // An integer of at most 18 digits, optionally negative.
+  R Int(int64_t* out);
+  // A u64 id as a quoted or bare integer (negatives masked, as ReadU64).
+  R Id(uint64_t* out);
+  template <typename ReadValue>
+  R Members(ReadValue value);
+  R KernelIds(TaskInfo* info);
+  R Task();
+  R Edge();
+  R TopMember();
+  R Element();
+
+  TaskGraph* graph_;
+  std::FILE* file_ = nullptr;
+  std::vector<char> buf_;
+  const char* p_ = nullptr;
+  const char* end_ = nullptr;
+  const char* mark_ = nullptr;
+  bool eof_ = false;
+  bool first_member_ = true;
+  bool in_array_ = false;
+  bool done_ = false;
+  Section section_ = Section::kSkip;
+  std::pair<uint64_t, TaskInfo> pending_task_;  // the entry read, added after its ',' or ']'
+  std::pair<uint64_t, uint64_t> pending_edge_;
+};
+
+bool FastGraphScan::Refill() {
+  if (eof_ || file_ == nullptr) return false;
+  const size_t keep = static_cast<size_t>(end_ - mark_);
+  if (keep >= kChunk) return false;  // one entry longer than a chunk
+  std::memmove(buf_.data(), mark_, keep);
+  const size_t got = std::fread(buf_.data() + keep, 1, kChunk - keep, file_);
+  if (got == 0) {
+    eof_ = true;
+    return false;
+  }
+  mark_ = p_ = buf_.data();
+  end_ = buf_.data() + keep + got;
+  buf_[keep + got] = '\0';  // the sentinel
+  return true;
+}
+
+FastGraphScan::R FastGraphScan::Key(const char** b, const char** e) {
+  if (R r = Byte('"'); r != kOk) return r;
+  const char* q = StringStop(p_);
+  if (*q != '"') return q == end_ ? kMore : kBad;
+  *b = p_;
+  *e = q;
+  p_ = q + 1;
+  return Byte(':');
+}
+
+FastGraphScan::R FastGraphScan::SkipString() {
+  if (R r = Byte('"'); r != kOk) return r;
+  for (;;) {
+    const char* q = StringStop(p_);
+    p_ = q;
+    if (*q == '"') {
+      ++p_;
+      return kOk;
+    }
+    if (*q == '\0') {
+      if (q == end_) return kMore;
+      ++p_;  // a NUL inside a string: the generic reader keeps it too
+      continue;
+    }
+    const char c = q[1];  // after the backslash
+    if (c == 'u') {
+      for (int i = 2; i < 6; ++i) {
+        if (!std::isxdigit(static_cast<unsigned char>(q[i]))) return q + i == end_ ? kMore : kBad;
+      }
+      p_ = q + 6;
+    } else if (c == '\0') {
+      return q + 1 == end_ ? kMore : kBad;
+    } else if (JsonEscapedChar(c) != '\0') {
+      p_ = q + 2;
+    } else {
+      return kBad;
+    }
+  }
+}
+
+FastGraphScan::R FastGraphScan::SkipNumber() {
+  const char* q = p_;
+  if (*q == '-') ++q;
+  const auto digits = [&q]() {
+    const char* d = q;
+    while (*q >= '0' && *q <= '9') ++q;
+    return q != d;
+  };
+  if (!digits()) return q == end_ ? kMore : kBad;
+  if (*q == '.') {
+    ++q;
+    if (!digits()) return q == end_ ? kMore : kBad;
+  }
+  if (*q == 'e' || *q == 'E') {
+    ++q;
+    if (*q == '+' || *q == '-') ++q;
+    if (!digits()) return q == end_ ? kMore : kBad;
+  }
+  if (q == end_) return kMore;  // the number may go on in the next chunk
+  p_ = q;
+  return kOk;
+}
+
+FastGraphScan::R FastGraphScan::SkipWord(std::string_view word) {
+  for (char c : word) {
+    if (R r = Byte(c); r != kOk) return r;
+  }
+  return kOk;
+}
+
+FastGraphScan::R FastGraphScan::SkipValue(int depth) {
+  switch (*p_) {
+    case '"':
+      return SkipString();
+    case '{':
+    case '[': {
+      if (depth >= kMaxDepth) return kBad;
+      const char close = *p_ == '{' ? '}' : ']';
+      ++p_;
+      if (*p_ == close) {
+        ++p_;
+        return kOk;
+      }
+      for (;;) {
+        if (close == '}') {
+          if (R r = SkipString(); r != kOk) return r;
+          if (R r = Byte(':'); r != kOk) return r;
+        }
+        if (R r = SkipValue(depth + 1); r != kOk) return r;
+        if (*p_ == ',') {
+          ++p_;
+        } else if (*p_ == close) {
+          ++p_;
+          return kOk;
+        } else {
+          return AtEnd();
+        }
+      }
+    }
+    case 't':
+      return SkipWord("true");
+    case 'f':
+      return SkipWord("false");
+    case 'n':
+      return SkipWord("null");
+    case '\0':
+      return AtEnd();
+    default:
+      return (*p_ == '-' || (*p_ >= '0' && *p_ <= '9')) ? SkipNumber() : kBad;
+  }
+}
+
+FastGraphScan::R FastGraphScan::Int(int64_t* out) {
+  const char* q = p_;
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* d = q;
+  uint64_t v = 0;
+  while (*q >= '0' && *q <= '9') v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+  if (q == end_) return kMore;
+  if (q == d || q - d > 18 || *q == '.' || *q == 'e' || *q == 'E') return kBad;
+  *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  p_ = q;
+  return kOk;
+}
+
+FastGraphScan::R FastGraphScan::Id(uint64_t* out) {
+  const bool quoted = *p_ == '"';
+  if (quoted) ++p_;
+  int64_t v = 0;
+  if (R r = Int(&v); r != kOk) return r;
+  *out = static_cast<uint64_t>(v);
+  return quoted ? Byte('"') : kOk;
+}
+
+// The members of an object: `value(key)` reads each member's value.
+template <typename ReadValue>
+FastGraphScan::R FastGraphScan::Members(ReadValue value) {
+  if (R r = Byte('{'); r != kOk) return r;
+  if (*p_ == '}') return kBad;  // no id: the generic reader says so
+  for (;;) {
+    const char *b, *e;
+    if (R r = Key(&b, &e); r != kOk) return r;
+    if (R r = value(std::string_view(b, static_cast<size_t>(e - b))); r != kOk) return r;
+    if (*p_ == '}') {
+      ++p_;
+      return kOk;
+    }
+    if (R r = Byte(','); r != kOk) return r;
+  }
+}
+
+// One tasks[] entry, as ReadTask reads it without details.
+FastGraphScan::R FastGraphScan::Task() {
+  uint64_t id = 0;
+  bool have_id = false;
+  TaskInfo info;
+  R r = Members([&](std::string_view key) {
+    if (key == "task_id") {
+      have_id = true;
+      return Id(&id);
+    }
+    if (key == "kernel_ids") return KernelIds(&info);
+    if (key == "block_num") {
+      int64_t v = 0;
+      const R got = Int(&v);
+      info.block_num = static_cast<int32_t>(v);
+      return got;
+    }
+    if (key == "early_dispatch" && (*p_ == 't' || *p_ == 'f')) {
+      info.early_dispatch = *p_ == 't';
+      return SkipWord(*p_ == 't' ? "true" : "false");
+    }
+    return SkipValue(1);
+  });
+  if (r != kOk) return r;
+  if (!have_id) return kBad;
+  pending_task_ = {id, info};
+  return kOk;
+}
+
+FastGraphScan::R FastGraphScan::KernelIds(TaskInfo* info) {
+  if (R r = Byte('['); r != kOk) return r;
+  if (*p_ == ']') {
+    ++p_;
+    return kOk;
+  }
+  for (size_t i = 0;; ++i) {
+    int64_t v = 0;
+    if (R r = Int(&v); r != kOk) return r;
+    if (i < 3) info->kernel_ids[i] = static_cast<int32_t>(v);
+    if (*p_ == ']') {
+      ++p_;
+      return kOk;
+    }
+    if (R r = Byte(','); r != kOk) return r;
+  }
+}
+
+// One edges[] entry, as ReadEdge reads it without details.
+FastGraphScan::R FastGraphScan::Edge() {
+  uint64_t pred = 0, succ = 0;
+  int have = 0;
+  R r = Members([&](std::string_view key) {
+    if (key == "pred") {
+      have |= 1;
+      return Id(&pred);
+    }
+    if (key == "succ") {
+      have |= 2;
+      return Id(&succ);
+    }
+    return SkipValue(1);
+  });
+  if (r != kOk) return r;
+  if (have != 3) return kBad;
+  pending_edge_ = {pred, succ};
+  return kOk;
+}
+
+// One member of the top-level object up to its value, or the object's end.
+// "tasks", "edges" and any other array are then read entry by entry.
+FastGraphScan::R FastGraphScan::TopMember() {
+  if (*p_ == '}') {
+    ++p_;
+    done_ = true;  // what follows the object is not read (as ReadDeps)
+    return kOk;
+  }
+  if (!first_member_) {
+    if (R r = Byte(','); r != kOk) return r;
+  }
+  const char *b, *e;
+  if (R r = Key(&b, &e); r != kOk) return r;
+  const std::string_view key(b, static_cast<size_t>(e - b));
+  const Section section = key == "tasks"   ? Section::kTasks
+                          : key == "edges" ? Section::kEdges
+                                           : Section::kSkip;
+  if (*p_ == '[') {
+    ++p_;
+    if (*p_ == ']') {
+      ++p_;
+    } else if (*p_ == '\0') {
+      return AtEnd();
+    } else {
+      in_array_ = true;
+      section_ = section;
+    }
+  } else {
+    if (section != Section::kSkip) return kBad;  // not an array: the generic error
+    if (R r = SkipValue(1); r != kOk) return r;
+  }
+  first_member_ = false;
+  return kOk;
+}
+
+// One entry of the array being read and the ',' or ']' after it.
+FastGraphScan::R FastGraphScan::Element() {
+  R r = section_ == Section::kTasks ? Task() : section_ == Section::kEdges ? Edge() : SkipValue(1);
+  if (r != kOk) return r;
+  if (*p_ == ',') {
+    ++p_;
+  } else if (*p_ == ']') {
+    ++p_;
+    in_array_ = false;
+  } else {
+    return AtEnd();
+  }
+  // Added only now: an entry re-read after a refill is added once.
+  if (section_ == Section::kTasks) graph_->AddTask(pending_task_.first, pending_task_.second);
+  if (section_ == Section::kEdges) graph_->AddEdge(pending_edge_.first, pending_edge_.second);
+  return kOk;
+}
+
+bool FastGraphScan::Scan(const std::filesystem::path& path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr) return false;
+  buf_.assign(kChunk + 1 + kPad, '\0');
+  mark_ = p_ = end_ = buf_.data();
+  if (!Refill() || Byte('{') != kOk) return false;
+  while (!done_) {
+    mark_ = p_;
+    // A task or edge entry is added to the graph only once it is read whole.
+    const R r = in_array_ ? Element() : TopMember();
+    if (r == kBad) return false;
+    if (r == kMore) {
+      p_ = mark_;
+      if (!Refill()) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<DepsFile> ReadDepsFile(const std::filesystem::path& path) {
@@ -302,18 +707,33 @@ Result<DepsFile> ReadDepsFile(const std::filesystem::path& path) {
   return file;
 }
 
-Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path) {
-  TaskGraph g;
-  JsonPullReader r;
-  DFX_RETURN_IF_ERROR(r.Open(path));
+Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path, bool* fast_scan) {
+  if (fast_scan != nullptr) *fast_scan = false;
   // Upper bounds from the file size (an edge takes >= 24 bytes of text, a task
   // >= 16): reserved but untouched pages are not resident, and no reallocation
   // doubles the peak while reading.
   std::error_code size_ec;
-  uint64_t file_size = std::filesystem::file_size(path, size_ec);
-  if (!size_ec) {
-    g.Reserve(static_cast<size_t>(file_size / 16 + 16), static_cast<size_t>(file_size / 24 + 16));
+  const uint64_t file_size = std::filesystem::file_size(path, size_ec);
+  const auto reserve = [&](TaskGraph& g) {
+    if (!size_ec) {
+      g.Reserve(static_cast<size_t>(file_size / 16 + 16), static_cast<size_t>(file_size / 24 + 16));
+    }
+  };
+  {
+    TaskGraph g;
+    reserve(g);
+    if (FastGraphScan(&g).Scan(path)) {
+      g.Finalize();
+      if (fast_scan != nullptr) *fast_scan = true;
+      return g;
+    }
   }
+  // Not dep_gen's compact form (or not readable): the generic reader, from
+  // the start, is the reference for the result or the error.
+  TaskGraph g;
+  JsonPullReader r;
+  DFX_RETURN_IF_ERROR(r.Open(path));
+  reserve(g);
   TaskGraphSink sink(&g);
   DFX_RETURN_IF_ERROR(ReadDeps(r, /*details=*/false, sink));
   g.Finalize();

@@ -184,7 +184,10 @@ class TaskGraph {
   std::unordered_map<uint64_t, uint32_t> staged_index_;    // id -> index into staged_ids_
 };
 
-Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path);
+// dep_gen's compact form is read by a fast scan; any other valid form (or an
+// invalid file) by the generic reader, with the same result (or its error).
+// `fast_scan`, when given, tells which one read the file (tests).
+Result<TaskGraph> ReadTaskGraph(const std::filesystem::path& path, bool* fast_scan = nullptr);
 
 // func_id of a row run on a core of `core_type` (§4.6): aic → slot 0, aiv → slot 1, else 2.
 inline int FuncIdForCore(const TaskInfo& t, const std::string& core_type) {

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "collectors/recorders.h"
 #include "collectors/testing/test_util.h"
@@ -212,6 +217,145 @@ TEST(DepsReader, EntriesWithoutTheirIdsAreErrorsNamingTheFile) {
   ASSERT_TRUE(WriteFileAtomic(path, R"({"tensors":[{"dtype":"FLOAT16"}]})").ok());
   EXPECT_TRUE(ReadTaskGraph(path).ok());
   EXPECT_EQ(ReadTaskGraph(dir.path() / "none.json").status().code(), Code::kNotFound);
+}
+
+// --- The fast scan of dep_gen's compact form against the generic reader -------------
+
+// What a graph holds, to compare two readings of one file.
+struct GraphDump {
+  std::vector<std::pair<uint64_t, uint64_t>> edges;
+  std::vector<std::tuple<uint64_t, int, int, int, int, bool>> tasks;
+  bool operator==(const GraphDump&) const = default;
+};
+
+GraphDump Dump(const TaskGraph& g, uint64_t max_id) {
+  GraphDump d;
+  for (const auto& e : g.Edges()) d.edges.push_back(e);
+  for (uint64_t id = 0; id <= max_id; ++id) {
+    if (const TaskInfo* t = g.FindTask(id)) {
+      d.tasks.emplace_back(id, t->kernel_ids[0], t->kernel_ids[1], t->kernel_ids[2], t->block_num,
+                           t->early_dispatch);
+    }
+  }
+  return d;
+}
+
+// Reads `text` as written (`*fast`: which reader read it) and with a leading
+// space (not dep_gen's form: the generic reader); both results must agree.
+GraphDump ReadBothWays(const TempDir& dir, const std::string& text, uint64_t max_id, bool* fast) {
+  const fs::path compact = dir.path() / "deps.json", spaced = dir.path() / "spaced_deps.json";
+  EXPECT_TRUE(WriteFileAtomic(compact, text).ok());
+  EXPECT_TRUE(WriteFileAtomic(spaced, " " + text).ok());
+  bool generic_fast = true;
+  auto a = ReadTaskGraph(compact, fast);
+  auto b = ReadTaskGraph(spaced, &generic_fast);
+  EXPECT_FALSE(generic_fast);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  if (!a.ok() || !b.ok()) return {};
+  GraphDump da = Dump(*a, max_id);
+  EXPECT_EQ(da, Dump(*b, max_id));
+  return da;
+}
+
+// dep_gen's form with `n` tasks (task i after i - 1 and i - 2) and every
+// annotation, `extra` spliced into each edge: over a MiB from n = 4000.
+std::string WriterLikeDeps(int n, const std::string& extra = "") {
+  std::string s = R"({"tasks":[)";
+  for (int i = 0; i < n; ++i) {
+    s += fmt::format(
+        R"({}{{"task_id":"{}","scope":"auto","early_dispatch":{},"kernel_ids":[{},-1,{}],)"
+        R"("block_num":{},"args":[{{"idx":0,"type":"INPUT","tensor_id":"{}","dtype":"FLOAT32",)"
+        R"("shape":[8,8],"start_offset":"0","strides":[8,1]}},{{"idx":1,"type":"OUTPUT"}}]}})",
+        i ? "," : "", i, i % 3 == 0 ? "true" : "false", i % 4 - 1, i % 5 - 1, 1 + i % 2,
+        1234567890123456789ull + static_cast<uint64_t>(i));
+  }
+  s +=
+      R"(],"tensors":[{"tensor_id":"911","buffer_addr":"30064771072","version":1,"dtype":"FLOAT16","buffer_numel":"8192"}],"edges":[)";
+  for (int i = 2; i < n; ++i) {
+    for (int back : {1, 2}) {
+      s += fmt::format(
+          R"({}{{"pred":"{}","succ":"{}","arg":0,"source":"tensormap","flags":["wait"],)"
+          R"("overlap":"covered","tensor_id":"18420461503755023245","consumer_dtype":"FLOAT32",)"
+          R"("consumer_shape":[8,8],"consumer_start_offset":"0","consumer_strides":[8,1]{}}})",
+          i == 2 && back == 1 ? "" : ",", i - back, i, extra);
+    }
+  }
+  return s + "]}\n";
+}
+
+TEST(DepsReaderFastScan, ReadsTheWritersFormLikeTheGenericReaderAcrossChunks) {
+  TempDir dir;
+  bool fast = false;
+  ASSERT_TRUE(ReadTaskGraph(WriteSample(dir), &fast).ok());
+  EXPECT_TRUE(fast);  // what DepGenRecorder::Export writes
+  // Entries straddle the 1 MiB chunks' ends.
+  GraphDump d = ReadBothWays(dir, WriterLikeDeps(6000), 6000, &fast);
+  EXPECT_TRUE(fast);
+  EXPECT_EQ(d.tasks.size(), 6000u);
+  EXPECT_EQ(d.edges.size(), 2u * 5998u);
+  // Keys in another order, unknown keys and values, empty containers,
+  // escapes and numbers of every form in what is skipped.
+  const std::string reordered =
+      R"({"meta":{"a":[1,-2.5e3,true,false,null,{}],"b":"x\"\\\u00e9\n"},"edges":[)"
+      R"({"x":[[],[{}]],"succ":"7","pred":5},{"succ":9,"tensor_id":"1","pred":"-1"}],)"
+      R"("tasks":[{"block_num":3,"kernel_ids":[2],"early_dispatch":true,"task_id":"7"},)"
+      R"({"kernel_ids":[],"early_dispatch":"no","task_id":9,"task_id":"5"}],"tensors":[]})";
+  d = ReadBothWays(dir, reordered, 20, &fast);
+  EXPECT_TRUE(fast);
+  EXPECT_EQ(d.tasks, (std::vector<std::tuple<uint64_t, int, int, int, int, bool>>{
+                         {5, -1, -1, -1, 1, false}, {7, 2, -1, -1, 3, true}}));
+}
+
+TEST(DepsReaderFastScan, OtherFormsFallBackToTheGenericReaderWithItsResult) {
+  TempDir dir;
+  bool fast = true;
+  // Deeper nesting than the scan takes (the generic reader's limit is 256).
+  std::string deep = std::string(40, '[') + std::string(40, ']');
+  ReadBothWays(dir, WriterLikeDeps(50, R"(,"deep":)" + deep), 50, &fast);
+  EXPECT_FALSE(fast);
+  // A string longer than a chunk (in both edges).
+  ReadBothWays(dir, WriterLikeDeps(3, R"(,"long":")" + std::string(3 << 20, 'x') + "\""), 3, &fast);
+  EXPECT_FALSE(fast);
+  // Ids and numbers the scan does not parse itself: 20 digits, a fraction, a '+'.
+  ReadBothWays(dir,
+               R"({"tasks":[{"task_id":18446744073709551615,"block_num":2.5}],)"
+               R"("edges":[{"pred":"+3","succ":"18446744073709551615"}]})",
+               0, &fast);
+  EXPECT_FALSE(fast);
+  // An escaped key.
+  ReadBothWays(dir, R"({"tasks":[{"task\u005fid":"3"}]})", 5, &fast);
+  EXPECT_FALSE(fast);
+}
+
+TEST(DepsReaderFastScan, MalformedFilesAreTheGenericReadersErrorsNamingTheFile) {
+  TempDir dir;
+  const fs::path path = dir.path() / "deps.json";
+  const std::string good = WriterLikeDeps(5000);  // over a chunk
+  std::vector<std::string> bad;
+  for (size_t cut :
+       {size_t{1}, size_t{20}, good.size() / 2, (size_t{1} << 20) + 3, good.size() - 3}) {
+    bad.push_back(good.substr(0, cut));  // truncated
+  }
+  bad.push_back(std::string(300, '[') + std::string(300, ']'));  // too deep
+  bad.push_back(R"({"edges":[{"pred":"1","succ":"2","x":)" + std::string(300, '[') +
+                std::string(300, ']') + "}]}");                               // too deep
+  bad.push_back(R"({"edges":[{"pred":"1","succ":"2","x":"unterminated}]})");  // no quote
+  bad.push_back(R"({"edges":[{"pred":"1","succ":"2","x":[1,]}]})");           // trailing comma
+  bad.push_back(R"({"edges":[{"pred":"1","succ":"2"},]})");
+  bad.push_back(R"({"edges":[{"succ":"2"}]})");                // no pred
+  bad.push_back(R"({"tasks":[{"task_id":"3"}],"edges":{}})");  // not an array
+  bad.push_back(R"({"tasks":[{"task_id":"3","x":"\q"}]})");    // bad escape
+  bad.push_back(R"({"tasks":[{"task_id":"3","x":tru}]})");
+  for (const std::string& text : bad) {
+    ASSERT_TRUE(WriteFileAtomic(path, text).ok());
+    bool fast = true;
+    auto g = ReadTaskGraph(path, &fast);
+    ASSERT_FALSE(g.ok()) << text.substr(0, 80);
+    EXPECT_FALSE(fast);
+    EXPECT_NE(g.status().message().find(path.string() + ": at byte"), std::string::npos)
+        << g.status().message();
+  }
 }
 
 }  // namespace
