@@ -18,12 +18,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <limits>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common/json.h"
@@ -50,28 +52,65 @@ struct Anchor {
 // shortest round-trip form, and is shorter than its exponent form). Whole
 // numbers (std::to_chars may choose "1e+06"), huge values and non-finite
 // ones take AppendDouble: the bytes are the same either way.
-inline void Num(std::string& b, double v) {
+// Writes the number at `p` (which has room for kNumChars) and returns its end.
+inline constexpr size_t kNumChars = 40;
+inline char* NumTo(char* p, double v) {
   const double ns = std::round(v * 1000.0);
   int64_t n = std::fabs(ns) < 1e15 ? static_cast<int64_t>(ns) : 0;
-  if (n % 1000 == 0) {  // whole, huge or not finite
-    AppendDouble(&b, ns / 1000.0);
-    return;
+  if (n % 1000 == 0) {  // whole, huge or not finite: as AppendDouble writes it
+    double whole = ns / 1000.0;
+    if (!std::isfinite(whole)) {
+      std::memcpy(p, "null", 4);
+      return p + 4;
+    }
+    if (whole == 0.0) whole = 0.0;  // no "-0"
+    return std::to_chars(p, p + kNumChars, whole).ptr;
   }
-  char buf[32];
-  char* p = buf;
   if (n < 0) {
     *p++ = '-';
     n = -n;
   }
-  p = std::to_chars(p, buf + sizeof(buf), n / 1000).ptr;
+  p = std::to_chars(p, p + 24, n / 1000).ptr;
   const int frac = static_cast<int>(n % 1000);  // 1..999
   *p++ = '.';
   *p++ = static_cast<char>('0' + frac / 100);
   *p++ = static_cast<char>('0' + frac / 10 % 10);
   *p++ = static_cast<char>('0' + frac % 10);
   while (p[-1] == '0') --p;
-  b.append(buf, static_cast<size_t>(p - buf));
+  return p;
 }
+
+inline void Num(std::string& b, double v) {
+  char buf[kNumChars];
+  b.append(buf, static_cast<size_t>(NumTo(buf, v) - buf));
+}
+
+// One event's text built in a fixed buffer and appended at once: the
+// per-piece appends (a memcpy call each) were most of what an event cost.
+// The caller bounds what it writes: kRoom bytes at most.
+class EventText {
+ public:
+  static constexpr size_t kRoom = 512;
+  EventText& Lit(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    return *this;
+  }
+  template <typename Integer>
+  EventText& Int(Integer v) {
+    p_ = std::to_chars(p_, p_ + 24, v).ptr;
+    return *this;
+  }
+  EventText& Num(double v) {
+    p_ = NumTo(p_, v);
+    return *this;
+  }
+  std::string_view view() const { return {buf_, static_cast<size_t>(p_ - buf_)}; }
+
+ private:
+  char buf_[kRoom];
+  char* p_ = buf_;
+};
 
 // What of a trace is written (dfx-view swimlane --window / --no-flows; the
 // run timeline adds --ranks / --dispatch itself).
