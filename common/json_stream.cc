@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace dfx {
 
@@ -241,6 +243,23 @@ bool JsonPullReader::ReadNumber(JsonNumber* out) {
   return true;
 }
 
+// The end of the run of bytes in [p, end) that are neither '"' nor '\\':
+// eight bytes at a time, then byte by byte.
+static const char* PlainRunEnd(const char* p, const char* end) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  const auto zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  for (; end - p >= 8; p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    // The lowest flagged byte is exact (a false flag only follows a true one).
+    const uint64_t hit = zero(v ^ (kOnes * '"')) | zero(v ^ (kOnes * '\\'));
+    if (hit != 0) return p + __builtin_ctzll(hit) / 8;
+  }
+  while (p != end && *p != '"' && *p != '\\') ++p;
+  return p;
+}
+
 bool JsonPullReader::ReadString(std::string* out) {
   if (!Expect('"')) return false;
   out->clear();
@@ -250,8 +269,7 @@ bool JsonPullReader::ReadString(std::string* out) {
     // through GetChar was the readers' hottest loop.
     const char* begin = buf_.data() + pos_;
     const char* end = buf_.data() + len_;
-    const char* p = begin;
-    while (p != end && *p != '"' && *p != '\\') ++p;
+    const char* p = PlainRunEnd(begin, end);
     out->append(begin, static_cast<size_t>(p - begin));
     pos_ += static_cast<size_t>(p - begin);
     if (p == end) {
