@@ -92,6 +92,30 @@ std::string DispatchConverter::BaseName(int func_id) const {
   return KernelName(names_, func_id);
 }
 
+// The numbers go through EventText, a few bounded pieces at a time (the
+// label and the task's display are of any length).
+void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
+                                            const std::string& label, int pid, int tid, double ts,
+                                            double dur, const std::string& task_display,
+                                            int func_id, int core_id) {
+  b.append(
+      EventText().Lit(R"({"ph":"X","cat":"event","id":)").Int(event_id).Lit(R"(,"name":)").view());
+  AppendJsonString(&b, label);
+  b.append(EventText()
+               .Lit(R"(,"pid":)")
+               .Int(pid)
+               .Lit(R"(,"tid":)")
+               .Int(tid)
+               .Lit(R"(,"ts":)")
+               .Num(ts)
+               .Lit(R"(,"dur":)")
+               .Num(dur)
+               .Lit(R"(,"args":{"event-hint":"Task:)")
+               .view());
+  b.append(task_display);
+  b.append(EventText().Lit(", FuncId:").Int(func_id).Lit(", CoreId:").Int(core_id).view());
+}
+
 std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {
   std::string base = BaseName(func_id);
   if (spmd && LowerCopy(base).find("spmd") == std::string::npos) base += "_spmd";

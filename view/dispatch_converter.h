@@ -100,6 +100,11 @@ class DispatchConverter {
   void EmitProcessMetadata();
 
   // --- Worker View (worker_view.cc) ------------------------------------------------
+  // The head both task-slice views share, up to the open "event-hint"
+  // ({"ph":"X",... "args":{"event-hint":"Task:..., CoreId:N).
+  static void AppendTaskSliceHead(std::string& b, uint64_t event_id, const std::string& label,
+                                  int pid, int tid, double ts, double dur,
+                                  const std::string& task_display, int func_id, int core_id);
   void EmitWorkerView();
   uint64_t WorkerEv(uint32_t row) const { return first_worker_ev_ + row; }
 

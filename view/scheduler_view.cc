@@ -65,24 +65,19 @@ void DispatchConverter::EmitSchedulerView() {
     uint64_t task_id = d_.TaskId(r);
     int func_id = FuncOf(r);
     std::string& b = trace_.Begin();
-    b.append(R"({"ph":"X","cat":"event","id":)");
-    b.append(std::to_string(id));
-    b.append(R"(,"name":)");
-    AppendJsonString(&b, Label(task_id, func_id, (r.flags & kSpmdFlag) != 0));
-    AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(3), tid);
-    Num(b, T(ts));
-    b.append(R"(,"dur":)");
-    Num(b, fin - ts);
-    AppendF(b,
-            FMT_COMPILE(
-                R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","dispatch-time-us":)"),
-            FormatTaskDisplay(task_id), func_id, r.core_id);
-    Num(b, ts);
-    b.append(R"(,"finish-time-us":)");
-    Num(b, fin);
-    b.append(R"(,"aicpu-duration-us":)");
-    Num(b, fin - ts);
-    AppendF(b, FMT_COMPILE(R"(,"taskId":{}}}}})"), task_id);
+    AppendTaskSliceHead(b, id, Label(task_id, func_id, (r.flags & kSpmdFlag) != 0), Pid(3), tid,
+                        T(ts), fin - ts, FormatTaskDisplay(task_id), func_id, r.core_id);
+    b.append(EventText()
+                 .Lit(R"(","dispatch-time-us":)")
+                 .Num(ts)
+                 .Lit(R"(,"finish-time-us":)")
+                 .Num(fin)
+                 .Lit(R"(,"aicpu-duration-us":)")
+                 .Num(fin - ts)
+                 .Lit(R"(,"taskId":)")
+                 .Int(task_id)
+                 .Lit("}}")
+                 .view());
     trace_.End();
     trace_.CountSlice();
     SeeEnd(fin);

@@ -23,30 +23,25 @@ void DispatchConverter::EmitWorkerView() {
       const TaskRow& r = d_.tasks[i];
       double ts = d_.ReceiveUs(r), end = d_.EndUs(r), start = d_.StartUs(r);
       uint64_t id = trace_.TakeEventId();
-      std::string& b = trace_.Begin();
-      b.append(R"({"ph":"X","cat":"event","id":)");
-      b.append(std::to_string(id));
-      b.append(R"(,"name":)");
       int func_id = FuncOf(r);
-      AppendJsonString(&b, Label(g.task_id, func_id, g.spmd));
-      AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(4), CoreTid(r.core_id));
-      Num(b, T(ts));
-      b.append(R"(,"dur":)");
-      Num(b, end - ts);
-      AppendF(
-          b,
-          FMT_COMPILE(R"(,"args":{{"event-hint":"Task:{}, FuncId:{}, CoreId:{}","fanout-hint":)"),
-          disp, func_id, r.core_id);
+      std::string& b = trace_.Begin();
+      AppendTaskSliceHead(b, id, Label(g.task_id, func_id, g.spmd), Pid(4), CoreTid(r.core_id),
+                          T(ts), end - ts, disp, func_id, r.core_id);
+      b.append(R"(","fanout-hint":)");
       AppendJsonString(&b, fanout);
       b.append(R"(,"fanin-hint":)");
       AppendJsonString(&b, fanin);
-      b.append(R"(,"duration-us":)");
-      Num(b, end - ts);
-      b.append(R"(,"kernel-duration-us":)");
-      Num(b, end - start);
-      b.append(R"(,"local_setup_us":)");
-      Num(b, start - ts);
-      AppendF(b, FMT_COMPILE(R"(,"taskId":{}}}}})"), g.task_id);
+      b.append(EventText()
+                   .Lit(R"(,"duration-us":)")
+                   .Num(end - ts)
+                   .Lit(R"(,"kernel-duration-us":)")
+                   .Num(end - start)
+                   .Lit(R"(,"local_setup_us":)")
+                   .Num(start - ts)
+                   .Lit(R"(,"taskId":)")
+                   .Int(g.task_id)
+                   .Lit("}}")
+                   .view());
       trace_.End();
       trace_.CountSlice();
       trace_.NoteTaskDuration(end - ts);
