@@ -189,41 +189,61 @@ Status DispatchConverter::EmitSchedPhases() {
     } else {
       id = trace_.TakeEventId();
     }
+    // EventText pieces: the phase names and colours are short constants.
+    const std::string_view name = PhaseName(p.kind);
     std::string& b = trace_.Begin();
-    b.append(R"({"ph":"X","cat":"scheduler","id":)");
-    b.append(std::to_string(id));
-    AppendF(b, FMT_COMPILE(R"J(,"cname":"{}","name":"{}({})","pid":{},"tid":{},"ts":)J"),
-            PhaseColor(p.kind), PhaseName(p.kind), p.tasks_processed, Pid(2), tid);
-    Num(b, T(ts));
-    b.append(R"(,"dur":)");
-    Num(b, end - ts);
-    fmt::format_to(
-        std::back_inserter(b),
-        R"(,"args":{{"phase":"{}","loop_iter":{},"tasks_processed":{},)"
-        R"J("shared_at_start (aic,aiv,mix)":[{},{},{}],"shared_at_end (aic,aiv,mix)":[{},{},{}])J",
-        PhaseName(p.kind), p.loop_iter, p.tasks_processed, p.shared_at_start[0],
-        p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0], p.shared_at_end[1],
-        p.shared_at_end[2]);
+    b.append(EventText()
+                 .Lit(R"({"ph":"X","cat":"scheduler","id":)")
+                 .Int(id)
+                 .Lit(R"(,"cname":")")
+                 .Lit(PhaseColor(p.kind))
+                 .Lit(R"(","name":")")
+                 .Lit(name)
+                 .Lit("(")
+                 .Int(p.tasks_processed)
+                 .Lit(")\",\"pid\":")
+                 .Int(Pid(2))
+                 .Lit(R"(,"tid":)")
+                 .Int(tid)
+                 .Lit(R"(,"ts":)")
+                 .Num(T(ts))
+                 .Lit(R"(,"dur":)")
+                 .Num(end - ts)
+                 .view());
+    EventText args;
+    args.Lit(R"(,"args":{"phase":")").Lit(name).Lit(R"(","loop_iter":)").Int(p.loop_iter);
+    args.Lit(R"(,"tasks_processed":)").Int(p.tasks_processed);
+    args.Lit(R"J(,"shared_at_start (aic,aiv,mix)":[)J").Int(p.shared_at_start[0]).Lit(",");
+    args.Int(p.shared_at_start[1]).Lit(",").Int(p.shared_at_start[2]);
+    args.Lit(R"J(],"shared_at_end (aic,aiv,mix)":[)J").Int(p.shared_at_end[0]).Lit(",");
+    args.Int(p.shared_at_end[1]).Lit(",").Int(p.shared_at_end[2]).Lit("]");
     if (p.kind == PhaseKind::kComplete) {
-      AppendF(b, FMT_COMPILE(R"(,"finishes_processed":{},"finish_rows_attributed":{})"),
-              p.tasks_processed, attributed);
+      args.Lit(R"(,"finishes_processed":)").Int(p.tasks_processed);
+      args.Lit(R"(,"finish_rows_attributed":)").Int(attributed);
     }
     if (p.kind == PhaseKind::kDispatch) {
-      AppendF(b, FMT_COMPILE(R"(,"pop_hit":{},"pop_miss":{})"), p.pop_hit, p.pop_miss);
+      args.Lit(R"(,"pop_hit":)").Int(p.pop_hit).Lit(R"(,"pop_miss":)").Int(p.pop_miss);
     }
-    b.append("}}");
+    args.Lit("}}");
+    b.append(args.view());
     trace_.End();
     trace_.CountSlice();
     SeeEnd(end);
     if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
       std::string& c = trace_.Begin();
-      fmt::format_to(
-          std::back_inserter(c),
-          R"({{"ph":"C","cat":"queue","name":"shared_ready_queue","pid":{},"tid":3999,"ts":)",
-          Pid(2));
-      Num(c, T(end));
-      AppendF(c, FMT_COMPILE(R"(,"args":{{"AIC":{},"AIV":{},"MIX":{}}}}})"), p.shared_at_end[0],
-              p.shared_at_end[1], p.shared_at_end[2]);
+      c.append(EventText()
+                   .Lit(R"({"ph":"C","cat":"queue","name":"shared_ready_queue","pid":)")
+                   .Int(Pid(2))
+                   .Lit(R"(,"tid":3999,"ts":)")
+                   .Num(T(end))
+                   .Lit(R"(,"args":{"AIC":)")
+                   .Int(p.shared_at_end[0])
+                   .Lit(R"(,"AIV":)")
+                   .Int(p.shared_at_end[1])
+                   .Lit(R"(,"MIX":)")
+                   .Int(p.shared_at_end[2])
+                   .Lit("}}")
+                   .view());
       trace_.End();
     }
   });

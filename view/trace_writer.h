@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -92,6 +93,7 @@ class EventText {
  public:
   static constexpr size_t kRoom = 512;
   EventText& Lit(std::string_view s) {
+    assert(s.size() <= kRoom - static_cast<size_t>(p_ - buf_));
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
     return *this;
