@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -27,6 +26,7 @@
 #include "rank_agent/launch_guard.h"
 #include "rank_agent/program_cache.h"
 #include "rank_agent/run_dispatch.h"
+#include "rank_agent/spool_sum.h"
 
 namespace dfx::rank_agent {
 
@@ -69,33 +69,6 @@ Result<size_t> ReadAt(int fd, char* dst, size_t size, uint64_t offset) {
     done += static_cast<size_t>(n);
   }
   return done;
-}
-
-// Hash once, at write: a spooled artifact's checksum is computed when its
-// dispatch ends and kept beside it, at <dispatch dir>/.xxh64/<rel> ("xxh64:"
-// and 16 hex digits; written atomically; hidden, so no listing of artifacts
-// sees it). Streams send it without hashing again, and the coordinator,
-// which hashes what it receives, thereby also catches a spool copy that
-// changed at rest (e.g. before a recovery gather).
-fs::path SumPath(const fs::path& dispatch_dir, const std::string& rel) {
-  return dispatch_dir / ".xxh64" / rel;
-}
-
-Status WriteSum(const fs::path& dispatch_dir, const std::string& rel) {
-  DFX_ASSIGN_OR_RETURN(uint64_t sum, ChecksumFile(dispatch_dir / rel));
-  return WriteFileAtomic(SumPath(dispatch_dir, rel), "xxh64:" + Hex64(sum) + "\n");
-}
-
-// The kept checksum, or nothing (none kept, or not readable as one).
-std::optional<uint64_t> ReadSum(const fs::path& dispatch_dir, const std::string& rel) {
-  std::ifstream in(SumPath(dispatch_dir, rel), std::ios::binary);
-  char buf[32] = {};
-  in.read(buf, sizeof(buf) - 1);
-  const std::string text(buf, static_cast<size_t>(in.gcount()));
-  if (text.size() != 23 || text.rfind("xxh64:", 0) != 0 || text.back() != '\n') return {};
-  const std::string hex = text.substr(6, 16);
-  if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) return {};
-  return std::stoull(hex, nullptr, 16);
 }
 
 std::string Truncate(std::string s, size_t limit) {

@@ -7,12 +7,14 @@
 //  * two baselines, measured in the same run: N sender PROCESSES (this
 //    binary, --raw-sender: one ZeroMQ context each, like the agents) with
 //    one DEALER each blasting the same number of bytes in 1 MiB frames (the
-//    gather's chunk size) to one ROUTER in this process over the same
-//    loopback TCP transport; the receiver either discards the frames ("raw
+//    gather's chunk size) to one ROUTER in this process over the transport
+//    the gather's agents use (ipc://, the local bulk path; --raw-transport
+//    tcp: loopback TCP); the receiver either discards the frames ("raw
 //    zmq") or hands them to a writer thread that write(2)s each one to a
-//    file per sender in the directory the gather writes to ("raw+disk"). Both are timed from
-//    spawning the sender processes until every byte arrived (and, for raw+disk, is written), as the
-//    gather is timed from spawning the coordinator until it exits;
+//    file per sender in the directory the gather writes to ("raw+disk").
+//    Both are timed from spawning the sender processes until every byte
+//    arrived (and, for raw+disk, is written), as the gather is timed from
+//    spawning the coordinator until it exits;
 //  * a third baseline, "raw+curve": the raw senders and ROUTER speaking
 //    CURVE, as the gather's launched agents and coordinator must (design.md
 //    §7: CURVE on loopback for launched agents too), discarding the frames:
@@ -21,15 +23,31 @@
 //    grow with artifact size.
 //
 // The gather writes every byte to disk (page cache, no fsync) under --dir,
-// so "ratio" (vs raw zmq) charges it for the disk writes and "ratio disk"
-// (vs raw+disk) does not.
+// so "vs raw" (raw zmq, whose receiver writes nothing) charges it for the
+// coordinator's disk writes and "vs raw+disk" (whose receiver writes every
+// frame into the same directory) does not: like with like.
+//
+// The spools are made the way a live agent leaves them: each artifact with
+// its checksum kept at write (<dispatch dir>/.xxh64/<rel>,
+// rank_agent/spool_sum.h), so the recovery agents send without hashing, as
+// they do after a real run.
+//
+// The machine this runs on is shared and its load moves the figures by 2x
+// from one run to the next; so every case is measured --reps times,
+// interleaved (raw, gather, raw+disk, ... in one repetition, the reverse
+// order in the next), and each ratio is taken within one repetition (a
+// paired ratio) before its median and minimum over the repetitions are
+// printed. Each repetition is one line ("rep N"); the last line per size is
+// the summary (medians of MB/s, median and min of the ratios).
 //
 // The gather's recovery agents run on the coordinator's host, so by default
 // they stream over the local bulk path (ipc://, no CURVE; README "Security");
-// the last column, "gather curve", is the same gather with
-// DFX_BULK_TRANSPORT=curve (everything over CURVE, as before that path existed).
+// "gather curve" is the same gather with DFX_BULK_TRANSPORT=curve
+// (everything over CURVE, as before that path existed), and "raw+curve" the
+// raw senders and ROUTER speaking CURVE; --no-curve leaves both out.
 //
-// usage: gather_bench [--agents N] [--sizes MiB,MiB,...] [--dir DIR] [--bin-dir DIR]
+// usage: gather_bench [--agents N] [--sizes MiB,MiB,...] [--reps R] [--dir DIR]
+//                     [--bin-dir DIR] [--raw-transport ipc|tcp] [--no-curve]
 // --bin-dir: where dfx-coordinator and dfx-rank-agent are (default: this
 // build's bin/), e.g. a copy of an earlier build's, for a paired comparison.
 #include <fcntl.h>
@@ -40,6 +58,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -48,16 +67,19 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/file_util.h"
 #include "common/json.h"
 #include "protocol/channel.h"
 #include "protocol/curve.h"
+#include "rank_agent/spool_sum.h"
 
 extern char** environ;
 
@@ -72,6 +94,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 std::string self_path;                                // this binary, for the sender processes
 fs::path bin_dir = fs::path(DFX_BINARY_DIR) / "bin";  // the coordinator and agent gathered with
+bool raw_over_ipc = true;  // --raw-transport: the raw baselines' transport
 
 // --raw-sender ENDPOINT ID BYTES: one DEALER sends BYTES in 1 MiB frames.
 // With DFX_BENCH_CURVE="server-public client-public client-secret" in its
@@ -105,6 +128,23 @@ int RawSender(const std::string& endpoint, const std::string& id, uint64_t bytes
   return 0;
 }
 
+// CPU seconds (user + system) used so far by this process (its threads:
+// the raw receivers) and by its waited-for descendants (the raw senders; the
+// coordinator and, as it waits for them, its agents).
+double CpuSeconds(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+double CpuSelfAndChildren() { return CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN); }
+
+// One case's throughput and the CPU it took (every process of it: on a
+// loaded machine the CPU per byte moves much less than the wall does).
+struct Measured {
+  double mb_per_s = 0;
+  double cpu_s = 0;
+};
+
 // `extra_env` ("NAME=value"; may be empty) is added to this process's environment.
 pid_t Spawn(std::vector<std::string> argv, std::string extra_env = {}) {
   std::vector<char*> cargv;
@@ -124,22 +164,39 @@ pid_t Spawn(std::vector<std::string> argv, std::string extra_env = {}) {
 // `write_dir`, every frame is written to <write_dir>/raw-<sender>.bin; with
 // `curve`, the senders and the ROUTER speak CURVE (as the gather's agents
 // and coordinator must: design.md §7), with keys made for this run.
-double RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_dir,
-                        bool curve = false) {
+Measured RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_dir,
+                          bool curve = false) {
   dfx::protocol::Context context;
   dfx::protocol::SocketOptions options;
   std::string sender_env;
   if (curve) {
     auto server = dfx::protocol::GenerateCurveKeyPair();
     auto client = dfx::protocol::GenerateCurveKeyPair();
-    if (!server.ok() || !client.ok()) return 0;
+    if (!server.ok() || !client.ok()) return {};
     options.curve_server = dfx::protocol::CurveServer{*server, {client->public_key}};
     sender_env = fmt::format("DFX_BENCH_CURVE={} {} {}", server->public_key, client->public_key,
                              client->secret_key);
   }
-  auto router = dfx::protocol::RouterChannel::Bind(context, "tcp://127.0.0.1:0", options);
-  if (!router.ok()) return 0;
+  // The gather's own transport: ipc:// (the local bulk path), or loopback TCP.
+  std::string endpoint = "tcp://127.0.0.1:0";
+  std::string ipc_dir;
+  if (raw_over_ipc) {
+    char tmpl[] = "/tmp/gather-bench-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return {};
+    ipc_dir = tmpl;
+    endpoint = "ipc://" + ipc_dir + "/raw";
+  }
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } remove_ipc_dir{ipc_dir};
+  auto router = dfx::protocol::RouterChannel::Bind(context, endpoint, options);
+  if (!router.ok()) return {};
   std::map<std::string, int> files;
+  const double cpu_start = CpuSelfAndChildren();
   const auto start = Clock::now();
   std::vector<pid_t> senders;
   for (int a = 0; a < agents; ++a) {
@@ -203,13 +260,13 @@ double RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_d
   }
   for (auto& [id, fd] : files) ::close(fd);
   const double secs = Seconds(start, Clock::now());
-  if (write_failed) return 0;
+  if (write_failed) return {};
   for (pid_t pid : senders) {
     int status = 0;
     if (pid > 0) waitpid(pid, &status, 0);
   }
   for (auto& [id, fd] : files) fs::remove(write_dir / (id + ".bin"));
-  return received / secs / 1e6;
+  return Measured{received / secs / 1e6, CpuSelfAndChildren() - cpu_start};
 }
 
 void FillSpoolFile(const fs::path& path, uint64_t bytes, uint64_t seed) {
@@ -231,6 +288,7 @@ void FillSpoolFile(const fs::path& path, uint64_t bytes, uint64_t seed) {
 
 struct GatherResult {
   double mb_per_s = 0;
+  double cpu_s = 0;  // the coordinator's and its agents'
   double peak_rss_mib = 0;
   bool ok = false;
 };
@@ -243,8 +301,14 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each,
   const uint64_t session = 0x5eed000000000000ull | bytes_each;
   const fs::path spool = work / ".dfx_spool";
   for (int r = 0; r < agents; ++r) {
-    FillSpoolFile(spool / dfx::Hex64(session) / fmt::format("rank{}/d0/args_dump/args.bin", r),
-                  bytes_each, static_cast<uint64_t>(r + 1));
+    // As a live agent leaves it: the artifact, and its checksum kept at write.
+    const fs::path dispatch_dir = spool / dfx::Hex64(session) / fmt::format("rank{}/d0", r);
+    const std::string rel = "args_dump/args.bin";
+    FillSpoolFile(dispatch_dir / rel, bytes_each, static_cast<uint64_t>(r + 1));
+    if (dfx::Status s = dfx::rank_agent::WriteSum(dispatch_dir, rel); !s.ok()) {
+      std::fprintf(stderr, "gather_bench: %s\n", s.message().c_str());
+      return result;
+    }
   }
   ::sync();  // the generated spool's writeback must not overlap the timed gather
   dfx::Json record;
@@ -259,6 +323,7 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each,
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   pid_t pid = -1;
+  const double cpu_start = CpuSeconds(RUSAGE_CHILDREN);
   const auto start = Clock::now();
   // Its stdout lists every recovered file: keep the table readable.
   posix_spawn_file_actions_t actions;
@@ -297,10 +362,25 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each,
     result.ok &= !ec && size == bytes_each;
   }
   result.mb_per_s = bytes_each * agents / secs / 1e6;
+  result.cpu_s = CpuSeconds(RUSAGE_CHILDREN) - cpu_start;
   result.peak_rss_mib = hwm_kb / 1024.0;
   fs::remove_all(work);
   return result;
 }
+
+// The median of `v` (the mean of the middle two for an even count); 0 if empty.
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Min(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
+}
+
+double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 }  // namespace
 
@@ -315,53 +395,119 @@ int main(int argc, char** argv) {
     return RawSender(argv[2], argv[3], std::stoull(argv[4]));
   }
   int agents = 4;
+  int reps = 3;
+  bool curve = true;
   std::vector<uint64_t> sizes_mib = {64, 256};
   fs::path dir = fs::temp_directory_path() / fmt::format("gather_bench_{}", ::getpid());
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
+  const char* usage =
+      "usage: gather_bench [--agents N] [--sizes MiB,...] [--reps R] [--dir DIR] "
+      "[--bin-dir DIR] [--raw-transport ipc|tcp] [--no-curve]\n";
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--no-curve") {
+      curve = false;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "gather_bench: %s needs a value\n%s", flag.c_str(), usage);
+      return 2;
+    }
+    const std::string value = argv[++i];
     if (flag == "--agents") {
-      agents = std::atoi(argv[i + 1]);
+      agents = std::atoi(value.c_str());
+    } else if (flag == "--reps") {
+      reps = std::atoi(value.c_str());
     } else if (flag == "--sizes") {
       sizes_mib.clear();
-      std::string list = argv[i + 1];
       size_t start = 0;
-      while (start < list.size()) {
-        size_t comma = list.find(',', start);
-        if (comma == std::string::npos) comma = list.size();
-        sizes_mib.push_back(std::stoull(list.substr(start, comma - start)));
+      while (start < value.size()) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        sizes_mib.push_back(std::stoull(value.substr(start, comma - start)));
         start = comma + 1;
       }
     } else if (flag == "--dir") {
-      dir = argv[i + 1];
+      dir = value;
     } else if (flag == "--bin-dir") {
-      bin_dir = argv[i + 1];
+      bin_dir = value;
+    } else if (flag == "--raw-transport" && (value == "ipc" || value == "tcp")) {
+      raw_over_ipc = value == "ipc";
     } else {
-      std::fprintf(stderr,
-                   "usage: gather_bench [--agents N] [--sizes MiB,...] [--dir DIR] "
-                   "[--bin-dir DIR]\n");
+      std::fprintf(stderr, "gather_bench: unknown flag %s\n%s", flag.c_str(), usage);
       return 2;
     }
   }
+  if (agents < 1 || agents > 256 || reps < 1 || reps > 100 || sizes_mib.empty()) {
+    std::fprintf(stderr, "gather_bench: --agents 1..256, --reps 1..100, --sizes non-empty\n%s",
+                 usage);
+    return 2;
+  }
   fs::create_directories(dir);
-  std::printf("%-7s %-10s %13s %14s %12s %7s %11s %14s %15s %12s %18s\n", "agents", "MiB/agent",
-              "raw zmq MB/s", "raw+disk MB/s", "gather MB/s", "ratio", "ratio disk",
-              "coord RSS MiB", "raw+curve MB/s", "ratio curve", "gather curve MB/s");
+  std::printf(
+      "# %d repetition(s) per size, cases interleaved; ratios are paired (within a "
+      "repetition), then median [min]; raw baselines over %s\n",
+      reps, raw_over_ipc ? "ipc:// (the local bulk path's transport)" : "loopback TCP");
+  std::printf("%-7s %-9s %8s %8s %8s %12s %12s %12s %12s %7s %9s %8s %12s\n", "agents", "MiB/agent",
+              "raw MB/s", "raw+disk", "gather", "vs raw", "vs raw+disk", "cpu vs raw",
+              "cpu vs disk", "RSS MiB", "raw+curve", "g. curve", "ipc/curve");
   bool all_ok = true;
+  auto cell = [](const std::vector<double>& v) {
+    return v.empty() ? std::string("-") : fmt::format("{:.2f} [{:.2f}]", Median(v), Min(v));
+  };
   for (uint64_t mib : sizes_mib) {
     const uint64_t bytes = mib << 20;
-    const double raw = RawZmqThroughput(agents, bytes, {});
-    const double raw_disk = RawZmqThroughput(agents, bytes, dir);
-    const double raw_curve = RawZmqThroughput(agents, bytes, {}, /*curve=*/true);
-    const GatherResult g = RunGather(dir, agents, bytes);
-    const GatherResult gc = RunGather(dir, agents, bytes, /*force_curve=*/true);
-    all_ok &= g.ok && gc.ok;
-    std::printf(
-        "%-7d %-10llu %13.0f %14.0f %12.0f %6.0f%% %10.0f%% %14.1f %15.0f %11.0f%% %18.0f%s\n",
-        agents, static_cast<unsigned long long>(mib), raw, raw_disk, g.mb_per_s,
-        raw > 0 ? 100.0 * g.mb_per_s / raw : 0.0,
-        raw_disk > 0 ? 100.0 * g.mb_per_s / raw_disk : 0.0, g.peak_rss_mib, raw_curve,
-        raw_curve > 0 ? 100.0 * g.mb_per_s / raw_curve : 0.0, gc.mb_per_s,
-        g.ok && gc.ok ? "" : "  (GATHER FAILED)");
+    std::vector<double> raw, raw_disk, raw_curve, gather, gather_curve, rss;
+    std::vector<double> vs_raw, vs_disk, vs_curve, cpu_raw, cpu_disk;
+    for (int rep = 0; rep < reps; ++rep) {
+      Measured r, rd, rc;
+      GatherResult g;
+      GatherResult gc;
+      // One repetition: every case once, in this order or (odd repetitions) the reverse.
+      std::vector<std::function<void()>> cases = {
+          [&] { r = RawZmqThroughput(agents, bytes, {}); },
+          [&] { g = RunGather(dir, agents, bytes); },
+          [&] { rd = RawZmqThroughput(agents, bytes, dir); },
+      };
+      if (curve) {
+        cases.push_back([&] { gc = RunGather(dir, agents, bytes, /*force_curve=*/true); });
+        cases.push_back([&] { rc = RawZmqThroughput(agents, bytes, {}, /*curve=*/true); });
+      }
+      if (rep % 2 == 1) std::reverse(cases.begin(), cases.end());
+      for (auto& run : cases) run();
+      const bool ok = g.ok && (!curve || gc.ok);
+      all_ok &= ok;
+      raw.push_back(r.mb_per_s);
+      raw_disk.push_back(rd.mb_per_s);
+      gather.push_back(g.mb_per_s);
+      rss.push_back(g.peak_rss_mib);
+      vs_raw.push_back(Ratio(g.mb_per_s, r.mb_per_s));
+      vs_disk.push_back(Ratio(g.mb_per_s, rd.mb_per_s));
+      // CPU: the baseline's seconds over the gather's (higher is better, like the others).
+      cpu_raw.push_back(Ratio(r.cpu_s, g.cpu_s));
+      cpu_disk.push_back(Ratio(rd.cpu_s, g.cpu_s));
+      if (curve) {
+        raw_curve.push_back(rc.mb_per_s);
+        gather_curve.push_back(gc.mb_per_s);
+        vs_curve.push_back(Ratio(g.mb_per_s, gc.mb_per_s));
+      }
+      std::printf(
+          "rep %-3d %-9llu %8.0f %8.0f %8.0f %12.2f %12.2f %12.2f %12.2f %7.1f %9.0f %8.0f "
+          "%12.2f%s\n",
+          rep + 1, static_cast<unsigned long long>(mib), r.mb_per_s, rd.mb_per_s, g.mb_per_s,
+          vs_raw.back(), vs_disk.back(), cpu_raw.back(), cpu_disk.back(), g.peak_rss_mib,
+          rc.mb_per_s, gc.mb_per_s, Ratio(g.mb_per_s, gc.mb_per_s), ok ? "" : "  (GATHER FAILED)");
+      std::printf(
+          "#   CPU s: raw %.2f, raw+disk %.2f, gather %.2f%s\n", r.cpu_s, rd.cpu_s, g.cpu_s,
+          curve ? fmt::format(", raw+curve {:.2f}, gather curve {:.2f}", rc.cpu_s, gc.cpu_s).c_str()
+                : "");
+      std::fflush(stdout);
+    }
+    std::printf("%-7d %-9llu %8.0f %8.0f %8.0f %12s %12s %12s %12s %7.1f %9.0f %8.0f %12s%s\n",
+                agents, static_cast<unsigned long long>(mib), Median(raw), Median(raw_disk),
+                Median(gather), cell(vs_raw).c_str(), cell(vs_disk).c_str(), cell(cpu_raw).c_str(),
+                cell(cpu_disk).c_str(), *std::max_element(rss.begin(), rss.end()),
+                Median(raw_curve), Median(gather_curve), cell(vs_curve).c_str(),
+                all_ok ? "" : "  (GATHER FAILED)");
     std::fflush(stdout);
   }
   fs::remove_all(dir);
