@@ -241,7 +241,8 @@ class SocketMonitor {
       : pair_(context, zmq::socket_type::pair) {
     const std::string address = fmt::format("inproc://dfx-monitor-{}", ++g_next_id);
     const int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
+                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED |
+                       ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
     if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) {
       throw zmq::error_t();
     }
@@ -264,6 +265,10 @@ class SocketMonitor {
         // Bounded: an owner that never asks keeps only the latest closes.
         if (disconnects_.size() >= 4096) disconnects_.erase(disconnects_.begin());
         disconnects_.push_back(static_cast<int>(value));
+        continue;
+      }
+      if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        ++handshakes_;
         continue;
       }
       ++refusals_.count;
@@ -292,11 +297,16 @@ class SocketMonitor {
     Drain();
     return std::exchange(disconnects_, {});
   }
+  uint64_t Handshakes() {
+    Drain();
+    return handshakes_;
+  }
 
  private:
   zmq::socket_t pair_;
   HandshakeRefusals refusals_;
   std::vector<int> disconnects_;
+  uint64_t handshakes_ = 0;  // completed handshakes, ever
 };
 
 // A zmq message over `bytes`. Large payloads (artifact chunks) are handed
@@ -588,6 +598,8 @@ Result<Polled> DealerChannel::Receive(int timeout_ms, int wake_fd) {
 }
 
 HandshakeRefusals DealerChannel::TakeRefusals() { return impl_->monitor->Take(); }
+
+bool DealerChannel::Handshaken() { return impl_->monitor->Handshakes() > 0; }
 
 std::string AgentIdentity(int32_t first_rank, uint32_t nonce) {
   return fmt::format("rank-{}.{:08x}", first_rank, nonce);

@@ -207,6 +207,10 @@ class DealerChannel {
   // Handshakes with the server that failed since the last call (a server
   // that does not admit this key, or that is not the one pinned).
   HandshakeRefusals TakeRefusals();
+  // Whether a handshake with the server has completed (the server admitted
+  // this socket: messages sent now are delivered). Drains the events, so
+  // call TakeRefusals first to keep the refusals among them.
+  bool Handshaken();
 
  private:
   struct Impl;

@@ -162,6 +162,13 @@ struct RankAgent::Impl {
   // GatherDone that follow them) go there, in order; the rest stays on channel_.
   protocol::DealerChannel bulk_;
   bool bulk_on_ = false;
+  // Offer taken, handshake not yet completed: the send queue waits (at most
+  // kBulkHandshakeNs), so no stream is split between two sockets and nothing
+  // is handed to a socket the coordinator may refuse (e.g. its pid check).
+  bool bulk_pending_ = false;
+  bool bulk_failed_ = false;  // refused once: this session stays on CURVE
+  uint64_t bulk_offered_ns_ = 0;
+  std::string bulk_endpoint_;
   std::string identity_;
 
   std::vector<std::unique_ptr<ChipWorker>> workers_;
@@ -456,6 +463,7 @@ struct RankAgent::Impl {
   // (credits, acks, heartbeats) is never starved. Returns true if more is
   // ready to send right away.
   bool PumpSends() {
+    if (bulk_pending_) return false;  // CheckBulk decides where the queue goes
     int budget = 16;
     while (!send_queue_.empty() && budget-- > 0) {
       SendItem& item = send_queue_.front();
@@ -662,6 +670,8 @@ struct RankAgent::Impl {
     credits_ = 0;
     bulk_ = protocol::DealerChannel();
     bulk_on_ = false;
+    bulk_pending_ = false;
+    bulk_failed_ = false;
     attached_ = false;
     ready_sent_ = false;
     gather_requested_ = false;
@@ -746,7 +756,7 @@ struct RankAgent::Impl {
   // sockets) and only when the socket is where the offer says: in a
   // directory of this uid that nobody else may enter, on this host.
   void AcceptBulk(const protocol::Credit& offer) {
-    if (bulk_on_) return;
+    if (bulk_on_ || bulk_pending_ || bulk_failed_) return;
     if (!send_queue_.empty()) {
       if (auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&send_queue_.front());
           t && (*t)->begun) {
@@ -771,15 +781,50 @@ struct RankAgent::Impl {
       return;
     }
     protocol::SocketOptions o = AgentSocketOptions(std::nullopt);
-    o.plain_client = std::make_pair(identity_, offer.bulk_token);
+    std::string token = offer.bulk_token;
+    if (options_.faults.wrong_bulk_token) {
+      for (char& c : token) c = c == 'x' ? 'y' : 'x';  // the coordinator's ZAP handler refuses it
+    }
+    o.plain_client = std::make_pair(identity_, token);
     auto bulk = protocol::DealerChannel::Connect(context_, offer.bulk_endpoint, identity_, o);
     if (!bulk.ok()) {
       DFX_LOG_WARN("{}; artifacts go over CURVE", bulk.status().message());
       return;
     }
     bulk_ = std::move(*bulk);
-    bulk_on_ = true;
-    DFX_LOG_INFO("artifact streams go over the local bulk path {}", offer.bulk_endpoint);
+    bulk_pending_ = true;
+    bulk_offered_ns_ = Now();
+    bulk_endpoint_ = offer.bulk_endpoint;
+  }
+
+  // How long the send queue waits for the bulk path's handshake (local: it
+  // takes about a millisecond) before it goes over CURVE instead.
+  static constexpr uint64_t kBulkHandshakeNs = 2000000000;
+
+  // The bulk path's handshake: once it completed, the send queue goes
+  // there; if the coordinator refused it (its ZAP handler checks uid, token
+  // and pid) or it did not complete in time, the socket is closed and
+  // everything stays on CURVE: nothing was sent on it yet.
+  void CheckBulk(uint64_t now) {
+    if (!bulk_pending_) return;
+    protocol::HandshakeRefusals refused = bulk_.TakeRefusals();
+    std::string why;
+    if (refused.count > 0) {
+      why = "refused this agent: " + refused.last;
+    } else if (bulk_.Handshaken()) {
+      bulk_pending_ = false;
+      bulk_on_ = true;
+      DFX_LOG_INFO("artifact streams go over the local bulk path {}", bulk_endpoint_);
+      return;
+    } else if (now - bulk_offered_ns_ > kBulkHandshakeNs) {
+      why = fmt::format("did not complete its handshake within {} s", kBulkHandshakeNs / 1e9);
+    } else {
+      return;
+    }
+    DFX_LOG_WARN("the local bulk path {} {}; artifacts go over CURVE instead", bulk_endpoint_, why);
+    bulk_ = protocol::DealerChannel();
+    bulk_pending_ = false;
+    bulk_failed_ = true;
   }
 
   // Failed CURVE handshakes (a coordinator that does not admit this key,
@@ -992,8 +1037,12 @@ struct RankAgent::Impl {
       }
       HandleCompletions();
       if (attached_ && options_.mode != AgentMode::kRecover) SendProgress();
+      CheckBulk(now);
       bool more = attached_ && PumpSends();
-      const int timeout_ms = more ? 0 : std::max(1, std::min(options_.heartbeat_interval_ms, 50));
+      // While the bulk path's handshake is pending, look again soon.
+      const int timeout_ms =
+          more ? 0
+               : (bulk_pending_ ? 1 : std::max(1, std::min(options_.heartbeat_interval_ms, 50)));
       auto polled = channel_.Receive(timeout_ms, wake_.read_fd());
       if (!polled.ok()) {
         result = polled.status();

@@ -1,7 +1,7 @@
 // Faults a test can inject into the agent (the best-effort paths of the DFX
 // pass protocol, design.md §5, §9). Production code only reads this struct;
 // only main() fills it (from DFX_FAULT_GRAPH_PASS=1 and
-// DFX_FAULT_FORGET_PROGRAMS=1 in the environment, so
+// DFX_FAULT_FORGET_PROGRAMS=1 and DFX_FAULT_WRONG_BULK_TOKEN=1 in the environment, so
 // that a test can set it on a coordinator and reach every agent it starts).
 // Plain value type; everything off by default.
 #pragma once
@@ -18,6 +18,9 @@ struct FaultInjection {
   // entries): every dispatch sent by hash is answered program_unknown and
   // comes again with its program.
   bool forget_programs = false;
+  // The agent presents a wrong token on the local bulk path, so the
+  // coordinator refuses its handshake there (as it would another pid's).
+  bool wrong_bulk_token = false;
   bool operator==(const FaultInjection&) const = default;
 };
 

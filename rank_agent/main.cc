@@ -47,7 +47,8 @@ int Fail(const std::string& message, int code = 2) {
 
 // The test hooks, read here and nowhere else: DFX_FAULT_GRAPH_PASS=1 makes
 // every graph pass fail before it runs, DFX_FAULT_FORGET_PROGRAMS=1 makes
-// the agent keep no program between dispatches (a coordinator passes its
+// the agent keep no program between dispatches, DFX_FAULT_WRONG_BULK_TOKEN=1
+// makes it present a wrong token on the local bulk path (a coordinator passes its
 // environment to the agents it starts, so a test sets it there).
 dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   dfx::rank_agent::FaultInjection faults;
@@ -59,6 +60,8 @@ dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   }
   const char* forget = std::getenv("DFX_FAULT_FORGET_PROGRAMS");
   faults.forget_programs = forget != nullptr && std::string(forget) == "1";
+  const char* token = std::getenv("DFX_FAULT_WRONG_BULK_TOKEN");
+  faults.wrong_bulk_token = token != nullptr && std::string(token) == "1";
   return faults;
 }
 

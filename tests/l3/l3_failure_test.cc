@@ -581,6 +581,31 @@ TEST(L3FailureTest, GatherOverCurveWhenAskedTo) {
 // Serve agents on hosts whose spool the coordinator cannot read: after a
 // coordinator crash, `gather --attach --bind` sends them a GatherRequest and
 // they stream what their spool still holds; they keep serving afterwards.
+// An agent whose handshake on the local bulk path is refused after it took
+// the offer (here a wrong token; in life, e.g. an agent in another pid
+// namespace, whose pid is not the one its HELLO named) streams over CURVE
+// instead, at once: the gather neither stalls until --timeout nor loses a byte.
+TEST(L3FailureTest, GatherFallsBackToCurveWhenTheBulkPathRefusesTheAgent) {
+  fs::path dir = TestDir("l3_gather_bulk_refused");
+  const fs::path work = dir / "w";
+  FakeSpool(work, 2, std::string(3 << 20, 'x'));
+  auto r =
+      RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string(), "--timeout", "60"},
+                 dir, 120, {"DFX_FAULT_WRONG_BULK_TOKEN=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("received: 0 over the local bulk path (ipc), 6291458 over CURVE"),
+            std::string::npos)
+      << r.err;
+  // Both sides say why.
+  EXPECT_NE(r.err.find("turned away"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("artifacts go over CURVE instead"), std::string::npos) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(fs::file_size(work / fmt::format("dfx_outputs/rank{}/d0/args_dump/args.bin", rank)),
+              (3u << 20) + 1);
+  }
+  fs::remove_all(dir);
+}
+
 TEST(L3FailureTest, GatherAttachCollectsTheSpoolsOfServeAgents) {
   fs::path dir = TestDir("l3_gather_attach");
   const fs::path work = dir / "w";
