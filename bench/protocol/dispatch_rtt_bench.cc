@@ -7,6 +7,15 @@
 // run: one ROUTER and N DEALER echo threads over the same loopback TCP
 // transport, each ping a 64-byte frame, N in flight at once.
 //
+// On a loaded machine one pair of measurements says little (the bare p99
+// moved 2.5x between runs), so each agent count runs --repeat pairs, each
+// pair the bare echo and then the dispatch run, interleaved; it prints the
+// median percentiles and the median and min of the per-pair p99 ratio, and
+// the CPU per round trip of both sides: the bare echo's whole process
+// (getrusage, the ping rounds only) against the coordinator and its agents
+// (RUSAGE_CHILDREN across the run; the M-round run minus the 1-round run of
+// the same pair, per extra dispatch).
+//
 // It also measures what the coordinator process itself costs (issue 10,
 // docs/scaling.md): peak RSS, open descriptors, CPU per dispatch (the
 // difference between an M-round and a 1-round run) and CPU per MiB gathered
@@ -15,11 +24,14 @@
 // sent -> last DispatchDone).
 //
 // usage: dispatch_rtt_bench [--agents 1,4,16,64] [--dispatches M] [--chips-per-agent C]
-//                           [--dump-elems E]
+//                           [--dump-elems E] [--repeat R] [--coordinator PATH]
+// --coordinator: another dfx-coordinator (its dfx-rank-agent beside it), e.g.
+// a copy of the binaries from before a change, to compare on the same machine.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +60,24 @@ struct Percentiles {
   double p50_us = 0, p99_us = 0;
 };
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double UsageSeconds(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+struct RawResult {
+  Percentiles rtt;
+  double cpu_us_per_rtt = 0;  // the whole process (ROUTER, DEALER threads, I/O thread)
+};
+
 Percentiles Of(std::vector<uint64_t> ns) {
   if (ns.empty()) return {};
   std::sort(ns.begin(), ns.end());
@@ -57,7 +87,7 @@ Percentiles Of(std::vector<uint64_t> ns) {
   return {at(0.5), at(0.99)};
 }
 
-Percentiles RawRoundTrip(int agents, int rounds) {
+RawResult RawRoundTrip(int agents, int rounds) {
   dfx::protocol::Context context;
   auto router = dfx::protocol::RouterChannel::Bind(context, "tcp://127.0.0.1:0");
   if (!router.ok()) return {};
@@ -82,6 +112,7 @@ Percentiles RawRoundTrip(int agents, int rounds) {
   }
   std::vector<uint64_t> samples;
   const std::string ping(64, 'p');
+  const double cpu_before = UsageSeconds(RUSAGE_SELF);
   for (int round = 0; round < rounds; ++round) {
     std::map<std::string, Clock::time_point> sent;
     for (const auto& id : ids) {
@@ -97,9 +128,10 @@ Percentiles RawRoundTrip(int agents, int rounds) {
       ++got;
     }
   }
+  const double cpu = UsageSeconds(RUSAGE_SELF) - cpu_before;
   stop = true;
   for (auto& t : echoes) t.join();
-  return Of(samples);
+  return {Of(samples), cpu * 1e6 / (double(agents) * rounds)};
 }
 
 // What the coordinator process itself used (never its agents): peak RSS
@@ -111,6 +143,7 @@ struct CoordinatorUse {
   uint64_t peak_rss_kb = 0;
   int peak_fds = 0;
   double cpu_s = 0;
+  double tree_cpu_s = 0;  // the coordinator and every agent it reaped (RUSAGE_CHILDREN)
 };
 
 double ProcCpuSeconds(pid_t pid) {
@@ -151,9 +184,11 @@ void SampleProc(pid_t pid, CoordinatorUse* use) {
   use->peak_fds = std::max(use->peak_fds, fds);
 }
 
+std::string g_coordinator = std::string(DFX_BINARY_DIR) + "/bin/dfx-coordinator";
+
 CoordinatorUse RunCoordinator(const std::vector<std::string>& args) {
   CoordinatorUse use;
-  const std::string coordinator = std::string(DFX_BINARY_DIR) + "/bin/dfx-coordinator";
+  const std::string& coordinator = g_coordinator;
   std::vector<std::string> argv = {coordinator};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
@@ -165,6 +200,7 @@ CoordinatorUse RunCoordinator(const std::vector<std::string>& args) {
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   const auto start = Clock::now();
+  const double children_before = UsageSeconds(RUSAGE_CHILDREN);
   const int rc = posix_spawn(&pid, coordinator.c_str(), &actions, nullptr, cargv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return use;
@@ -178,6 +214,7 @@ CoordinatorUse RunCoordinator(const std::vector<std::string>& args) {
   use.cpu_s = ProcCpuSeconds(pid);
   int status = 0;
   waitpid(pid, &status, 0);
+  use.tree_cpu_s = UsageSeconds(RUSAGE_CHILDREN) - children_before;
   use.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   use.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   return use;
@@ -267,6 +304,7 @@ int main(int argc, char** argv) {
   int dispatches = 20;
   int chips = 1;
   int dump_elems = 16384;  // 64 KiB per tensor dump
+  int repeat = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--agents") {
@@ -285,41 +323,89 @@ int main(int argc, char** argv) {
       chips = std::atoi(argv[i + 1]);
     } else if (flag == "--dump-elems") {
       dump_elems = std::atoi(argv[i + 1]);
+    } else if (flag == "--repeat") {
+      repeat = std::max(1, std::atoi(argv[i + 1]));
+    } else if (flag == "--coordinator") {
+      g_coordinator = argv[i + 1];
+    } else {
+      std::fprintf(stderr, "dispatch_rtt_bench: unknown flag %s\n", flag.c_str());
+      return 2;
     }
   }
   if (dispatches < 2) dispatches = 2;
   fs::path dir = fs::temp_directory_path() / fmt::format("dispatch_rtt_bench_{}", ::getpid());
-  // p50 x / p99 x: the dispatch percentile over the bare one (issue 13's row
-  // is the p99 ratio).
+  std::printf("# %s, %d pair(s) per agent count (bare echo, then the run), load average %s\n",
+              g_coordinator.c_str(), repeat,
+              [] {
+                auto load = dfx::ReadFile("/proc/loadavg");
+                return load.ok() ? load->substr(0, load->find(' ', load->find(' ') + 1) + 5)
+                                 : std::string("?");
+              }()
+                  .c_str());
+  // Percentiles are medians over the pairs; p50 x / p99 x are the medians
+  // of the per-pair ratios (issue 13's row is the p99 ratio).
   std::printf("%-6s %-5s %9s %9s %10s %10s %7s %7s %9s %8s %5s %8s %8s %7s\n", "agents", "chips",
               "zmq p50", "zmq p99", "disp p50", "disp p99", "p50 x", "p99 x", "fanout50", "RSS MB",
               "fds", "ms/disp", "ms/MiB", "wall s");
   bool all_ok = true;
   for (int n : counts) {
-    Percentiles raw = RawRoundTrip(n, dispatches * 5);
-    // Marginal coordinator CPU per dispatch: `dispatches` rounds minus one.
-    RunResult one = RunOnce(dir, n, chips, 1, 16, {});
+    std::vector<double> zmq50, zmq99, disp50, disp99, x50, x99, fanout, wall;
+    std::vector<double> raw_cpu, tree_cpu, coord_cpu;
+    uint64_t peak_rss_kb = 0;
+    int peak_fds = 0;
+    bool ok = true;
+    const double extra = double(n) * chips * (dispatches - 1);
+    for (int rep = 0; rep < repeat; ++rep) {
+      RawResult raw = RawRoundTrip(n, dispatches * 5);
+      // Marginal CPU per dispatch: `dispatches` rounds minus one.
+      RunResult one = RunOnce(dir, n, chips, 1, 16, {});
+      RunResult many = RunOnce(dir, n, chips, dispatches, 16, {});
+      ok &= one.use.ok && many.use.ok;
+      zmq50.push_back(raw.rtt.p50_us);
+      zmq99.push_back(raw.rtt.p99_us);
+      disp50.push_back(many.dispatch.p50_us);
+      disp99.push_back(many.dispatch.p99_us);
+      if (raw.rtt.p50_us > 0) x50.push_back(many.dispatch.p50_us / raw.rtt.p50_us);
+      if (raw.rtt.p99_us > 0) x99.push_back(many.dispatch.p99_us / raw.rtt.p99_us);
+      fanout.push_back(many.fan_out.p50_us);
+      wall.push_back(many.use.wall_s);
+      raw_cpu.push_back(raw.cpu_us_per_rtt);
+      tree_cpu.push_back((many.use.tree_cpu_s - one.use.tree_cpu_s) * 1e6 / extra);
+      coord_cpu.push_back((many.use.cpu_s - one.use.cpu_s) * 1e6 / extra);
+      peak_rss_kb = std::max(peak_rss_kb, many.use.peak_rss_kb);
+      peak_fds = std::max(peak_fds, many.use.peak_fds);
+      std::printf(
+          "       pair %d: zmq p50/p99 %.0f/%.0f us, dispatch p50/p99 %.0f/%.0f us, p99 x %.2f; "
+          "CPU per round trip: bare %.0f us, dispatch %.0f us\n",
+          rep + 1, raw.rtt.p50_us, raw.rtt.p99_us, many.dispatch.p50_us, many.dispatch.p99_us,
+          raw.rtt.p99_us > 0 ? many.dispatch.p99_us / raw.rtt.p99_us : 0, raw.cpu_us_per_rtt,
+          tree_cpu.back());
+      std::fflush(stdout);
+    }
+    // Marginal CPU per MiB gathered: rounds with a full args dump, once.
     RunResult many = RunOnce(dir, n, chips, dispatches, 16, {});
-    // Marginal CPU per MiB gathered: the same rounds with a full args dump.
     RunResult dump = RunOnce(dir, n, chips, dispatches, dump_elems, {"--dump-args", "2"});
-    const bool ok = one.use.ok && many.use.ok && dump.use.ok && dump.bytes > 0;
+    ok &= many.use.ok && dump.use.ok && dump.bytes > 0;
     all_ok &= ok;
-    const double per_dispatch_ms =
-        (many.use.cpu_s - one.use.cpu_s) * 1e3 / (double(n) * chips * (dispatches - 1));
     const double mib = dump.bytes / double(1 << 20);
     const double per_mib_ms = mib > 0 ? (dump.use.cpu_s - many.use.cpu_s) * 1e3 / mib : 0;
+    peak_rss_kb = std::max(peak_rss_kb, dump.use.peak_rss_kb);
+    peak_fds = std::max(peak_fds, dump.use.peak_fds);
     std::printf(
         "%-6d %-5d %9.0f %9.0f %10.0f %10.0f %7.1f %7.1f %9.0f %8.1f %5d %8.3f %8.2f %7.1f%s\n", n,
-        chips, raw.p50_us, raw.p99_us, many.dispatch.p50_us, many.dispatch.p99_us,
-        raw.p50_us > 0 ? many.dispatch.p50_us / raw.p50_us : 0,
-        raw.p99_us > 0 ? many.dispatch.p99_us / raw.p99_us : 0, many.fan_out.p50_us,
-        std::max(many.use.peak_rss_kb, dump.use.peak_rss_kb) / 1024.0,
-        std::max(many.use.peak_fds, dump.use.peak_fds), per_dispatch_ms, per_mib_ms,
-        many.use.wall_s, ok ? "" : "  (RUN FAILED)");
+        chips, Median(zmq50), Median(zmq99), Median(disp50), Median(disp99), Median(x50),
+        Median(x99), Median(fanout), peak_rss_kb / 1024.0, peak_fds, Median(coord_cpu) / 1e3,
+        per_mib_ms, Median(wall), ok ? "" : "  (RUN FAILED)");
+    std::printf("       p99 x over %zu pair(s): median %.2f, min %.2f, max %.2f\n", x99.size(),
+                Median(x99), x99.empty() ? 0 : *std::min_element(x99.begin(), x99.end()),
+                x99.empty() ? 0 : *std::max_element(x99.begin(), x99.end()));
+    const double bare = Median(raw_cpu), disp = Median(tree_cpu);
     std::printf(
-        "       (coordinator CPU: 1 round %.2f s in %.1f s wall; %d rounds %.2f s; %d rounds with "
-        "dumps %.2f s for %.1f MiB)\n",
-        one.use.cpu_s, one.use.wall_s, dispatches, many.use.cpu_s, dispatches, dump.use.cpu_s, mib);
+        "       CPU per round trip (medians): bare echo %.0f us (its whole process), dispatch "
+        "%.0f us (coordinator %.0f us + agents), %.1f x\n",
+        bare, disp, Median(coord_cpu), bare > 0 ? disp / bare : 0);
+    std::printf("       (%d rounds with dumps: coordinator CPU %.2f s for %.1f MiB)\n", dispatches,
+                dump.use.cpu_s, mib);
     std::fflush(stdout);
   }
   fs::remove_all(dir);
