@@ -22,6 +22,7 @@
 #include "config/pass_plan.h"
 #include "coordinator/dispatch_scheduler.h"
 #include "coordinator/event_loop.h"
+#include "coordinator/manifest_writer.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
 #include "coordinator/session_record.h"
@@ -77,6 +78,7 @@ class RunCoordinator final : public PeerHandler {
         options_(options),
         session_(RandomSessionId()),
         dfx_dir_(collectors::RunRecordDir(options.work_dir, options.config.AnyDfx())),
+        manifest_writer_(dfx_dir_),
         loop_(collectors::DfxOutputsDir(options.work_dir), Policy(), LoopOpts(), *options.clock,
               [this](const std::optional<size_t>& d) -> std::vector<collectors::ArtifactEntry>& {
                 return scheduler_->dispatches()[*d].artifacts;
@@ -136,6 +138,7 @@ class RunCoordinator final : public PeerHandler {
   bool authenticated_ = false;                           // the ROUTER speaks CURVE
   std::string advertised_;                               // what agents dial
   const fs::path dfx_dir_;                               // where the manifest and session record go
+  ManifestWriter manifest_writer_;  // the manifest while the run goes on, off this thread
   fs::path spool_;
   SessionRecord record_;
   std::unique_ptr<DispatchScheduler> scheduler_;
@@ -241,8 +244,12 @@ void RunCoordinator::OnTick() {
   }
   ReapChildren();
   if (options_.live_progress) DrawProgress(false);
-  if (manifest_dirty_ && Now() - last_manifest_ns_ > 500 * kMs) {
-    WriteManifest(collectors::RunState::kRunning);
+  // At most every 0.5 s, and never two at once: the snapshot is taken here,
+  // the writing is the writer thread's (manifest_writer.h).
+  if (manifest_dirty_ && Now() - last_manifest_ns_ > 500 * kMs && !manifest_writer_.busy()) {
+    last_manifest_ns_ = Now();
+    manifest_dirty_ = false;
+    manifest_writer_.Post(Manifest(collectors::RunState::kRunning));
   }
 }
 
@@ -502,7 +509,7 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
 bool RunCoordinator::WriteManifest(collectors::RunState state, bool log_failure) {
   last_manifest_ns_ = Now();
   manifest_dirty_ = false;
-  if (Status s = collectors::WriteRunManifest(dfx_dir_, Manifest(state)); !s.ok()) {
+  if (Status s = manifest_writer_.WriteNow(Manifest(state)); !s.ok()) {
     if (log_failure) DFX_LOG_ERROR("cannot write the run manifest: {}", s.message());
     return false;
   }

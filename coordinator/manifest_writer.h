@@ -1,0 +1,55 @@
+// The run manifest while a run goes on, written off the event loop's thread
+// (issue 13: a rewrite of a manifest with a row per rank and per dispatch
+// blocked the loop for milliseconds, and every dispatch whose DispatchDone
+// arrived meanwhile carried that in its round trip). The loop takes a
+// snapshot (a copy of the records) and posts it; one writer thread
+// serialises and writes it (collectors::WriteRunManifest: a temporary file
+// renamed over the manifest). Only the latest snapshot matters: one posted
+// while another waits replaces it. The run's last word goes through
+// WriteNow, after every earlier write: the final manifest is exactly the
+// final state, never overtaken by an older snapshot.
+//
+// Threads: Post, WriteNow and busy from one owner thread; the writer
+// thread is started on the first Post and joined by the destructor.
+#pragma once
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "collectors/run_manifest.h"
+#include "common/status.h"
+
+namespace dfx::coordinator {
+
+class ManifestWriter {
+ public:
+  // Writes <dir>/run_manifest.json.
+  explicit ManifestWriter(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  ~ManifestWriter();
+  ManifestWriter(const ManifestWriter&) = delete;
+  ManifestWriter& operator=(const ManifestWriter&) = delete;
+
+  // Queues `manifest` for the writer thread (replacing a snapshot still
+  // queued). A failed write is logged there.
+  void Post(collectors::RunManifest manifest);
+  // True while a posted snapshot is queued or being written.
+  bool busy();
+  // Waits for the posted writes, then writes `manifest` on this thread.
+  Status WriteNow(const collectors::RunManifest& manifest);
+
+ private:
+  void Loop();
+
+  const std::filesystem::path dir_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<collectors::RunManifest> queued_;  // under mu_
+  bool writing_ = false;                           // under mu_
+  bool stop_ = false;                              // under mu_
+  std::thread thread_;
+};
+
+}  // namespace dfx::coordinator
