@@ -357,16 +357,25 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool 
                             int timeout_ms, int wake_fd) {
   Polled out;
   try {
-    zmq::pollitem_t items[3] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
-                                {nullptr, wake_fd, ZMQ_POLLIN, 0},
-                                {monitor ? monitor->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-    if (wake_fd < 0) items[1] = items[2];
-    const int count = (wake_fd >= 0 ? 2 : 1) + (monitor ? 1 : 0);
-    int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
-    if (monitor) monitor->Drain();
-    if (rc <= 0) return out;
-    if (wake_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
-    if (!(items[0].revents & ZMQ_POLLIN)) return out;
+    // Draining what is queued (no wait, no wake-up pipe) needs no poll: a
+    // zmq_poll over the socket and its monitor costs several system calls
+    // (each zmq socket's mailbox is checked), and the event loops drain
+    // after every frame. The monitor's events are read when it is polled
+    // and whenever its owner asks (Take*).
+    const bool drain_only = timeout_ms == 0 && wake_fd < 0;
+    if (!drain_only) {
+      zmq::pollitem_t items[3] = {
+          {socket.handle(), 0, ZMQ_POLLIN, 0},
+          {nullptr, wake_fd, ZMQ_POLLIN, 0},
+          {monitor ? monitor->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+      if (wake_fd < 0) items[1] = items[2];
+      const int count = (wake_fd >= 0 ? 2 : 1) + (monitor ? 1 : 0);
+      int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
+      if (monitor && rc > 0 && (items[count - 1].revents & ZMQ_POLLIN)) monitor->Drain();
+      if (rc <= 0) return out;
+      if (wake_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
+      if (!(items[0].revents & ZMQ_POLLIN)) return out;
+    }
     Frame frame;
     zmq::message_t part;
     if (router) {
@@ -379,8 +388,12 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool 
       }
     }
     // The payload stays in its zmq message (no copy): the FrameBytes owns it.
+    // A DEALER's payload is the first part: never wait for it. A ROUTER's
+    // follows its identity part (a message arrives whole).
     auto payload = std::make_shared<zmq::message_t>();
-    if (!socket.recv(*payload, zmq::recv_flags::none)) return out;
+    if (!socket.recv(*payload, router ? zmq::recv_flags::none : zmq::recv_flags::dontwait)) {
+      return out;
+    }
     const std::string_view view(static_cast<const char*>(payload->data()), payload->size());
     const bool more = payload->more();
     if (router) {
