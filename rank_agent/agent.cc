@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -187,6 +188,8 @@ struct RankAgent::Impl {
   uint64_t started_ns_ = 0;
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;
+  uint64_t last_tx_ns_ = 0;  // the last message this agent sent (any kind)
+  uint64_t last_refusals_ns_ = 0;
   uint64_t last_hello_ns_ = 0;
   uint64_t wait_started_ns_ = 0;  // serve: when the current wait for a coordinator began
   uint64_t wait_logged_ns_ = 0;
@@ -224,6 +227,7 @@ struct RankAgent::Impl {
       --sequence_;
       return false;
     }
+    last_tx_ns_ = Now();
     return true;
   }
 
@@ -992,7 +996,12 @@ struct RankAgent::Impl {
     while (!stop_.load() && !finished) {
       const uint64_t now = Now();
       const uint64_t hb_interval = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
-      NoteHandshakeFailures(now);
+      // The monitor's events are read on every receive anyway; collecting
+      // them for the log does not need every turn of the loop.
+      if (now - last_refusals_ns_ >= 100000000) {
+        NoteHandshakeFailures(now);
+        last_refusals_ns_ = now;
+      }
       if (!attached_) {
         if (options_.mode == AgentMode::kServe) {
           if (Status s = CheckServeWait(now); !s.ok()) {
@@ -1016,7 +1025,11 @@ struct RankAgent::Impl {
           break;
         }
       } else {
-        if (now - last_hb_ns_ >= hb_interval) {
+        // Any message tells the coordinator this agent is alive (it
+        // resets its silence deadline on each): a heartbeat of its own only
+        // after an interval with nothing else sent (replies to the
+        // coordinator's pings count), not beside a stream of dispatches.
+        if (now - std::max(last_hb_ns_, last_tx_ns_) >= hb_interval) {
           Send(ranks_.front(), protocol::Heartbeat{now, 0, false});
           last_hb_ns_ = now;
         }

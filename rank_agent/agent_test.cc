@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -51,6 +52,15 @@ class FakeCoordinator {
       }
     }
     return std::nullopt;
+  }
+  // The next message if one arrives within `timeout_ms`.
+  std::optional<Message> NextWithin(int timeout_ms) {
+    auto r = router_->Receive(timeout_ms);
+    if (!r.ok() || !r->frame) return std::nullopt;
+    auto m = Decode(r->frame->bytes);
+    if (!m.ok()) return std::nullopt;
+    id_ = r->frame->identity;
+    return *m;
   }
   // Options of a rank-0 agent of this coordinator's session.
   AgentOptions AgentFor(const fs::path& spool) const {
@@ -328,6 +338,46 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);
+}
+
+// An agent says it is alive with a Heartbeat of its own only when it sent
+// nothing else for an interval: while it answers the coordinator's pings
+// (or sends anything else) it adds none, and once the coordinator falls
+// silent its own heartbeats come back on their interval.
+TEST(RankAgentTest, HeartbeatsOfItsOwnOnlyWhenNothingElseWasSent) {
+  fs::path dir = TempDir("heartbeats");
+  Context context;
+  FakeCoordinator coordinator(context, 0x7a);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  // Far above the pings' 20 ms, so a loaded machine's scheduling delays do
+  // not pass for silence.
+  options.heartbeat_interval_ms = 400;
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
+  // The coordinator pings every 20 ms for 1 s: the agent answers each
+  // (echo_clock_ns set), and sends no unprompted heartbeat.
+  int replies = 0, own = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  uint64_t ping = 100;
+  while (std::chrono::steady_clock::now() < end) {
+    ASSERT_TRUE(coordinator.Send(Heartbeat{++ping, 0, true}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (auto m = coordinator.NextWithin(0)) {
+      if (auto* hb = std::get_if<Heartbeat>(&m->body)) ++(hb->echo_clock_ns != 0 ? replies : own);
+    }
+  }
+  EXPECT_GT(replies, 10);
+  EXPECT_EQ(own, 0) << "unprompted heartbeats beside " << replies << " replies";
+  // Silence from the coordinator: the agent's own heartbeats resume.
+  own = 0;
+  for (int i = 0; i < 100 && own < 3; ++i) {
+    auto m = coordinator.NextWithin(50);
+    if (!m) continue;
+    if (auto* hb = std::get_if<Heartbeat>(&m->body); hb && hb->echo_clock_ns == 0) ++own;
+  }
+  EXPECT_EQ(own, 3) << "no heartbeats of its own while the coordinator is silent";
+  EXPECT_TRUE(agent.Stop().ok());
 }
 
 TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
