@@ -124,7 +124,8 @@ fi
 if run dispatch_rtt "$BUILD/bench/protocol/dispatch_rtt_bench" "${RTT[@]}"; then
   L="$LOGS/dispatch_rtt.log"
   read -r _ _ _ zmq99 _ disp99 _ R _ < <(grep -E "^$RTT_AGENTS " "$L" | tail -1)
-  PAIRS=$(grep -E "p99 x over" "$L" | tail -1 | sed -E 's/.*over ([0-9]+) pair.*min ([0-9.]+).*/\1 pairs, min \2x/')
+  PAIRS=$(grep -E "p99 x over" "$L" | tail -1 |
+    sed -E 's/.*over ([0-9]+) pair.*min ([0-9.]+),.*with it: p99 ([0-9]+) us, median ([0-9.]+) x.*/\1 pairs, min \2x; with each rank'"'"'s first dispatch (program load): \4x/')
   CPU=$(grep -E "CPU per round trip" "$L" | tail -1 | sed -E 's/.*bare echo (-?[0-9]+) us.*dispatch (-?[0-9]+) us.*/\1 vs \2 us/')
   row "dispatch round trip, $RTT_AGENTS agents, one-task program" \
     "bare ZeroMQ ROUTER/DEALER p99: $zmq99 us (medians)" \
