@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
+
+#include "common/byte_scan.h"
 
 namespace dfx {
 
@@ -246,15 +246,9 @@ bool JsonPullReader::ReadNumber(JsonNumber* out) {
 // The end of the run of bytes in [p, end) that are neither '"' nor '\\':
 // eight bytes at a time, then byte by byte.
 static const char* PlainRunEnd(const char* p, const char* end) {
-  static_assert(std::endian::native == std::endian::little);
-  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  const auto zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
   for (; end - p >= 8; p += 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    // The lowest flagged byte is exact (a false flag only follows a true one).
-    const uint64_t hit = zero(v ^ (kOnes * '"')) | zero(v ^ (kOnes * '\\'));
-    if (hit != 0) return p + __builtin_ctzll(hit) / 8;
+    const uint64_t hit = byte_scan::QuoteOrBackslash(byte_scan::Load(p));
+    if (hit != 0) return p + byte_scan::FirstFlagged(hit);
   }
   while (p != end && *p != '"' && *p != '\\') ++p;
   return p;

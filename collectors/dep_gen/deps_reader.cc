@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "common/byte_scan.h"
 #include "common/json_stream.h"
 
 namespace dfx::collectors {
@@ -344,15 +344,10 @@ class FastGraphScan {
   // The first '"', '\\' or '\0' at or after `q`, eight bytes at a time (the
   // chunk has kPad readable bytes after its sentinel).
   static const char* StringStop(const char* q) {
-    static_assert(std::endian::native == std::endian::little);
-    constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
     for (;; q += 8) {
-      uint64_t v;
-      std::memcpy(&v, q, 8);
-      const auto zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
-      const uint64_t hit = zero(v) | zero(v ^ (kOnes * '"')) | zero(v ^ (kOnes * '\\'));
-      // The lowest flagged byte is exact (a false flag only follows a true one).
-      if (hit != 0) return q + __builtin_ctzll(hit) / 8;
+      const uint64_t v = byte_scan::Load(q);
+      const uint64_t hit = byte_scan::ZeroBytes(v) | byte_scan::QuoteOrBackslash(v);
+      if (hit != 0) return q + byte_scan::FirstFlagged(hit);
     }
   }
   // A key without escapes: [*b, *e) and the ':' after it.
