@@ -646,7 +646,7 @@ struct RankAgent::Impl {
       if (!mine.count(d.rank)) continue;
       const fs::path dir = session_dir / collectors::DispatchDirPath(d);
       for (const std::string& rel : collectors::ListArtifactFiles(dir)) {
-        if (rel.rfind(".xxh64/", 0) == 0) continue;  // the kept checksums (SumPath)
+        if (IsSumFile(rel)) continue;
         QueueFile(d.rank, d.k, dir, rel);
         ++files;
       }

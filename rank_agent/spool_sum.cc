@@ -9,7 +9,12 @@ namespace dfx::rank_agent {
 namespace fs = std::filesystem;
 
 fs::path SumPath(const fs::path& dispatch_dir, const std::string& rel) {
-  return dispatch_dir / ".xxh64" / rel;
+  return dispatch_dir / kSumDir / rel;
+}
+
+bool IsSumFile(const std::string& rel) {
+  return rel.size() > kSumDir.size() && rel.compare(0, kSumDir.size(), kSumDir) == 0 &&
+         rel[kSumDir.size()] == '/';
 }
 
 Status WriteSum(const fs::path& dispatch_dir, const std::string& rel) {

@@ -12,13 +12,20 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
 namespace dfx::rank_agent {
 
+// The folder, in each dispatch dir, where the checksums are kept.
+inline constexpr std::string_view kSumDir = ".xxh64";
+
 // Where the checksum of <dispatch_dir>/<rel> is kept.
 std::filesystem::path SumPath(const std::filesystem::path& dispatch_dir, const std::string& rel);
+
+// Whether `rel` (relative to a dispatch dir) is a kept checksum, not an artifact.
+bool IsSumFile(const std::string& rel);
 
 // Hashes <dispatch_dir>/<rel> and keeps its checksum at SumPath.
 Status WriteSum(const std::filesystem::path& dispatch_dir, const std::string& rel);
