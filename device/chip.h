@@ -38,6 +38,10 @@ struct ChipOptions {
   // Deterministic virtual-clock mode: durations from a cost model, one worker
   // thread, exact repeatable timestamps.
   bool virtual_clock = false;
+  // Real-threads mode: host threads that run the emulated cores' blocks
+  // (each block still runs as, and is recorded on, the core it was
+  // dispatched to). 0 = one per host CPU; capped at the emulated cores.
+  int host_threads = 0;
   // Args-dump host drain model (bytes/s; 0 = as fast as the disk) and the
   // producer park backstop after which a dispatch fails.
   double dump_drain_bytes_per_sec = 0;

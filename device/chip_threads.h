@@ -1,5 +1,5 @@
 // The host threads of one emulated chip (device/emulator.h), kept across
-// dispatches, and the wake-ups they use. Internal to the emulator.
+// dispatches, and the wake-ups and lock they use. Internal to the emulator.
 #pragma once
 
 #include <atomic>
@@ -39,31 +39,31 @@ class Parker {
   std::atomic<uint32_t> sleepers_{0};
 };
 
-// What runs a block assigned to a core: the run (the emulator's engine).
-class BlockRunner {
+// A mutex that spins briefly before it sleeps on a futex (std::mutex sleeps
+// at once when it is held, and the emulator's lock is held for a few
+// microseconds at a time by threads that each need it once per block).
+// Same rules as Parker: a short spin, never sched_yield. BasicLockable.
+class SpinParkMutex {
  public:
-  virtual ~BlockRunner() = default;
-  // On core `core`'s worker thread, once its mailbox says kAssigned; ends
-  // by storing kFinished, after which it must not touch the run.
-  virtual void RunBlock(int core) = 0;
-};
+  void lock() {
+    uint32_t expected = 0;
+    if (!state_.compare_exchange_strong(expected, 1, std::memory_order_acquire)) LockSlow();
+  }
+  void unlock() {
+    if (state_.exchange(0, std::memory_order_release) == 2) WakeOne();
+  }
 
-// One emulated core's hand-off slot between its scheduler and its worker
-// thread: the scheduler fills the run's state of the core and sets kAssigned; the
-// worker runs the block and sets kFinished; the scheduler retires it and sets
-// kIdle. Release/acquire on `state` publishes everything else.
-struct CoreMailbox {
-  enum : uint32_t { kIdle = 0, kAssigned = 1, kFinished = 2 };
-  std::atomic<uint32_t> state{kIdle};
-  int core = 0;                   // its index
-  BlockRunner* runner = nullptr;  // the run the assignment belongs to
-  Parker wake;                    // the worker sleeps here
+ private:
+  static constexpr int kSpins = 128;
+  void LockSlow();
+  void WakeOne();
+  std::atomic<uint32_t> state_{0};  // 0 free, 1 held, 2 held and someone may sleep
 };
 
 // The host threads of one chip, kept across dispatches (a dispatch used to
-// create and join 6 worker + 1 scheduler threads): one worker thread per
-// emulated core, waiting on its mailbox, and scheduler threads that run one
-// job per dispatch. Grown on demand, stopped and joined with the chip.
+// create and join 6 worker + 1 scheduler threads): a pool of threads that
+// each run one job per dispatch. Grown on demand, stopped and joined with
+// the chip.
 class ChipThreads {
  public:
   ChipThreads() = default;
@@ -71,37 +71,25 @@ class ChipThreads {
   ChipThreads& operator=(const ChipThreads&) = delete;
   ~ChipThreads();  // stops and joins every thread
 
-  // Starts worker threads until there are `count` cores.
-  void EnsureCores(int count);
-  CoreMailbox& Core(int i) { return cores_[i]->mailbox; }
-  // Where scheduler thread `t` of a run waits for work (a finished block, a
-  // submit). Owned here, not by the run: a worker may still be notifying it
-  // when the run's last block was retired.
-  Parker& SchedWake(int t) { return sched_wake_[t]; }
-  // Runs jobs[i] on scheduler thread i and `on_caller` on the calling
-  // thread; returns once every job has returned.
+  // Runs jobs[i] on pool thread i and `on_caller` on the calling thread;
+  // returns once every job has returned.
   void Run(const std::vector<std::function<void()>>& jobs, const std::function<void()>& on_caller);
+  // Pool threads started so far.
+  int size() const { return static_cast<int>(pool_.size()); }
 
  private:
-  struct CoreThread {
-    CoreMailbox mailbox;
-    std::thread thread;
-  };
-  struct SchedThread {
+  struct PoolThread {
     // Set before `wake`; null when done. Atomic: the thread reads it while
     // the caller may be setting it (it looks before it sleeps).
     std::atomic<const std::function<void()>*> job{nullptr};
     Parker wake;
     std::thread thread;
   };
-  void CoreLoop(CoreMailbox* box);
-  void SchedLoop(SchedThread* self);
+  void PoolLoop(PoolThread* self);
 
   std::atomic<bool> stop_{false};
-  std::vector<std::unique_ptr<CoreThread>> cores_;
-  std::vector<std::unique_ptr<SchedThread>> scheds_;
-  Parker sched_wake_[8];         // RunConfig: at most 8 AICPU threads
-  std::atomic<int> running_{0};  // scheduler jobs not yet returned
+  std::vector<std::unique_ptr<PoolThread>> pool_;
+  std::atomic<int> running_{0};  // jobs not yet returned
   Parker done_;                  // the caller waits here for them
 };
 

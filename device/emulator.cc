@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -80,7 +79,7 @@ void FillInit(const TensorDecl& t, uint8_t* data) {
 
 // All the state of one run. Threaded mode guards it with mu_; virtual mode
 // runs it on one thread.
-class Engine final : public BlockRunner {
+class Engine final {
  public:
   Engine(const ChipOptions& opt, const ChipModel& model, int aic, int aiv, const LoweredProgram& lp,
          const config::RunConfig& config, collectors::DfxCollectors* dfx, RunReport* report,
@@ -250,7 +249,7 @@ class Engine final : public BlockRunner {
     uint32_t reg_task_id = 0;
     uint64_t dispatch_cycles = 0, start_cycles = 0, end_cycles = 0;
     Status kernel_status;
-    CoreMailbox* box = nullptr;  // threaded: the hand-off to the core's worker thread
+    bool finished = false;  // threaded: its block ran and waits to be retired
     CoreState(CoreType t) : type(t) {}
     CoreState(CoreState&& o) noexcept : type(o.type), thread(o.thread) {}
   };
@@ -770,66 +769,40 @@ class Engine final : public BlockRunner {
 
   // ---- real threads ---------------------------------------------------------------
   //
-  // The chip's persistent threads (ChipThreads) run it: the orchestrator on
-  // the calling thread, the scheduler(s) as jobs, the kernels on the cores'
-  // worker threads. Ring and task state is shared by the orchestrator and
-  // the scheduler(s) under mu_, held a short while at a time; the hand-off
-  // of a block to a core and back goes through the core's mailbox without
-  // a lock, and every wait spins briefly before it parks (Parker).
-
- public:
-  void RunBlock(int core) override {
-    CoreState& c = cores_[core];
-    KernelCall call = MakeCall(c.task, c.block);
-    const uint64_t task_id = lp_.tasks[c.task].task_id;
-    const uint32_t reg = c.reg_task_id;
-    uint64_t receive = NowCycles();
-    uint64_t start = NowCycles();
-    Status s = RunKernelBlock(call, /*spin_busy=*/true);
-    uint64_t end = NowCycles();
-    if (swimlane_)
-      swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, reg, start, end,
-                                  static_cast<uint32_t>(start - std::min(start, receive)));
-    c.kernel_status = std::move(s);
-    c.start_cycles = start;
-    c.end_cycles = end;
-    // Once kFinished is stored the run may end and this engine go: nothing
-    // of it is touched afterwards (the scheduler's parker is the chip's).
-    CoreMailbox& box = *c.box;
-    Parker& sched = threads_->SchedWake(c.thread);
-    box.state.store(CoreMailbox::kFinished, std::memory_order_release);
-    sched.Notify();
-  }
-
- private:
-  void WakeSchedulers() {
-    if (!threads_) return;  // virtual clock: one thread
-    for (int t = 0; t < sched_threads_; ++t) threads_->SchedWake(t).Notify();
-  }
-
-  bool Finished(const CoreState& c) const {
-    return c.box->state.load(std::memory_order_acquire) == CoreMailbox::kFinished;
-  }
+  // The chip's persistent pool (ChipThreads) runs it: the orchestrator on
+  // the calling thread, and pool threads, fewer than the emulated cores when
+  // the host has fewer CPUs, that each do the scheduler's work and the
+  // cores' work in turn. A pool thread takes the lock, does a pass of the
+  // AICPU scheduler (retires finished blocks, reclaims ring slots, dispatches
+  // ready blocks to idle emulated cores, recorded as that scheduler
+  // thread's phases), takes the oldest dispatched block, and runs its kernel
+  // without the lock, as the emulated core it was dispatched to. So while
+  // there is work a block costs no hand-off between host threads; a pool
+  // thread sleeps (spin, then futex) only when nothing is ready. All ring,
+  // task and core state is under mu_.
 
   void RunThreaded() {
-    threads_->EnsureCores(static_cast<int>(cores_.size()));
-    for (size_t c = 0; c < cores_.size(); ++c) {
-      cores_[c].box = &threads_->Core(static_cast<int>(c));
-      cores_[c].box->runner = this;
-      cores_[c].box->state.store(CoreMailbox::kIdle, std::memory_order_relaxed);
-    }
-    std::vector<std::function<void()>> scheds;
-    for (int t = 0; t < sched_threads_; ++t) scheds.emplace_back([this, t] { SchedLoop(t); });
-    threads_->Run(scheds, [this] { OrchestratorLoop(); });
-    // Every block was retired before the schedulers returned: the cores idle.
+    const int pool = PoolSize();
+    std::vector<std::function<void()>> jobs;
+    for (int w = 0; w < pool; ++w) jobs.emplace_back([this] { WorkerLoop(); });
+    threads_->Run(jobs, [this] { OrchestratorLoop(); });
+    // Every block was retired before the pool's jobs returned.
   }
 
-  // Submits this many events at most before it lets the scheduler at the
-  // shared state.
-  static constexpr int kSubmitBatch = 32;
+  // Host threads that run blocks: ChipOptions::host_threads, else one per
+  // host CPU; never more than the emulated cores.
+  int PoolSize() const {
+    int n = opt_.host_threads;
+    if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+    return std::clamp(n, 1, static_cast<int>(cores_.size()));
+  }
+
+  // Lets the orchestrator go on without the lock every this many submits
+  // and wakes sleeping pool threads for what it submitted.
+  static constexpr int kSubmitBatch = 8;
 
   void OrchestratorLoop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<SpinParkMutex> lock(mu_);
     std::string why;
     int batch = 0;
     while (!failed_ && next_event_ < lp_.events.size()) {
@@ -838,14 +811,14 @@ class Engine final : public BlockRunner {
         if (++batch >= kSubmitBatch) {
           batch = 0;
           lock.unlock();
-          WakeSchedulers();
+          work_wake_.Notify();
           lock.lock();
         }
         continue;
       }
       batch = 0;
       ++stalls_;
-      // Blocked on a ring: wait for the scheduler to retire something.
+      // Blocked on a ring: wait for the pool to retire something.
       while (!failed_) {
         const uint32_t seen = orch_wake_.Seq();
         const LoweredTask& t = lp_.tasks[lp_.events[next_event_].index];
@@ -855,20 +828,22 @@ class Engine final : public BlockRunner {
           break;
         }
         lock.unlock();
-        WakeSchedulers();
+        work_wake_.Notify();
         orch_wake_.Wait(seen);
         lock.lock();
       }
     }
     orch_done_ = true;
     lock.unlock();
-    WakeSchedulers();
+    work_wake_.Notify();
   }
 
+  // Whether scheduler thread `thread` has anything to do: a finished block
+  // to retire, or an idle core and a ready block of its type.
   bool SchedHasWork(int thread) const {
     for (const CoreState& c : cores_) {
       if (c.thread != thread) continue;
-      if (c.busy && Finished(c)) return true;
+      if (c.busy && c.finished) return true;
       if (!c.busy && !failed_ && !ready_[c.type == CoreType::kAic ? 0 : 1].empty()) return true;
     }
     return false;
@@ -876,53 +851,91 @@ class Engine final : public BlockRunner {
 
   bool AllDone() const { return orch_done_ && !InFlight(); }
 
-  void SchedLoop(int thread) {
-    Parker& wake = threads_->SchedWake(thread);
-    while (true) {
-      const uint32_t seen = wake.Seq();
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!SchedHasWork(thread)) {
-        if (AllDone()) break;
+  // One pass of AICPU scheduler thread `thread` over its cores, with mu_
+  // held: the complete, release and dispatch phases. Dispatched blocks wait
+  // in started_ for a pool thread.
+  void SchedulePass(int thread) {
+    if (!SchedHasWork(thread)) return;
+    int16_t at_start[3];
+    Depths(at_start);
+    uint64_t start = NowCycles();
+    uint32_t retired = 0;
+    uint64_t reclaimed_before = reclaimed_;
+    for (size_t ci = 0; ci < cores_.size(); ++ci) {
+      CoreState& c = cores_[ci];
+      if (c.thread != thread || !c.busy || !c.finished) continue;
+      RetireBlock(static_cast<int>(ci), NowCycles());
+      c.finished = false;
+      ++retired;
+    }
+    if (retired) {
+      RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, NowCycles(), retired,
+                  at_start);
+    }
+    if (reclaimed_ > reclaimed_before) {
+      const uint64_t now = NowCycles();
+      ReleasePhase(thread, reclaimed_before, now, now);
+      reclaimed_notify_ = true;
+    }
+    auto now = [this] { return NowCycles(); };
+    DispatchPhase(thread, NowCycles(), now, now, [this](int core) { started_.push_back(core); });
+    ++loop_iter_[thread];
+  }
+
+  void WorkerLoop() {
+    std::unique_lock<SpinParkMutex> lock(mu_);
+    for (;;) {
+      for (int t = 0; t < sched_threads_; ++t) SchedulePass(t);
+      // The orchestrator waits for ring space, or for nothing to be in
+      // flight (then it reports a ring deadlock).
+      const bool wake_orch = reclaimed_notify_ || !InFlight();
+      reclaimed_notify_ = false;
+      if (!started_.empty()) {
+        const int core = started_.front();
+        started_.pop_front();
+        const bool more = !started_.empty();
         lock.unlock();
-        wake.Wait(seen);
+        if (wake_orch) orch_wake_.Notify();
+        if (more) work_wake_.Notify();  // another pool thread may take it
+        RunBlock(core);
+        lock.lock();
+        cores_[core].finished = true;
         continue;
       }
-      // complete phase
-      int16_t at_start[3];
-      Depths(at_start);
-      uint64_t start = NowCycles();
-      uint32_t retired = 0;
-      uint64_t reclaimed_before = reclaimed_;
-      for (size_t ci = 0; ci < cores_.size(); ++ci) {
-        CoreState& c = cores_[ci];
-        if (c.thread != thread || !c.busy || !Finished(c)) continue;
-        RetireBlock(static_cast<int>(ci), NowCycles());
-        c.box->state.store(CoreMailbox::kIdle, std::memory_order_relaxed);
-        ++retired;
-      }
-      if (retired) {
-        RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, NowCycles(), retired,
-                    at_start);
-      }
-      if (reclaimed_ > reclaimed_before) {
-        const uint64_t now = NowCycles();
-        ReleasePhase(thread, reclaimed_before, now, now);
-      }
-      auto now = [this] { return NowCycles(); };
-      DispatchPhase(thread, NowCycles(), now, now, [this](int core) {
-        CoreMailbox& box = *cores_[core].box;
-        box.state.store(CoreMailbox::kAssigned, std::memory_order_release);
-        box.wake.Notify();
-      });
-      ++loop_iter_[thread];
       const bool all_done = AllDone();
+      const uint32_t seen = work_wake_.Seq();
       lock.unlock();
-      if (retired) orch_wake_.Notify();
-      if (all_done) WakeSchedulers();
+      if (wake_orch) orch_wake_.Notify();
+      if (all_done) break;
+      work_wake_.Wait(seen);
+      lock.lock();
     }
     // Others may be waiting for the last retirement this thread made.
-    WakeSchedulers();
+    work_wake_.Notify();
     orch_wake_.Notify();
+  }
+
+  // Runs the block dispatched to `core` on this host thread, as that core,
+  // without the lock (the core is busy: nobody else touches its state).
+  void RunBlock(int core) {
+    CoreState& c = cores_[core];
+    uint64_t receive = NowCycles();
+    KernelCall call = MakeCall(c.task, c.block);
+    const uint64_t task_id = lp_.tasks[c.task].task_id;
+    uint64_t start = NowCycles();
+    Status s = RunKernelBlock(call, /*spin_busy=*/true);
+    uint64_t end = NowCycles();
+    if (swimlane_)
+      swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, c.reg_task_id, start, end,
+                                  static_cast<uint32_t>(start - std::min(start, receive)));
+    c.kernel_status = std::move(s);
+    c.start_cycles = start;
+    c.end_cycles = end;
+  }
+
+ private:
+  void WakeSchedulers() {
+    if (threads_) work_wake_.Notify();  // virtual clock: one thread
   }
 
   const ChipOptions& opt_;
@@ -959,8 +972,11 @@ class Engine final : public BlockRunner {
   Status status_;
   bool failed_ = false;
   bool orch_done_ = false;
-  std::mutex mu_;
-  Parker orch_wake_;
+  std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a pool thread
+  bool reclaimed_notify_ = false;  // threaded: ring slots were reclaimed since the last wake-up
+  SpinParkMutex mu_;
+  Parker orch_wake_;  // the orchestrator waits here for ring space
+  Parker work_wake_;  // pool threads wait here for work
 };
 
 EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {

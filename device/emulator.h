@@ -6,7 +6,8 @@
 //  * AICPU scheduler thread(s), each owning a subset of the cores, resolve
 //    dependencies, keep ready queues per core type [AIC, AIV, MIX], dispatch
 //    ready blocks to idle cores and retire completions;
-//  * one AICore worker thread per emulated core runs the kernels.
+//  * AICore workers run the kernels, each block as the emulated core it was
+//    dispatched to.
 // Thread counts: RunConfig::aicpu_thread_num counts AICPU threads including
 // the orchestrator, so it gives aicpu_thread_num - 1 scheduler threads
 // (default 1; above the model's limit is an error); cores are assigned to
@@ -24,11 +25,15 @@
 // start/end, AICPU dispatch/finish, scheduler phases, orchestrator submits,
 // dep_gen per submit, args-dump captures, PMU per block, scope samples).
 //
-// Host threads: the AICore workers and AICPU schedulers are created by the
-// chip's first real-threads dispatch and kept, parked, for the next ones
-// (joined with the chip); the orchestrator runs on the caller's thread. A
-// block's hand-off to a core and back is a lock-free mailbox; every wait
-// spins briefly, yields, then sleeps.
+// Host threads: the orchestrator runs on the caller's thread; the AICPU
+// schedulers and the AICore workers are logical, played by a pool of host
+// threads (ChipOptions::host_threads, default one per host CPU, at most one
+// per emulated core) created by the chip's first real-threads dispatch and
+// kept, parked, for the next ones (joined with the chip). A pool thread does
+// a scheduler pass (recorded as the phases of the scheduler thread that owns
+// the cores it served), then runs the oldest dispatched block as its core:
+// while work is ready no block waits for a hand-off between host threads.
+// Every wait spins briefly, then sleeps (never sched_yield).
 //
 // Not thread-safe: one RunProgram at a time per chip (Chip contract).
 #pragma once

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -183,11 +184,16 @@ TEST_F(EmulatorTest, AttentionDecodeMatchesAHostReference) {
   }
 }
 
-TEST_F(EmulatorTest, EveryTaskRunsOnceAndDependenciesAreRespected) {
+// A layered DAG of 600 tasks, 8 wide.
+Program SixHundredTaskDag() {
   LayeredDagOptions o;
   o.tasks = 600;
   o.width = 8;
-  Program p = GenerateLayeredDag(o);
+  return GenerateLayeredDag(o);
+}
+
+TEST_F(EmulatorTest, EveryTaskRunsOnceAndDependenciesAreRespected) {
+  Program p = SixHundredTaskDag();
   auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
   ASSERT_TRUE(lp.ok());
   for (bool virtual_clock : {false, true}) {
@@ -212,6 +218,73 @@ TEST_F(EmulatorTest, EveryTaskRunsOnceAndDependenciesAreRespected) {
       for (int pred : lp->tasks[t].preds)
         ASSERT_GE(by_task[t]->start_cycles, by_task[pred]->end_cycles)
             << "task " << t << " started before its producer " << pred << " ended";
+  }
+}
+
+// Real threads on fewer host threads than emulated cores (one, and three
+// for six cores): the values are the virtual clock's, every emulated core
+// ran blocks and has its swimlane rows, a core never runs two blocks at once,
+// every AICore row joins its AICPU row, and each scheduler thread's phases
+// follow one another as one thread's would.
+TEST_F(EmulatorTest, AFewHostThreadsPlayEveryEmulatedCore) {
+  Program p = SixHundredTaskDag();
+  auto lp = Lower(p, GetChipModel(config::BackendType::kA2A3).ring_defaults);
+  ASSERT_TRUE(lp.ok());
+  RunReport reference;
+  {
+    EmulatedChip chip(Virtual());
+    ASSERT_TRUE(chip.Run(p, {}, dir_ / "virtual", &reference, true).status.ok());
+  }
+  for (int host_threads : {1, 3}) {
+    SCOPED_TRACE("host_threads " + std::to_string(host_threads));
+    ChipOptions opt;
+    opt.host_threads = host_threads;
+    EmulatedChip chip(opt);
+    config::RunConfig c = AllFlags(4, 0);
+    c.enable_dump_args = 0;
+    c.aicpu_thread_num = 3;  // two scheduler threads
+    const fs::path out = dir_ / ("pool" + std::to_string(host_threads));
+    RunReport report;
+    DispatchResult r = chip.Run(p, c, out, &report, true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.tasks_executed, lp->tasks.size());
+    EXPECT_GT(r.makespan_cycles, 0u);
+    EXPECT_EQ(report.tensors, reference.tensors);
+
+    Json j = ReadJson(out / "chip_swimlane_records.json");
+    ASSERT_EQ(j["metadata"]["num_cores"], 6);
+    EXPECT_EQ(j["metadata"]["core_to_thread"], Json::parse("[0, 1, 0, 1, 0, 1]"));
+    ASSERT_EQ(j["aicore_tasks"].size(), lp->core_executions);
+    ASSERT_EQ(j["aicpu_tasks"].size(), lp->core_executions);
+    std::map<std::pair<int, uint32_t>, std::pair<uint64_t, uint64_t>> dispatch_finish;
+    for (const Json& row : j["aicpu_tasks"])
+      dispatch_finish[{row[0].get<int>(), row[1].get<uint32_t>()}] = {row[2].get<uint64_t>(),
+                                                                      row[3].get<uint64_t>()};
+    std::map<int, uint64_t> last_end;  // per core
+    for (const Json& row : j["aicore_tasks"]) {
+      const int core = row[0].get<int>();
+      const uint64_t start = row[3].get<uint64_t>(), end = row[4].get<uint64_t>();
+      auto joined = dispatch_finish.find({core, row[2].get<uint32_t>()});
+      ASSERT_NE(joined, dispatch_finish.end()) << row.dump();
+      EXPECT_LE(joined->second.first, start) << row.dump();
+      EXPECT_LE(end, joined->second.second) << row.dump();
+      EXPECT_LE(start, end) << row.dump();
+      if (last_end.count(core)) EXPECT_GE(start, last_end[core]) << "core " << core << " overlaps";
+      last_end[core] = end;
+    }
+    EXPECT_EQ(last_end.size(), 6u) << "every emulated core ran blocks";
+
+    ASSERT_EQ(j["aicpu_scheduler_phases"].size(), 2u);
+    for (const Json& thread : j["aicpu_scheduler_phases"]) {
+      EXPECT_FALSE(thread.empty());
+      uint64_t prev_end = 0;
+      for (const Json& ph : thread) {
+        EXPECT_GE(ph["start_cycles"].get<uint64_t>(), prev_end) << ph.dump();
+        prev_end = ph["end_cycles"].get<uint64_t>();
+      }
+    }
+    ASSERT_EQ(j["aicpu_orchestrator_phases"].size(), 1u);
+    EXPECT_EQ(j["aicpu_orchestrator_phases"][0].size(), lp->tasks.size());
   }
 }
 

@@ -5,11 +5,14 @@
 // throughput ratio (1.0 = as fast as the bare walk).
 //
 //   device_bench [--tasks 100000] [--width 32] [--repeat 3] [--dfx]
+//                [--host-threads N] [--mode both|virtual|real]
+// (--mode runs one clock mode alone, e.g. under `perf stat`.)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <string>
 
 #include "common/clock.h"
 #include "device/emulator.h"
@@ -63,11 +66,18 @@ int main(int argc, char** argv) {
   o.width = 32;
   int repeat = 3;
   bool dfx_on = false;
+  int host_threads = 0;
+  std::string mode = "both";
   app.add_option("--tasks", o.tasks, "tasks in the generated DAG")
       ->check(CLI::Range(1ull, 10000000ull));
   app.add_option("--width", o.width, "DAG width")->check(CLI::Range(1, 100000));
   app.add_option("--repeat", repeat, "runs per mode (best is reported)")->check(CLI::Range(1, 100));
   app.add_flag("--dfx", dfx_on, "also run with swimlane level 4 + dep_gen + PMU + scope stats");
+  app.add_option("--host-threads", host_threads,
+                 "real threads: host threads running the cores' blocks (0: one per CPU)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--mode", mode, "clock modes to run")
+      ->check(CLI::IsMember({"both", "virtual", "real"}));
   CLI11_PARSE(app, argc, argv);
 
   Program p = GenerateLayeredDag(o);
@@ -104,8 +114,10 @@ int main(int argc, char** argv) {
   }
   std::filesystem::path out = std::filesystem::temp_directory_path() / "dfx_device_bench";
   for (const Mode& m : modes) {
+    if ((mode == "virtual" && !m.virtual_clock) || (mode == "real" && m.virtual_clock)) continue;
     ChipOptions opt;
     opt.virtual_clock = m.virtual_clock;
+    opt.host_threads = host_threads;
     EmulatedChip chip(opt);
     config::RunConfig c;
     if (m.dfx) {
