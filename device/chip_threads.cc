@@ -42,25 +42,6 @@ void Parker::WakeAll() {
   ::syscall(SYS_futex, Word(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
-// Drepper's "Futexes are tricky" mutex 2, with a spin first.
-void SpinParkMutex::LockSlow() {
-  for (int i = 0; i < kSpins; ++i) {
-    Pause();
-    uint32_t expected = 0;
-    if (state_.load(std::memory_order_relaxed) == 0 &&
-        state_.compare_exchange_weak(expected, 1, std::memory_order_acquire))
-      return;
-  }
-  // From here on the lock is taken as "2": the unlock that follows wakes
-  // one sleeper (perhaps needlessly, never too few).
-  while (state_.exchange(2, std::memory_order_acquire) != 0)
-    ::syscall(SYS_futex, Word(&state_), FUTEX_WAIT_PRIVATE, 2, nullptr, nullptr, 0);
-}
-
-void SpinParkMutex::WakeOne() {
-  ::syscall(SYS_futex, Word(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 ChipThreads::~ChipThreads() {
   stop_.store(true, std::memory_order_seq_cst);
   for (auto& p : pool_) p->wake.Notify();

@@ -1,5 +1,5 @@
 // The host threads of one emulated chip (device/emulator.h), kept across
-// dispatches, and the wake-ups and lock they use. Internal to the emulator.
+// dispatches, and the wake-ups they use. Internal to the emulator.
 #pragma once
 
 #include <atomic>
@@ -37,27 +37,6 @@ class Parker {
   void WakeAll();
   std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> sleepers_{0};
-};
-
-// A mutex that spins briefly before it sleeps on a futex (std::mutex sleeps
-// at once when it is held, and the emulator's lock is held for a few
-// microseconds at a time by threads that each need it once per block).
-// Same rules as Parker: a short spin, never sched_yield. BasicLockable.
-class SpinParkMutex {
- public:
-  void lock() {
-    uint32_t expected = 0;
-    if (!state_.compare_exchange_strong(expected, 1, std::memory_order_acquire)) LockSlow();
-  }
-  void unlock() {
-    if (state_.exchange(0, std::memory_order_release) == 2) WakeOne();
-  }
-
- private:
-  static constexpr int kSpins = 128;
-  void LockSlow();
-  void WakeOne();
-  std::atomic<uint32_t> state_{0};  // 0 free, 1 held, 2 held and someone may sleep
 };
 
 // The host threads of one chip, kept across dispatches (a dispatch used to

@@ -799,10 +799,10 @@ class Engine final {
 
   // Lets the orchestrator go on without the lock every this many submits
   // and wakes sleeping pool threads for what it submitted.
-  static constexpr int kSubmitBatch = 8;
+  static constexpr int kSubmitBatch = 32;
 
   void OrchestratorLoop() {
-    std::unique_lock<SpinParkMutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     std::string why;
     int batch = 0;
     while (!failed_ && next_event_ < lp_.events.size()) {
@@ -883,7 +883,7 @@ class Engine final {
   }
 
   void WorkerLoop() {
-    std::unique_lock<SpinParkMutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       for (int t = 0; t < sched_threads_; ++t) SchedulePass(t);
       // The orchestrator waits for ring space, or for nothing to be in
@@ -974,7 +974,7 @@ class Engine final {
   bool orch_done_ = false;
   std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a pool thread
   bool reclaimed_notify_ = false;  // threaded: ring slots were reclaimed since the last wake-up
-  SpinParkMutex mu_;
+  std::mutex mu_;
   Parker orch_wake_;  // the orchestrator waits here for ring space
   Parker work_wake_;  // pool threads wait here for work
 };
