@@ -4,9 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "common/byte_scan.h"
 
@@ -433,12 +438,39 @@ struct ChunkedWriter::Gzip {
   ~Gzip() { deflateEnd(&z); }
 };
 
-ChunkedWriter::ChunkedWriter() = default;
-ChunkedWriter::~ChunkedWriter() = default;
-ChunkedWriter::ChunkedWriter(ChunkedWriter&&) noexcept = default;
-ChunkedWriter& ChunkedWriter::operator=(ChunkedWriter&&) noexcept = default;
+// The writer thread's queue: full chunks in file order, and the empty ones
+// (their capacity kept) the caller takes the next chunk from.
+struct ChunkedWriter::Background {
+  std::mutex mu;
+  std::condition_variable cv;  // a chunk queued, a chunk freed, or stop
+  std::deque<std::string> queue;
+  std::vector<std::string> free;
+  bool stop = false;                    // write what is queued, then end
+  bool discard = false;                 // Abort: drop what is queued
+  std::atomic<uint64_t> file_bytes{0};  // the file's size after the last write
+  uint64_t handed = 0;                  // caller's side: bytes queued so far
+  std::thread thread;
+};
 
-Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip) {
+ChunkedWriter::ChunkedWriter() = default;
+ChunkedWriter::~ChunkedWriter() { StopBackground(); }
+ChunkedWriter::ChunkedWriter(ChunkedWriter&& other) noexcept { *this = std::move(other); }
+// A background writer's thread works on its own object: it is stopped (its
+// queue written) before the move, and the moved-to writer writes in place.
+ChunkedWriter& ChunkedWriter::operator=(ChunkedWriter&& other) noexcept {
+  if (this != &other) {
+    StopBackground();
+    other.StopBackground();
+    file_ = std::move(other.file_);
+    gzip_ = std::move(other.gzip_);
+    buffer_ = std::move(other.buffer_);
+    status_ = std::move(other.status_);
+  }
+  return *this;
+}
+
+Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool background) {
+  StopBackground();
   buffer_.reserve(kChunkBytes + 4096);
   status_ = file_.Open(path);
   if (status_.ok() && gzip) {
@@ -449,7 +481,58 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip) {
     }
     gzip_->out.resize(kChunkBytes);
   }
+  if (status_.ok() && background) {
+    background_ = std::make_unique<Background>();
+    Background& bg = *background_;
+    for (size_t i = 1; i < kBackgroundChunks; ++i) {
+      bg.free.emplace_back().reserve(kChunkBytes + 4096);
+    }
+    bg.thread = std::thread([this, &bg] {
+      std::unique_lock<std::mutex> lock(bg.mu);
+      for (;;) {
+        bg.cv.wait(lock, [&] { return bg.stop || !bg.queue.empty(); });
+        if (bg.queue.empty()) return;  // stopped, all written
+        std::string chunk = std::move(bg.queue.front());
+        bg.queue.pop_front();
+        const bool discard = bg.discard;
+        lock.unlock();
+        if (!discard) WriteChunk(chunk);
+        chunk.clear();
+        lock.lock();
+        bg.free.push_back(std::move(chunk));
+        bg.cv.notify_all();
+      }
+    });
+  }
   return status_;
+}
+
+void ChunkedWriter::StopBackground() {
+  if (!background_) return;
+  {
+    std::lock_guard<std::mutex> lock(background_->mu);
+    background_->stop = true;
+  }
+  background_->cv.notify_all();
+  background_->thread.join();
+  background_.reset();
+}
+
+void ChunkedWriter::Abort() {
+  if (background_) {
+    std::lock_guard<std::mutex> lock(background_->mu);
+    background_->discard = true;
+  }
+  StopBackground();
+  file_.Abort();
+}
+
+uint64_t ChunkedWriter::bytes_written() const {
+  if (background_) {
+    return gzip_ ? background_->file_bytes.load(std::memory_order_relaxed)
+                 : background_->handed + buffer_.size();
+  }
+  return file_.bytes_written() + (gzip_ ? 0 : buffer_.size());
 }
 
 // Compresses `buffer_` (and with `finish`, ends the stream) into the file.
@@ -474,15 +557,34 @@ void ChunkedWriter::String(std::string_view s) {
   MaybeFlush();
 }
 
-void ChunkedWriter::Flush() {
-  if (status_.ok() && !buffer_.empty()) {
-    status_ = gzip_ ? Deflate(gzip_->z, buffer_, gzip_->out, false, file_) : file_.Write(buffer_);
+void ChunkedWriter::WriteChunk(std::string& chunk) {
+  if (status_.ok() && !chunk.empty()) {
+    status_ = gzip_ ? Deflate(gzip_->z, chunk, gzip_->out, false, file_) : file_.Write(chunk);
   }
-  buffer_.clear();
+  if (background_) background_->file_bytes.store(file_.bytes_written(), std::memory_order_relaxed);
+}
+
+void ChunkedWriter::Flush() {
+  if (buffer_.empty()) return;
+  if (!background_) {
+    WriteChunk(buffer_);
+    buffer_.clear();
+    return;
+  }
+  Background& bg = *background_;
+  std::unique_lock<std::mutex> lock(bg.mu);
+  bg.cv.wait(lock, [&] { return !bg.free.empty(); });
+  bg.handed += buffer_.size();
+  bg.queue.push_back(std::move(buffer_));
+  buffer_ = std::move(bg.free.back());  // the same string object: buffer() stays valid
+  bg.free.pop_back();
+  lock.unlock();
+  bg.cv.notify_all();
 }
 
 Status ChunkedWriter::Commit() {
   Flush();
+  StopBackground();  // every chunk written; status_ is the caller's again
   if (status_.ok() && gzip_) {
     std::string empty;
     status_ = Deflate(gzip_->z, empty, gzip_->out, true, file_);

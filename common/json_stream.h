@@ -112,9 +112,16 @@ class JsonPullReader {
 // Errors latch: the first failed write is returned by Commit() and every
 // later write is dropped. With `gzip`, the file is one gzip member (a
 // `.json.gz` a browser-side trace viewer opens as is). Move-only.
+//
+// With `background`, full chunks are written (and compressed) by a thread of
+// the writer's own while the caller fills the next one: the write system
+// calls, which copy every byte into the page cache, overlap the formatting.
+// At most kBackgroundChunks chunks exist at a time (the caller waits for a
+// free one), so memory stays bounded. The caller's side is still one thread.
 class ChunkedWriter {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
+  static constexpr size_t kBackgroundChunks = 3;  // the one being filled + 2 queued
 
   ChunkedWriter();
   ~ChunkedWriter();
@@ -122,7 +129,7 @@ class ChunkedWriter {
   ChunkedWriter& operator=(ChunkedWriter&&) noexcept;
 
   // Opens "<path>.tmp.<pid>" (see AtomicFileWriter).
-  Status Open(const std::filesystem::path& path, bool gzip = false);
+  Status Open(const std::filesystem::path& path, bool gzip = false, bool background = false);
   void Append(std::string_view s) {
     buffer_.append(s);
     MaybeFlush();
@@ -148,16 +155,21 @@ class ChunkedWriter {
   Status Commit();
   // Bytes in the file so far plus the pending chunk (gzip: compressed bytes
   // in the file only).
-  uint64_t bytes_written() const { return file_.bytes_written() + (gzip_ ? 0 : buffer_.size()); }
+  uint64_t bytes_written() const;
   // Removes the temporary file.
-  void Abort() { file_.Abort(); }
+  void Abort();
 
  private:
   void Flush();
-  struct Gzip;  // zlib state, only for gzip output
+  // Writes (or compresses) one chunk into the file; the status latches.
+  void WriteChunk(std::string& chunk);
+  struct Gzip;        // zlib state, only for gzip output
+  struct Background;  // the writer thread and its queue, only with `background`
+  void StopBackground();
 
   AtomicFileWriter file_;
   std::unique_ptr<Gzip> gzip_;
+  std::unique_ptr<Background> background_;
   std::string buffer_;
   Status status_;
 };

@@ -164,5 +164,46 @@ TEST(ChunkedWriterTest, StreamsAcrossChunksAndAppearsOnlyOnCommit) {
   std::filesystem::remove(p);
 }
 
+// With a writer thread: the same bytes, gzip or not, the buffer callers
+// build in place stays the same object, and Abort leaves no file at all.
+TEST(ChunkedWriterTest, BackgroundWritesTheSameFileAndAbortLeavesNone) {
+  const auto dir = std::filesystem::temp_directory_path();
+  for (bool gzip : {false, true}) {
+    auto fg = dir / ("chunked_fg" + std::to_string(getpid()) + (gzip ? ".gz" : ""));
+    auto bg = dir / ("chunked_bg" + std::to_string(getpid()) + (gzip ? ".gz" : ""));
+    ChunkedWriter a, b;
+    ASSERT_TRUE(a.Open(fg, gzip).ok());
+    ASSERT_TRUE(b.Open(bg, gzip, /*background=*/true).ok());
+    std::string* in_place = &b.buffer();
+    uint64_t last = 0;
+    for (int i = 0; i < 700000; ++i) {  // about 5 chunks
+      a.Format("{},", i);
+      b.buffer().append(std::to_string(i)).push_back(',');
+      b.MaybeFlush();
+      EXPECT_GE(b.bytes_written(), last);
+      last = b.bytes_written();
+    }
+    EXPECT_EQ(&b.buffer(), in_place);
+    if (!gzip) {
+      EXPECT_EQ(b.bytes_written(), a.bytes_written());
+    }
+    ASSERT_TRUE(a.Commit().ok());
+    ASSERT_TRUE(b.Commit().ok());
+    auto x = ReadFile(fg), y = ReadFile(bg);
+    ASSERT_TRUE(x.ok() && y.ok());
+    EXPECT_EQ(*x, *y);
+    EXPECT_GT(y->size(), gzip ? 1000u : 4 * ChunkedWriter::kChunkBytes);
+    std::filesystem::remove(fg);
+    std::filesystem::remove(bg);
+  }
+  auto aborted = dir / ("chunked_abort" + std::to_string(getpid()));
+  ChunkedWriter w;
+  ASSERT_TRUE(w.Open(aborted, false, /*background=*/true).ok());
+  for (int i = 0; i < 500000; ++i) w.Format("{},", i);
+  w.Abort();
+  EXPECT_FALSE(std::filesystem::exists(aborted));
+  EXPECT_FALSE(std::filesystem::exists(TemporaryPathFor(aborted)));
+}
+
 }  // namespace
 }  // namespace dfx

@@ -42,7 +42,7 @@ Status TraceWriter::Open(const std::filesystem::path& path, const TraceFilter& f
   format_ = format;
   const std::string name = path.filename().string();
   const bool gzip = name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0;
-  DFX_RETURN_IF_ERROR(writer_.Open(path, gzip));
+  DFX_RETURN_IF_ERROR(writer_.Open(path, gzip, /*background=*/true));
   if (format_ == TraceFormat::kProto) {
     proto_ = std::make_unique<PerfettoTraceEncoder>(&writer_.buffer());
     return Status::Ok();
