@@ -2,6 +2,7 @@
 // name map, converts it with DispatchConverter and prints the statistics.
 #include "view/swimlane.h"
 
+#include <future>
 #include <optional>
 #include <ostream>
 
@@ -25,15 +26,23 @@ using collectors::UnmatchedWarning;
 
 namespace {
 
-// Loads deps at `path`; prints the "no usable deps.json" warning on failure.
-std::optional<TaskGraph> LoadDepsOrWarn(const std::filesystem::path& path, bool verbose,
-                                        std::ostream& err) {
+// deps.json at `path` if there is one (nullopt when there is none).
+std::optional<Result<TaskGraph>> LoadDeps(const std::filesystem::path& path) {
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    auto deps = ReadTaskGraph(path);
-    if (deps.ok()) return std::move(deps).value();
-    if (verbose)
-      err << "Warning: couldn't read " << path.string() << ": " << deps.status().message() << "\n";
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  return ReadTaskGraph(path);
+}
+
+// The graph LoadDeps read; prints the "no usable deps.json" warning without one.
+std::optional<TaskGraph> DepsOrWarn(std::optional<Result<TaskGraph>> loaded,
+                                    const std::filesystem::path& path, bool verbose,
+                                    std::ostream& err) {
+  if (loaded) {
+    if (loaded->ok()) return std::move(*loaded).value();
+    if (verbose) {
+      err << "Warning: couldn't read " << path.string() << ": " << loaded->status().message()
+          << "\n";
+    }
   }
   err << "Warning: no usable deps.json at " << path.string()
       << "; Perfetto trace will have no dependency arrows. Run a dep_gen capture "
@@ -72,6 +81,12 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
     return NotFound("Input file not found: " + options.input.string());
   }
   std::filesystem::path dir = options.input.parent_path();
+  std::filesystem::path deps_path =
+      options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
+  // deps.json is read on a thread of its own while this one reads the
+  // records (the two readers share nothing; their warnings are printed
+  // below, in the order they always were).
+  auto deps_loaded = std::async(std::launch::async, LoadDeps, deps_path);
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
   SwimlaneReadOptions read_options;
   read_options.stream_sched_phases = true;  // bounded memory: phases are re-read, not kept
@@ -85,9 +100,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   }
   DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
                        LoadNameMapFor(dir, options.func_names, options.input.string(), err));
-  std::filesystem::path deps_path =
-      options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
-  std::optional<TaskGraph> deps = LoadDepsOrWarn(deps_path, options.verbose, err);
+  std::optional<TaskGraph> deps = DepsOrWarn(deps_loaded.get(), deps_path, options.verbose, err);
   if (options.overhead && !deps) {
     err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
            "Analysis track skipped.\n";
