@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <limits>
 #include <map>
@@ -122,6 +123,10 @@ class DispatchConverter {
 
   // --- AICPU Scheduler (scheduler_phases.cc) --------------------------------------
   Status ScanSchedPhases();
+  // Calls fn for each scheduler phase in file order: with the fast reader
+  // (sched_phase_scan.h) when ScanSchedPhases could read them all with it,
+  // else with the records' generic reader.
+  Status ForEachSchedPhase(const std::function<void(size_t, const collectors::SchedPhase&)>& fn);
   Status EmitSchedPhases();
   int ThreadOfCore(int core);
   Bar* FindCompleteBar(int thread, double finish);
@@ -179,6 +184,7 @@ class DispatchConverter {
   std::vector<OrchEnd> orch_end_;
   mutable std::vector<std::pair<int, uint32_t>> anchor_scratch_;  // AnchorRows, per call
   mutable std::vector<uint32_t> row_scratch_;                     // WorkerAnchors, per call
+  bool fast_phases_ = false;  // ScanSchedPhases read every phase with the fast reader
   bool voted_ = false;
   std::map<int, int> voted_core_thread_;
 };

@@ -2,7 +2,9 @@
 // (complete, dispatch, resolve, ...), the shared ready-queue counter, which
 // scheduler thread dispatches a core, and the --overhead counter tracks. The
 // phases are streamed from the records file (ForEachSchedPhase): once to
-// collect what the other views need (ScanSchedPhases), once to draw them.
+// collect what the other views need (ScanSchedPhases), once to draw them;
+// both passes read with the fast reader of sched_phase_scan.h when the first
+// could read every phase with it.
 #include "view/dispatch_converter.h"
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include <limits>
 
 #include "view/overhead.h"
+#include "view/sched_phase_scan.h"
 
 namespace dfx::view {
 
@@ -72,16 +75,30 @@ bool IsDrawnPhase(PhaseKind k) {
 
 }  // namespace
 
+Status DispatchConverter::ForEachSchedPhase(
+    const std::function<void(size_t, const SchedPhase&)>& fn) {
+  if (!fast_phases_) return d_.ForEachSchedPhase(fn);
+  DFX_ASSIGN_OR_RETURN(bool whole, FastForEachSchedPhase(d_, fn));
+  if (whole) return Status::Ok();
+  return FailedPrecondition(
+      d_.path.string() +
+      ": the scheduler phases changed while being read (the first pass read them "
+      "whole); convert again");
+}
+
 // One streamed pass over the scheduler phases collecting what the other
 // emitters need: resolve sub-lanes, complete bars, dependency-only markers
 // and graph_prepare envelopes. The phases themselves are emitted by a
-// second pass (EmitSchedPhases).
+// second pass (EmitSchedPhases). The fast reader is tried first; if it
+// stops at a byte outside its subset, what it collected is dropped and the
+// generic reader reads the phases again, and the passes after this one too.
 Status DispatchConverter::ScanSchedPhases() {
   size_t nt = d_.num_sched_threads;
   has_resolve_.assign(nt, false);
   complete_begin_.assign(nt + 1, 0);
   if (!d_.has_sched_phases) return Status::Ok();
-  DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+  const auto collect = [&](size_t t, const SchedPhase& p) {
+    if (t >= nt) return;  // more lanes than the first read counted: the file changed
     if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
     if (p.kind == PhaseKind::kComplete) {
       complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(t)});
@@ -94,7 +111,17 @@ Status DispatchConverter::ScanSchedPhases() {
       o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
       ++o.slices;
     }
-  }));
+  };
+  if (d_.sched_phases_streamed) {
+    DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhase(d_, collect));
+    if (!fast_phases_) {
+      has_resolve_.assign(nt, false);
+      complete_bars_.clear();
+      marker_phases_.clear();
+      outers_.clear();
+    }
+  }
+  if (!fast_phases_) DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase(collect));
   // Bars arrive thread by thread: split into per-thread ranges sorted by start.
   for (const Bar& b : complete_bars_) ++complete_begin_[b.thread + 1];
   for (size_t t = 0; t < nt; ++t) complete_begin_[t + 1] += complete_begin_[t];
@@ -114,7 +141,7 @@ int DispatchConverter::ThreadOfCore(int core) {
     voted_ = true;
     // Dispatch bars are only needed here: read them on first use.
     dispatch_bars_.assign(d_.num_sched_threads, {});
-    Status st = d_.ForEachSchedPhase([&](size_t th, const SchedPhase& p) {
+    Status st = ForEachSchedPhase([&](size_t th, const SchedPhase& p) {
       if (p.kind == PhaseKind::kDispatch) {
         dispatch_bars_[th].push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(th)});
       }
@@ -165,7 +192,7 @@ Status DispatchConverter::EmitSchedPhases() {
   // Emit, streaming the phases again in file order.
   size_t cur_thread = std::numeric_limits<size_t>::max();
   size_t ci = 0;
-  return d_.ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
+  return ForEachSchedPhase([&](size_t t, const SchedPhase& p) {
     if (t != cur_thread) {
       cur_thread = t;
       ci = 0;

@@ -1,0 +1,229 @@
+#include "view/sched_phase_scan.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dfx::view {
+
+using collectors::ParsePhaseKind;
+using collectors::SchedPhase;
+using collectors::SwimlaneRecords;
+
+namespace {
+
+constexpr size_t kWindow = 1 << 20;  // bytes read at a time
+constexpr size_t kMaxPhase = 4096;   // longest phase (with the blanks before it) read here
+
+// The window over the file: [p, end) unread, *end == '\0' (a byte no token
+// of the subset contains, so every scan stops at the end of what was read).
+class Window {
+ public:
+  explicit Window(std::FILE* f) : f_(f), buf_(kWindow + 1), end_(buf_.data()) { *end_ = '\0'; }
+  const char* begin() const { return buf_.data(); }
+  // Makes at least kMaxPhase bytes (or the rest of the file) readable from p.
+  bool Fill(const char*& p) {
+    if (static_cast<size_t>(end_ - p) >= kMaxPhase || eof_) return true;
+    const size_t keep = static_cast<size_t>(end_ - p);
+    std::memmove(buf_.data(), p, keep);
+    const size_t got = std::fread(buf_.data() + keep, 1, kWindow - keep, f_);
+    if (got < kWindow - keep) {
+      if (std::ferror(f_)) return false;
+      eof_ = true;
+    }
+    p = buf_.data();
+    end_ = buf_.data() + keep + got;
+    *end_ = '\0';
+    return true;
+  }
+
+ private:
+  std::FILE* f_;
+  std::vector<char> buf_;
+  char* end_;
+  bool eof_ = false;
+};
+
+inline void Blanks(const char*& p) {
+  while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') ++p;
+}
+
+inline bool Digit(char c) { return c >= '0' && c <= '9'; }
+
+// A non-negative JSON integer of at most 19 digits (no u64 overflow).
+inline bool Uint(const char*& p, uint64_t* v) {
+  if (!Digit(*p) || (*p == '0' && Digit(p[1]))) return false;
+  const char* first = p;
+  uint64_t n = 0;
+  while (Digit(*p)) {
+    n = n * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+  }
+  if (p - first > 19 || *p == '.' || *p == 'e' || *p == 'E') return false;
+  *v = n;
+  return true;
+}
+
+// A string without escapes or control bytes; [*s, *s + *n) is its text.
+inline bool PlainString(const char*& p, const char** s, size_t* n) {
+  if (*p != '"') return false;
+  const char* q = ++p;
+  while (*q != '"') {
+    if (static_cast<unsigned char>(*q) < 0x20 || *q == '\\') return false;
+    ++q;
+  }
+  *s = p;
+  *n = static_cast<size_t>(q - p);
+  p = q + 1;
+  return true;
+}
+
+// [N, ...] into out[0..2] as ReadSwimlaneRecords reads it (int16, the rest dropped).
+inline bool Triple(const char*& p, int16_t out[3]) {
+  out[0] = out[1] = out[2] = 0;
+  if (*p != '[') return false;
+  ++p;
+  Blanks(p);
+  if (*p == ']') {
+    ++p;
+    return true;
+  }
+  for (size_t i = 0;; ++i) {
+    uint64_t v;
+    if (!Uint(p, &v)) return false;
+    if (i < 3) out[i] = static_cast<int16_t>(static_cast<int64_t>(v));
+    Blanks(p);
+    if (*p == ']') {
+      ++p;
+      return true;
+    }
+    if (*p != ',') return false;
+    ++p;
+    Blanks(p);
+  }
+}
+
+bool Is(const char* s, size_t n, const char* key) {
+  return std::strlen(key) == n && std::memcmp(s, key, n) == 0;
+}
+
+// One phase object, as ReadSwimlaneRecords' ReadSchedPhase reads it.
+bool Phase(const char*& p, SchedPhase* ph, std::string* scratch) {
+  if (*p != '{') return false;
+  ++p;
+  Blanks(p);
+  if (*p == '}') {
+    ++p;
+    return true;
+  }
+  for (;;) {
+    const char* key;
+    size_t len;
+    if (!PlainString(p, &key, &len)) return false;
+    Blanks(p);
+    if (*p != ':') return false;
+    ++p;
+    Blanks(p);
+    uint64_t v = 0;
+    if (Is(key, len, "kind") || Is(key, len, "phase")) {
+      const char* s;
+      size_t n;
+      if (!PlainString(p, &s, &n)) return false;
+      scratch->assign(s, n);
+      ph->kind = ParsePhaseKind(*scratch);
+    } else if (Is(key, len, "shared_at_start")) {
+      if (!Triple(p, ph->shared_at_start)) return false;
+      ph->has_depths = true;
+    } else if (Is(key, len, "shared_at_end")) {
+      if (!Triple(p, ph->shared_at_end)) return false;
+      ph->has_depths = true;
+    } else {
+      if (!Uint(p, &v)) return false;
+      if (Is(key, len, "start_cycles")) {
+        ph->start = v;
+      } else if (Is(key, len, "end_cycles")) {
+        ph->end = v;
+      } else if (Is(key, len, "loop_iter")) {
+        ph->loop_iter = static_cast<uint32_t>(v);
+      } else if (Is(key, len, "tasks_processed")) {
+        ph->tasks_processed = static_cast<uint32_t>(v);
+      } else if (Is(key, len, "pop_hit")) {
+        ph->pop_hit = static_cast<uint32_t>(v);
+      } else if (Is(key, len, "pop_miss")) {
+        ph->pop_miss = static_cast<uint32_t>(v);
+      } else if (Is(key, len, "task_id")) {
+        ph->task_id = static_cast<int64_t>(v);
+      } else {
+        return false;  // a key of no phase field: the generic reader skips it
+      }
+    }
+    Blanks(p);
+    if (*p == '}') {
+      ++p;
+      return true;
+    }
+    if (*p != ',') return false;
+    ++p;
+    Blanks(p);
+  }
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+}  // namespace
+
+Result<bool> FastForEachSchedPhase(const SwimlaneRecords& records,
+                                   const std::function<void(size_t, const SchedPhase&)>& fn) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(records.path.c_str(), "rb"));
+  if (f == nullptr ||
+      std::fseek(f.get(), static_cast<long>(records.sched_phases_offset), SEEK_SET) != 0) {
+    return NotFound(records.path.string() +
+                    ": cannot read the scheduler phases: " + std::strerror(errno));
+  }
+  const auto read_error = [&] {
+    return Internal(records.path.string() + ": read failed: " + std::strerror(errno));
+  };
+  Window w(f.get());
+  std::string scratch;
+  const char* p = w.begin();
+  if (!w.Fill(p)) return read_error();
+  // [ [phase, ...], ... ]
+  Blanks(p);
+  if (*p != '[') return false;
+  ++p;
+  Blanks(p);
+  if (*p == ']') return true;
+  for (size_t t = 0;; ++t) {
+    if (*p != '[') return false;
+    ++p;
+    if (!w.Fill(p)) return read_error();
+    Blanks(p);
+    if (*p != ']') {
+      for (;;) {
+        if (!w.Fill(p)) return read_error();
+        Blanks(p);
+        SchedPhase ph;
+        if (!Phase(p, &ph, &scratch)) return false;
+        fn(t, ph);
+        Blanks(p);
+        if (*p == ']') break;
+        if (*p != ',') return false;
+        ++p;
+      }
+    }
+    ++p;  // the lane's ']'
+    if (!w.Fill(p)) return read_error();
+    Blanks(p);
+    if (*p == ']') return true;
+    if (*p != ',') return false;
+    ++p;
+    Blanks(p);
+  }
+}
+
+}  // namespace dfx::view
