@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <set>
 
 #include "view/task_label.h"
@@ -93,16 +94,18 @@ std::string DispatchConverter::BaseName(int func_id) const {
 }
 
 // The numbers go through EventText, a few bounded pieces at a time (the
-// label and the task's display are of any length).
+// label's head, a kernel name, is of any length).
 void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
-                                            const std::string& label, int pid, int tid, double ts,
-                                            double dur, const std::string& task_display,
-                                            int func_id, int core_id) {
+                                            const std::string& label_head, uint64_t task_id,
+                                            int pid, int tid, double ts, double dur, int func_id,
+                                            int core_id) {
   b.append(
       EventText().Lit(R"({"ph":"X","cat":"event","id":)").Int(event_id).Lit(R"(,"name":)").view());
-  AppendJsonString(&b, label);
+  b.append(label_head);
+  const auto display = [task_id](char* p) { return TaskDisplayTo(p, task_id); };
   b.append(EventText()
-               .Lit(R"(,"pid":)")
+               .Put(kTaskDisplayChars, display)
+               .Lit(R"J()","pid":)J")
                .Int(pid)
                .Lit(R"(,"tid":)")
                .Int(tid)
@@ -111,9 +114,12 @@ void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
                .Lit(R"(,"dur":)")
                .Num(dur)
                .Lit(R"(,"args":{"event-hint":"Task:)")
+               .Put(kTaskDisplayChars, display)
+               .Lit(", FuncId:")
+               .Int(func_id)
+               .Lit(", CoreId:")
+               .Int(core_id)
                .view());
-  b.append(task_display);
-  b.append(EventText().Lit(", FuncId:").Int(func_id).Lit(", CoreId:").Int(core_id).view());
 }
 
 std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {
@@ -122,24 +128,45 @@ std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) c
   return base + "(" + FormatTaskDisplay(task_id) + ")";
 }
 
-std::string DispatchConverter::PeerHint(uint64_t id, bool fanout) const {
-  std::string s;
+// Label's text before the display, escaped: escaping works byte by byte and
+// the display and parentheses need none, so head + display + ")\"" is the
+// escaped label.
+const std::string& DispatchConverter::LabelHead(int func_id, bool spmd) const {
+  auto [it, inserted] = label_heads_.try_emplace({func_id, spmd});
+  if (inserted) {
+    std::string label = Label(0, func_id, spmd);                   // "<base>(t0)"
+    label.resize(label.size() - FormatTaskDisplay(0).size() - 1);  // "<base>("
+    AppendJsonString(&it->second, label);
+    it->second.pop_back();  // the closing quote comes after the display
+  }
+  return it->second;
+}
+
+void DispatchConverter::PeerHint(uint64_t id, bool fanout, std::string* s) const {
+  s->clear();
   auto list = [&](const auto& peers) {
-    s = fmt::format(FMT_COMPILE("{}: ["), peers.size());
+    char buf[kTaskDisplayChars + 2];  // ", " and a display; first the count (at most 20 digits)
+    char count[24];
+    s->append(count,
+              static_cast<size_t>(std::to_chars(count, count + 24, peers.size()).ptr - count));
+    s->append(": [");
     for (size_t i = 0; i < peers.size(); ++i) {
-      if (i) s += ", ";
-      s += FormatTaskDisplay(peers[i].second);
+      char* p = buf;
+      if (i) {
+        *p++ = ',';
+        *p++ = ' ';
+      }
+      s->append(buf, static_cast<size_t>(TaskDisplayTo(p, peers[i].second) - buf));
     }
-    s += "]";
+    s->push_back(']');
   };
   if (deps_ == nullptr) {
-    s = "0: []";
+    s->append("0: []");
   } else if (fanout) {
     list(deps_->Succs(id));
   } else {
     list(deps_->Preds(id));
   }
-  return s;
 }
 
 void DispatchConverter::EmitProcessMetadata() {

@@ -65,8 +65,8 @@ void DispatchConverter::EmitSchedulerView() {
     uint64_t task_id = d_.TaskId(r);
     int func_id = FuncOf(r);
     std::string& b = trace_.Begin();
-    AppendTaskSliceHead(b, id, Label(task_id, func_id, (r.flags & kSpmdFlag) != 0), Pid(3), tid,
-                        T(ts), fin - ts, FormatTaskDisplay(task_id), func_id, r.core_id);
+    AppendTaskSliceHead(b, id, LabelHead(func_id, (r.flags & kSpmdFlag) != 0), task_id, Pid(3), tid,
+                        T(ts), fin - ts, func_id, r.core_id);
     b.append(EventText()
                  .Lit(R"(","dispatch-time-us":)")
                  .Num(ts)

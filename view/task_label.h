@@ -5,6 +5,7 @@
 // thread-safe.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,16 @@ inline uint32_t LocalOf(uint64_t task_id) { return static_cast<uint32_t>(task_id
 
 // "t<local>" for ring 0, else "r<ring>t<local>".
 std::string FormatTaskDisplay(uint64_t task_id);
+// The same written at `p` (room for kTaskDisplayChars); returns its end.
+inline constexpr size_t kTaskDisplayChars = 16;
+inline char* TaskDisplayTo(char* p, uint64_t task_id) {
+  if (const int ring = RingOf(task_id); ring != 0) {
+    *p++ = 'r';
+    p = std::to_chars(p, p + 3, ring).ptr;
+  }
+  *p++ = 't';
+  return std::to_chars(p, p + 10, LocalOf(task_id)).ptr;
+}
 
 // Bijective base-26 letters of n: 0→"a", 25→"z", 26→"aa".
 std::string FuncLetters(int n);

@@ -107,6 +107,14 @@ class EventText {
     p_ = NumTo(p_, v);
     return *this;
   }
+  // Text written by `write(char* at) -> end`, of at most `bound` bytes.
+  template <typename Writer>
+  EventText& Put(size_t bound, Writer&& write) {
+    assert(bound <= kRoom - static_cast<size_t>(p_ - buf_));
+    (void)bound;
+    p_ = write(p_);
+    return *this;
+  }
   std::string_view view() const { return {buf_, static_cast<size_t>(p_ - buf_)}; }
 
  private:

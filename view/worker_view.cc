@@ -13,20 +13,20 @@ using collectors::TaskRow;
 
 void DispatchConverter::EmitWorkerView() {
   first_worker_ev_ = trace_.next_event_id();
+  std::string fanout, fanin;  // reused: a task's hints, built once for its rows
   for (uint32_t k = 0; k < NumRows();) {
     Group g = GroupFrom(k);
     k = g.end;
-    std::string fanout = PeerHint(g.task_id, true);
-    std::string fanin = PeerHint(g.task_id, false);
-    std::string disp = FormatTaskDisplay(g.task_id);
+    PeerHint(g.task_id, true, &fanout);
+    PeerHint(g.task_id, false, &fanin);
     for (uint32_t i = g.begin; i < g.end; ++i) {
       const TaskRow& r = d_.tasks[i];
       double ts = d_.ReceiveUs(r), end = d_.EndUs(r), start = d_.StartUs(r);
       uint64_t id = trace_.TakeEventId();
       int func_id = FuncOf(r);
       std::string& b = trace_.Begin();
-      AppendTaskSliceHead(b, id, Label(g.task_id, func_id, g.spmd), Pid(4), CoreTid(r.core_id),
-                          T(ts), end - ts, disp, func_id, r.core_id);
+      AppendTaskSliceHead(b, id, LabelHead(func_id, g.spmd), g.task_id, Pid(4), CoreTid(r.core_id),
+                          T(ts), end - ts, func_id, r.core_id);
       b.append(R"(","fanout-hint":)");
       AppendJsonString(&b, fanout);
       b.append(R"(,"fanin-hint":)");
