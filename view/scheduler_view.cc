@@ -44,6 +44,7 @@ void DispatchConverter::EmitSchedulerView() {
   });
   first_sched_ev_ = trace_.next_event_id();
   std::vector<double> lane_end;
+  std::vector<uint16_t> named_lanes;  // per core: bit `lane` once its thread is named
   int cur_core = std::numeric_limits<int>::min();
   uint32_t bars = 0;
   for (const TaskRow& r : rows) {
@@ -59,7 +60,12 @@ void DispatchConverter::EmitSchedulerView() {
     if (lane >= lane_end.size()) lane_end.resize(lane + 1, 0.0);
     lane_end[lane] = std::max(lane_end[lane], fin);
     int tid = CoreTid(r.core_id) + static_cast<int>(lane);
-    trace_.ThreadName(3, tid, CoreName(r.core_id));
+    // Each lane is named once (not a name built and looked up per row).
+    if (r.core_id >= named_lanes.size()) named_lanes.resize(r.core_id + 1u, 0);
+    if (!(named_lanes[r.core_id] & (1u << lane))) {
+      named_lanes[r.core_id] |= static_cast<uint16_t>(1u << lane);
+      trace_.ThreadName(3, tid, CoreName(r.core_id));
+    }
     uint64_t id = trace_.TakeEventId();
     ++bars;
     uint64_t task_id = d_.TaskId(r);

@@ -27,10 +27,12 @@ void DispatchConverter::EmitWorkerView() {
       std::string& b = trace_.Begin();
       AppendTaskSliceHead(b, id, LabelHead(func_id, g.spmd), g.task_id, Pid(4), CoreTid(r.core_id),
                           T(ts), end - ts, func_id, r.core_id);
-      b.append(R"(","fanout-hint":)");
-      AppendJsonString(&b, fanout);
-      b.append(R"(,"fanin-hint":)");
-      AppendJsonString(&b, fanin);
+      // The hints are digits, 'r', 't' and ":, []": nothing to escape.
+      b.append(R"(","fanout-hint":")");
+      b.append(fanout);
+      b.append(R"(","fanin-hint":")");
+      b.append(fanin);
+      b.push_back('"');
       b.append(EventText()
                    .Lit(R"(,"duration-us":)")
                    .Num(end - ts)
