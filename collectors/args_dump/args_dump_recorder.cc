@@ -25,6 +25,7 @@
 #include "collectors/artifact_layout.h"
 #include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
+#include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
 #include "common/file_util.h"
 #include "common/json_stream.h"
@@ -99,7 +100,7 @@ struct ArgsDumpRecorder::Impl {
   ArgsDumpOptions options;
   fs::path dir;  // <output_dir>/args_dump
 
-  std::vector<Entry> entries;
+  internal::LazyArray<Entry> entries;  // sized for every binding; mapped as used
   std::unique_ptr<uint8_t[]> arena;
   uint64_t arena_size = 0;
 
@@ -182,7 +183,7 @@ ArgsDumpRecorder::ArgsDumpRecorder(const ArgsDumpOptions& options, const Capacit
   m.dir = output_dir / kArgsDumpDir;
   // INOUT args are captured at both stages.
   uint64_t max_records = options.max_records > 0 ? options.max_records : 2 * hint.tensor_args + 256;
-  m.entries.resize(max_records);
+  m.entries.Reset(max_records);
   m.arena_size = std::max<uint64_t>(options.arena_bytes, 64);
   // Not value-initialised: untouched pages of a large arena cost nothing.
   m.arena.reset(new uint8_t[m.arena_size]);

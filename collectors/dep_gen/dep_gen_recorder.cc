@@ -12,6 +12,7 @@
 
 #include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
+#include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -79,10 +80,11 @@ const char* ArgTypeName(ArgType t) {
 }
 
 struct DepGenRecorder::Impl {
-  std::vector<TaskHeader> tasks;
-  std::vector<DepGenArg> args;
-  std::vector<DepGenEdgeRecord> edges;
-  std::vector<DepGenTensorRecord> tensors;
+  // Sized from the hint's bounds; pages are mapped as records land in them.
+  internal::LazyArray<TaskHeader> tasks;
+  internal::LazyArray<DepGenArg> args;
+  internal::LazyArray<DepGenEdgeRecord> edges;
+  internal::LazyArray<DepGenTensorRecord> tensors;
   uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_tensors = 0;
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> total{0};
@@ -95,10 +97,10 @@ DepGenRecorder::DepGenRecorder(const CapacityHint& hint) : impl_(std::make_uniqu
   // Without a bound from the program, each arg can bring a creator and a
   // tensormap edge, and each task a few explicit ones.
   uint64_t edges = hint.edges > 0 ? hint.edges : 2 * args + 4 * tasks;
-  m.tasks.resize(tasks);
-  m.args.resize(args);
-  m.edges.resize(std::max<uint64_t>(edges, 64));
-  m.tensors.resize(args + 64);
+  m.tasks.Reset(tasks);
+  m.args.Reset(args);
+  m.edges.Reset(std::max<uint64_t>(edges, 64));
+  m.tensors.Reset(args + 64);
 }
 
 DepGenRecorder::~DepGenRecorder() = default;
@@ -121,9 +123,9 @@ void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
   h.arg_count = argc;
   h.manual_scope = task.manual_scope;
   h.early_dispatch = task.early_dispatch;
-  std::copy(task.args, task.args + argc, m.args.begin() + static_cast<ptrdiff_t>(m.num_args));
+  std::copy(task.args, task.args + argc, m.args.data() + m.num_args);
   m.num_args += argc;
-  std::copy(edges.begin(), edges.end(), m.edges.begin() + static_cast<ptrdiff_t>(m.num_edges));
+  std::copy(edges.begin(), edges.end(), m.edges.data() + m.num_edges);
   m.num_edges += edges.size();
 }
 

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "collectors/internal/compiled_format.h"
+#include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -157,7 +158,7 @@ struct Row {
 };
 
 struct Shard {
-  std::vector<Row> rows;
+  internal::LazyArray<Row> rows;  // pages mapped as rows land in them
   std::atomic<uint64_t> count{0};
 };
 
@@ -371,7 +372,7 @@ PmuRecorder::PmuRecorder(int event_type, const ChipLayout& layout, const Capacit
   m.shards = std::vector<Shard>(threads);
   // A shard may retire every execution when one thread serves all cores.
   const uint64_t per_shard = std::max<uint64_t>(hint.core_executions, 1024);
-  for (auto& s : m.shards) s.rows.resize(per_shard);
+  for (auto& s : m.shards) s.rows.Reset(per_shard);
   m.cores.resize(std::max<size_t>(layout.core_types.size(), 1));
   m.l2_share_lines = (m.a5 ? kL2BytesA5 : kL2BytesA2A3) / kL2Line / m.cores.size();
 }

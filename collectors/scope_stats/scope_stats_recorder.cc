@@ -9,6 +9,7 @@
 
 #include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
+#include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -20,7 +21,7 @@ constexpr int kMaxScopeDepth = 64;  // PTO2_SCOPE_STATS_MAX_SCOPE_DEPTH
 
 struct ScopeStatsRecorder::Impl {
   ChipLayout layout;
-  std::vector<ScopeSample> samples;
+  internal::LazyArray<ScopeSample> samples;
   uint64_t count = 0;
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> total{0};
@@ -31,7 +32,7 @@ ScopeStatsRecorder::ScopeStatsRecorder(const ChipLayout& layout, const CapacityH
     : impl_(std::make_unique<Impl>()) {
   impl_->layout = layout;
   // PLATFORM_SCOPE_STATS_RECORDS_PER_BUFFER x BUFFERS_PER_INSTANCE is the floor.
-  impl_->samples.resize(std::max<uint64_t>(hint.scope_samples, 512 * 4));
+  impl_->samples.Reset(std::max<uint64_t>(hint.scope_samples, 512 * 4));
 }
 
 ScopeStatsRecorder::~ScopeStatsRecorder() = default;

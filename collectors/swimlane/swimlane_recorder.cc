@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectors/internal/compiled_format.h"
+#include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -51,10 +52,10 @@ struct OrchRow {
 // A fixed-capacity append array. Claim() is safe from many threads.
 template <typename T>
 struct Stream {
-  std::vector<T> rows;
+  internal::LazyArray<T> rows;  // pages mapped as rows land in them
   std::atomic<uint64_t> count{0};
 
-  void Reserve(uint64_t capacity) { rows.resize(capacity); }
+  void Reserve(uint64_t capacity) { rows.Reset(capacity); }
   // Returns the slot or nullptr (full). On full the count is not advanced past capacity.
   T* Claim() {
     uint64_t i = count.fetch_add(1, std::memory_order_relaxed);

@@ -1,0 +1,60 @@
+// Fixed-capacity record storage whose memory costs nothing until a record is
+// written. The recorders size their buffers for the worst case a program can
+// produce (an args dump at level 1 reserves a slot for every tensor argument
+// twice, a level-3 swimlane four scheduler phases per task and thread), and
+// std::vector::resize value-initialises all of it: at 100,000 tasks the
+// all-five run zeroed ~190 MB on the dispatching thread before the run
+// started, page fault by page fault, for records mostly never written. Here
+// the storage comes from operator new without initialisation, so the kernel
+// maps a page only when the first record lands in it. (Transparent huge
+// pages for these arrays were tried and were slower: on this host zeroing a
+// fresh 2 MiB page cost the recording threads more than the 4 KiB faults.)
+//
+// Only slots that were written may be read (every recorder reads [0, count)).
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <type_traits>
+
+namespace dfx::collectors::internal {
+
+template <typename T>
+class LazyArray {
+  // Records are plain structs copied in whole: raw storage holds objects of
+  // such (implicit-lifetime) types once they are assigned.
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                "LazyArray holds plain records");
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+ public:
+  LazyArray() = default;
+  explicit LazyArray(size_t capacity) { Reset(capacity); }
+  ~LazyArray() { Release(); }
+  LazyArray(const LazyArray&) = delete;
+  LazyArray& operator=(const LazyArray&) = delete;
+
+  // Drops the contents and makes room for `capacity` records, uninitialised.
+  void Reset(size_t capacity) {
+    Release();
+    if (capacity > 0) data_ = static_cast<T*>(::operator new(capacity * sizeof(T)));
+    size_ = capacity;
+  }
+  size_t size() const { return size_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  void Release() {
+    ::operator delete(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace dfx::collectors::internal
