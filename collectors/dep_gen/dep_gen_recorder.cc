@@ -10,9 +10,9 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/internal/lazy_array.h"
+#include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -30,11 +30,13 @@ struct TaskHeader {
   bool early_dispatch;
 };
 
-void WriteDims(ChunkedWriter& w, const uint32_t* v, uint8_t n) {
-  w.Append('[');
-  for (uint8_t i = 0; i < n && i < kMaxDims; ++i)
-    internal::Put(w, FMT_COMPILE("{}{}"), i ? "," : "", v[i]);
-  w.Append(']');
+void WriteDims(internal::RecordText& x, const uint32_t* v, uint8_t n) {
+  x.Char('[');
+  for (uint8_t i = 0; i < n && i < kMaxDims; ++i) {
+    if (i) x.Char(',');
+    x.Int(v[i]);
+  }
+  x.Char(']');
 }
 
 const char* SourceName(EdgeSource s) {
@@ -156,77 +158,74 @@ Status DepGenRecorder::Export(const fs::path& path) const {
 
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
-  w.Append("{\"tasks\":[");
-  for (uint64_t t = 0; t < m.num_tasks; ++t) {
-    const TaskHeader& h = m.tasks[t];
-    internal::Put(w,
-                  FMT_COMPILE("{}{{\"task_id\":\"{}\",\"scope\":\"{}\",\"early_dispatch\":{},"
-                              "\"kernel_ids\":[{},{},{}],\"block_num\":{},\"args\":["),
-                  t ? "," : "", h.task_id, h.manual_scope ? "manual" : "auto",
-                  h.early_dispatch ? "true" : "false", h.kernel_ids[0], h.kernel_ids[1],
-                  h.kernel_ids[2], h.block_num);
-    for (uint8_t a = 0; a < h.arg_count; ++a) {
-      const DepGenArg& arg = m.args[h.first_arg + a];
-      internal::Put(w, FMT_COMPILE("{}{{\"idx\":{},\"type\":\"{}\""), a ? "," : "", arg.idx,
-                    ArgTypeName(arg.type));
-      if (arg.has_tensor) {
-        const TensorView& v = arg.view;
-        internal::Put(w, FMT_COMPILE(",\"tensor_id\":\"{}\",\"dtype\":"), v.tensor_id);
-        w.String(internal::FixedString(v.dtype));
-        w.Append(",\"shape\":");
-        WriteDims(w, v.shape, v.ndims);
-        internal::Put(w, FMT_COMPILE(",\"start_offset\":\"{}\",\"strides\":"), v.start_offset);
-        WriteDims(w, v.strides, v.ndims);
+  {
+    internal::RecordText x(w);
+    x.Lit("{\"tasks\":[");
+    for (uint64_t t = 0; t < m.num_tasks; ++t) {
+      const TaskHeader& h = m.tasks[t];
+      x.Lit(t ? ",{\"task_id\":\"" : "{\"task_id\":\"").Int(h.task_id);
+      x.Lit(h.manual_scope ? "\",\"scope\":\"manual\",\"early_dispatch\":"
+                           : "\",\"scope\":\"auto\",\"early_dispatch\":");
+      x.Lit(h.early_dispatch ? "true" : "false").Lit(",\"kernel_ids\":[").Int(h.kernel_ids[0]);
+      x.Char(',').Int(h.kernel_ids[1]).Char(',').Int(h.kernel_ids[2]);
+      x.Lit("],\"block_num\":").Int(h.block_num).Lit(",\"args\":[");
+      for (uint8_t a = 0; a < h.arg_count; ++a) {
+        const DepGenArg& arg = m.args[h.first_arg + a];
+        x.Lit(a ? ",{\"idx\":" : "{\"idx\":").Int(arg.idx);
+        x.Lit(",\"type\":\"").Lit(ArgTypeName(arg.type)).Char('"');
+        if (arg.has_tensor) {
+          const TensorView& v = arg.view;
+          x.Lit(",\"tensor_id\":\"").Int(v.tensor_id).Lit("\",\"dtype\":");
+          x.Str(internal::FixedString(v.dtype)).Lit(",\"shape\":");
+          WriteDims(x, v.shape, v.ndims);
+          x.Lit(",\"start_offset\":\"").Int(v.start_offset).Lit("\",\"strides\":");
+          WriteDims(x, v.strides, v.ndims);
+        }
+        x.Char('}');
       }
-      w.Append('}');
+      x.Lit("]}");
     }
-    w.Append("]}");
-  }
-  w.Append("],\"tensors\":[");
-  for (uint64_t i = 0; i < m.num_tensors; ++i) {
-    const DepGenTensorRecord& t = m.tensors[i];
-    internal::Put(
-        w, FMT_COMPILE("{}{{\"tensor_id\":\"{}\",\"buffer_addr\":\"{}\",\"version\":{},\"dtype\":"),
-        i ? "," : "", t.tensor_id, t.buffer_addr, t.version);
-    w.String(internal::FixedString(t.dtype));
-    internal::Put(w, FMT_COMPILE(",\"buffer_numel\":\"{}\"}}"), t.buffer_numel);
-  }
-  w.Append("],\"edges\":[");
-  for (uint64_t i = 0; i < m.num_edges; ++i) {
-    const DepGenEdgeRecord& e = m.edges[i];
-    bool is_explicit = e.source == EdgeSource::kExplicit;
-    // Flags per source, as the reference replay writes them: the record cannot
-    // tell an explicit add_dep_wait() from a retaining dependency.
-    const char* flags = e.source == EdgeSource::kTensormap ? "[\"wait\"]" : "[\"wait\",\"retain\"]";
-    internal::Put(
-        w,
-        FMT_COMPILE(
-            "{}{{\"pred\":\"{}\",\"succ\":\"{}\",\"arg\":{},\"source\":\"{}\",\"flags\":{}"),
-        i ? "," : "", e.pred, e.succ, is_explicit ? -1 : e.arg, SourceName(e.source), flags);
-    if (e.source == EdgeSource::kTensormap) {
-      internal::Put(w, FMT_COMPILE(",\"overlap\":\"{}\""), OverlapName(e.overlap));
+    x.Lit("],\"tensors\":[");
+    for (uint64_t i = 0; i < m.num_tensors; ++i) {
+      const DepGenTensorRecord& t = m.tensors[i];
+      x.Lit(i ? ",{\"tensor_id\":\"" : "{\"tensor_id\":\"").Int(t.tensor_id);
+      x.Lit("\",\"buffer_addr\":\"").Int(t.buffer_addr).Lit("\",\"version\":").Int(t.version);
+      x.Lit(",\"dtype\":").Str(internal::FixedString(t.dtype));
+      x.Lit(",\"buffer_numel\":\"").Int(t.buffer_numel).Lit("\"}");
     }
-    if (!is_explicit) {
-      const TensorView& c = e.consumer;
-      internal::Put(w, FMT_COMPILE(",\"tensor_id\":\"{}\",\"consumer_dtype\":"), c.tensor_id);
-      w.String(internal::FixedString(c.dtype));
-      w.Append(",\"consumer_shape\":");
-      WriteDims(w, c.shape, c.ndims);
-      internal::Put(w, FMT_COMPILE(",\"consumer_start_offset\":\"{}\",\"consumer_strides\":"),
-                    c.start_offset);
-      WriteDims(w, c.strides, c.ndims);
+    x.Lit("],\"edges\":[");
+    for (uint64_t i = 0; i < m.num_edges; ++i) {
+      const DepGenEdgeRecord& e = m.edges[i];
+      const bool is_explicit = e.source == EdgeSource::kExplicit;
+      const bool tensormap = e.source == EdgeSource::kTensormap;
+      x.Lit(i ? ",{\"pred\":\"" : "{\"pred\":\"").Int(e.pred);
+      x.Lit("\",\"succ\":\"").Int(e.succ).Lit("\",\"arg\":").Int(is_explicit ? -1 : e.arg);
+      x.Lit(",\"source\":\"").Lit(SourceName(e.source));
+      // Flags per source, as the reference replay writes them: the record cannot
+      // tell an explicit add_dep_wait() from a retaining dependency.
+      x.Lit(tensormap ? "\",\"flags\":[\"wait\"]" : "\",\"flags\":[\"wait\",\"retain\"]");
+      if (tensormap) x.Lit(",\"overlap\":\"").Lit(OverlapName(e.overlap)).Char('"');
+      if (!is_explicit) {
+        const TensorView& c = e.consumer;
+        x.Lit(",\"tensor_id\":\"").Int(c.tensor_id).Lit("\",\"consumer_dtype\":");
+        x.Str(internal::FixedString(c.dtype)).Lit(",\"consumer_shape\":");
+        WriteDims(x, c.shape, c.ndims);
+        x.Lit(",\"consumer_start_offset\":\"").Int(c.start_offset);
+        x.Lit("\",\"consumer_strides\":");
+        WriteDims(x, c.strides, c.ndims);
+      }
+      if (tensormap) {
+        const TensorView& p = e.producer;
+        x.Lit(",\"producer_shape\":");
+        WriteDims(x, p.shape, p.ndims);
+        x.Lit(",\"producer_start_offset\":\"").Int(p.start_offset);
+        x.Lit("\",\"producer_strides\":");
+        WriteDims(x, p.strides, p.ndims);
+      }
+      x.Char('}');
     }
-    if (e.source == EdgeSource::kTensormap) {
-      const TensorView& p = e.producer;
-      w.Append(",\"producer_shape\":");
-      WriteDims(w, p.shape, p.ndims);
-      internal::Put(w, FMT_COMPILE(",\"producer_start_offset\":\"{}\",\"producer_strides\":"),
-                    p.start_offset);
-      WriteDims(w, p.strides, p.ndims);
-    }
-    w.Append('}');
-  }
-  w.Append("]}\n");
+    x.Lit("]}\n");
+  }  // hands the rest to `w`
   return w.Commit();
 }
 

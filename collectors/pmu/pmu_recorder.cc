@@ -62,8 +62,8 @@
 #include <atomic>
 #include <vector>
 
-#include "collectors/internal/compiled_format.h"
 #include "collectors/internal/lazy_array.h"
+#include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -431,12 +431,13 @@ Status PmuRecorder::Export(const fs::path& path) const {
   for (size_t t = 0; t < m.shards.size(); ++t) {
     const Shard& s = m.shards[t];
     uint64_t n = std::min<uint64_t>(s.count.load(), s.rows.size());
+    internal::RecordText x(w);
     for (uint64_t i = 0; i < n; ++i) {
       const Row& r = s.rows[i];
-      internal::Put(w, FMT_COMPILE("{},{},0x{:016x},{},{},{}"), t, r.core_id, r.task_id, r.func_id,
-                    r.core_type, r.total_cycles);
-      for (int k = 0; k < m.columns; ++k) internal::Put(w, FMT_COMPILE(",{}"), r.counters[k]);
-      internal::Put(w, FMT_COMPILE(",{}\n"), m.event_type);
+      x.Int(t).Char(',').Int(r.core_id).Lit(",0x").Hex16(r.task_id).Char(',').Int(r.func_id);
+      x.Char(',').Int(r.core_type).Char(',').Int(r.total_cycles);
+      for (int k = 0; k < m.columns; ++k) x.Char(',').Int(r.counters[k]);
+      x.Char(',').Int(m.event_type).Char('\n');
     }
   }
   return w.Commit();

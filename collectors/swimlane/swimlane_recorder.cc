@@ -13,6 +13,7 @@
 
 #include "collectors/internal/compiled_format.h"
 #include "collectors/internal/lazy_array.h"
+#include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -258,22 +259,26 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
   w.Append("},\n  \"aicore_tasks\": [");
   {
     std::vector<uint32_t> order = OrderByCore(m.aicore, m.num_cores);
+    internal::RecordText x(w);
     for (size_t k = 0; k < order.size(); ++k) {
       const AicoreRow& r = m.aicore.rows[order[k]];
-      internal::Put(w, FMT_COMPILE("{}\n    [{}, {}, {}, {}, {}, {}]"), k > 0 ? "," : "", r.core_id,
-                    r.task_token_raw, r.reg_task_id, r.start_cycles, r.end_cycles,
-                    r.receive_to_start_cycles);
+      x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.task_token_raw);
+      x.Lit(", ").Int(r.reg_task_id).Lit(", ").Int(r.start_cycles).Lit(", ").Int(r.end_cycles);
+      x.Lit(", ").Int(r.receive_to_start_cycles).Char(']');
     }
+    x.Flush();
     w.Append(order.empty() ? "]" : "\n  ]");
   }
   w.Append(",\n  \"aicpu_tasks\": [");
   {
     std::vector<uint32_t> order = OrderByCore(m.aicpu, m.num_cores);
+    internal::RecordText x(w);
     for (size_t k = 0; k < order.size(); ++k) {
       const AicpuRow& r = m.aicpu.rows[order[k]];
-      internal::Put(w, FMT_COMPILE("{}\n    [{}, {}, {}, {}]"), k > 0 ? "," : "", r.core_id,
-                    r.reg_task_id, r.dispatch_cycles, r.finish_cycles);
+      x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.reg_task_id);
+      x.Lit(", ").Int(r.dispatch_cycles).Lit(", ").Int(r.finish_cycles).Char(']');
     }
+    x.Flush();
     w.Append(order.empty() ? "]" : "\n  ]");
   }
   if (level_ >= 3) {
@@ -281,28 +286,37 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
     for (size_t t = 0; t < m.sched.size(); ++t) {
       w.Append(t > 0 ? ",\n    [" : "\n    [");
       uint64_t n = m.sched[t].size();
+      internal::RecordText x(w);
       for (uint64_t i = 0; i < n; ++i) {
         const SchedPhaseRecord& p = m.sched[t].rows[i];
-        internal::Put(
-            w,
-            FMT_COMPILE("{}\n      {{\"kind\": \"{}\", \"start_cycles\": {}, \"end_cycles\": {}, "
-                        "\"loop_iter\": {}, \"tasks_processed\": {}"),
-            i > 0 ? "," : "", SchedPhaseName(p.kind), p.start_cycles, p.end_cycles, p.loop_iter,
-            p.tasks_processed);
+        x.Lit(i > 0 ? ",\n      {\"kind\": \"" : "\n      {\"kind\": \"")
+            .Lit(SchedPhaseName(p.kind));
+        x.Lit("\", \"start_cycles\": ")
+            .Int(p.start_cycles)
+            .Lit(", \"end_cycles\": ")
+            .Int(p.end_cycles);
+        x.Lit(", \"loop_iter\": ")
+            .Int(p.loop_iter)
+            .Lit(", \"tasks_processed\": ")
+            .Int(p.tasks_processed);
         if (p.kind == SchedPhaseKind::kDispatch) {
-          internal::Put(w, FMT_COMPILE(", \"pop_hit\": {}, \"pop_miss\": {}"), p.pop_hit,
-                        p.pop_miss);
+          x.Lit(", \"pop_hit\": ").Int(p.pop_hit).Lit(", \"pop_miss\": ").Int(p.pop_miss);
         }
         if (p.kind == SchedPhaseKind::kDummyTask || p.kind == SchedPhaseKind::kPredicatedSkip ||
             p.kind == SchedPhaseKind::kGraphPrepare) {
-          internal::Put(w, FMT_COMPILE(", \"task_id\": {}"), p.task_id);
+          x.Lit(", \"task_id\": ").Int(p.task_id);
         }
-        internal::Put(
-            w,
-            FMT_COMPILE(", \"shared_at_start\": [{}, {}, {}], \"shared_at_end\": [{}, {}, {}]}}"),
-            p.shared_at_start[0], p.shared_at_start[1], p.shared_at_start[2], p.shared_at_end[0],
-            p.shared_at_end[1], p.shared_at_end[2]);
+        x.Lit(", \"shared_at_start\": [")
+            .Int(p.shared_at_start[0])
+            .Lit(", ")
+            .Int(p.shared_at_start[1]);
+        x.Lit(", ")
+            .Int(p.shared_at_start[2])
+            .Lit("], \"shared_at_end\": [")
+            .Int(p.shared_at_end[0]);
+        x.Lit(", ").Int(p.shared_at_end[1]).Lit(", ").Int(p.shared_at_end[2]).Lit("]}");
       }
+      x.Flush();
       w.Append(n > 0 ? "\n    ]" : "]");
     }
     w.Append(m.sched.empty() ? "]" : "\n  ]");
@@ -312,14 +326,14 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
     for (size_t t = 0; t < m.orch.size(); ++t) {
       w.Append(t > 0 ? ",\n    [" : "\n    [");
       uint64_t n = m.orch[t].size();
+      internal::RecordText x(w);
       for (uint64_t i = 0; i < n; ++i) {
         const OrchRow& o = m.orch[t].rows[i];
-        internal::Put(
-            w,
-            FMT_COMPILE("{}\n      {{\"submit_idx\": {}, \"task_id\": {}, \"start_cycles\": {}, "
-                        "\"end_cycles\": {}}}"),
-            i > 0 ? "," : "", o.submit_idx, o.task_id, o.start_cycles, o.end_cycles);
+        x.Lit(i > 0 ? ",\n      {\"submit_idx\": " : "\n      {\"submit_idx\": ").Int(o.submit_idx);
+        x.Lit(", \"task_id\": ").Int(o.task_id).Lit(", \"start_cycles\": ").Int(o.start_cycles);
+        x.Lit(", \"end_cycles\": ").Int(o.end_cycles).Char('}');
       }
+      x.Flush();
       w.Append(n > 0 ? "\n    ]" : "]");
     }
     w.Append("\n  ]");
