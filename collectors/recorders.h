@@ -9,6 +9,8 @@
 //    A record that does not fit is dropped and counted, as the device does.
 //  * Threading is stated per method; "per core" means one writer thread per
 //    core id at a time, "per thread" one writer per scheduler thread index.
+//  * Buffers are mapped lazily (collectors/internal/lazy_array.h); Prefault
+//    maps the expected part ahead of the recording threads.
 //  * Export* runs after the run, on one thread per recorder, and writes
 //    through AtomicFileWriter (temporary name, renamed when complete).
 //    Different recorders share nothing, so their exports may run at once
@@ -23,6 +25,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/chip_layout.h"
@@ -88,6 +91,11 @@ class SwimlaneRecorder {
   void RecordOrchPhase(uint32_t orch_idx, uint32_t submit_idx, uint64_t task_id,
                        uint64_t start_cycles, uint64_t end_cycles);
 
+  // Any thread, while others record: has the kernel map now the pages of the
+  // `slice`-th of `slices` equal parts of the rows the CapacityHint expects,
+  // so the chip's threads take no page fault there. DfxCollectors runs the
+  // slices in order on a background thread at idle priority.
+  void Prefault(int slice, int slices) const;
   uint64_t dropped_records() const;
   // Writes <path>. Returns NotFound (and writes nothing) if no record exists,
   // like the reference ("No performance data to export").
@@ -169,6 +177,11 @@ class DepGenRecorder {
   void RecordSubmit(const DepGenTaskRecord& task, std::span<const DepGenEdgeRecord> edges);
   // Orchestrator thread only. Once per tensor (buffer, version) referenced.
   void RecordTensor(const DepGenTensorRecord& tensor);
+  // Any thread, while others record: has the kernel map now the pages of the
+  // `slice`-th of `slices` equal parts of the rows the CapacityHint expects,
+  // so the chip's threads take no page fault there. DfxCollectors runs the
+  // slices in order on a background thread at idle priority.
+  void Prefault(int slice, int slices) const;
   uint64_t dropped_records() const;
   // Writes deps.json. Refuses (FailedPrecondition, nothing written) when any
   // record was dropped: an incomplete graph is never emitted.
@@ -356,6 +369,11 @@ class DfxCollectors {
   std::unique_ptr<ArgsDumpRecorder> args_dump_;
   std::unique_ptr<PmuRecorder> pmu_;
   std::unique_ptr<ScopeStatsRecorder> scope_stats_;
+  // Maps the recorders' expected pages while the run starts (Prefault), at
+  // idle priority; stopped and joined by ExportAll and the destructor.
+  std::atomic<bool> prefault_stop_{false};
+  std::thread prefault_;
+  void StopPrefault();
 };
 
 }  // namespace dfx::collectors

@@ -82,6 +82,7 @@ const char* ArgTypeName(ArgType t) {
 }
 
 struct DepGenRecorder::Impl {
+  CapacityHint hint;
   // Sized from the hint's bounds; pages are mapped as records land in them.
   internal::LazyArray<TaskHeader> tasks;
   internal::LazyArray<DepGenArg> args;
@@ -94,6 +95,7 @@ struct DepGenRecorder::Impl {
 
 DepGenRecorder::DepGenRecorder(const CapacityHint& hint) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.hint = hint;
   uint64_t tasks = std::max<uint64_t>(hint.tasks, 64);
   uint64_t args = std::max<uint64_t>(hint.tensor_args, 256);
   // Without a bound from the program, each arg can bring a creator and a
@@ -138,6 +140,14 @@ void DepGenRecorder::RecordTensor(const DepGenTensorRecord& tensor) {
     return;
   }
   m.tensors[m.num_tensors++] = tensor;
+}
+
+void DepGenRecorder::Prefault(int slice, int slices) const {
+  // Tensors (count unknown) are left to fault.
+  const Impl& m = *impl_;
+  m.tasks.PopulateSlice(m.hint.tasks, slice, slices);
+  m.args.PopulateSlice(m.hint.tensor_args, slice, slices);
+  m.edges.PopulateSlice(m.hint.edges, slice, slices);
 }
 
 uint64_t DepGenRecorder::dropped_records() const {

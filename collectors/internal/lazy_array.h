@@ -13,7 +13,12 @@
 // Only slots that were written may be read (every recorder reads [0, count)).
 #pragma once
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <type_traits>
 
@@ -45,6 +50,33 @@ class LazyArray {
   const T* data() const { return data_; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
+
+  // Has the kernel map (zero-filled, writable) the pages of records
+  // [from, to) now, without writing a byte of them: safe while other
+  // threads record into the array, which then take no page fault there.
+  // Best effort: a kernel without MADV_POPULATE_WRITE (Linux < 5.14) leaves
+  // the pages to fault as usual.
+  void Populate(size_t from, size_t to) const {
+#ifdef MADV_POPULATE_WRITE
+    static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    to = std::min(to, size_);
+    if (from >= to) return;
+    const auto begin = reinterpret_cast<uintptr_t>(data_ + from) & ~(kPage - 1);
+    const auto end = reinterpret_cast<uintptr_t>(data_ + to);
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+    (void)from;
+    (void)to;
+#endif
+  }
+  // The `slice`-th of `slices` equal parts of records [0, count): Populate in
+  // steps, so several arrays filled side by side are mapped side by side.
+  void PopulateSlice(size_t count, int slice, int slices) const {
+    const auto part = [&](int i) {
+      return count * static_cast<size_t>(i) / static_cast<size_t>(slices);
+    };
+    Populate(part(slice), part(slice + 1));
+  }
 
  private:
   void Release() {

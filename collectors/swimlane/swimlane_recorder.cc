@@ -117,6 +117,7 @@ const char* SchedPhaseName(SchedPhaseKind kind) {
 
 struct SwimlaneRecorder::Impl {
   ChipLayout layout;
+  CapacityHint hint;
   size_t num_cores = 0;
   Stream<AicoreRow> aicore;
   Stream<AicpuRow> aicpu;
@@ -133,6 +134,7 @@ SwimlaneRecorder::SwimlaneRecorder(int level, const ChipLayout& layout, const Ca
     : level_(std::clamp(level, 1, 4)), impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.layout = layout;
+  m.hint = hint;
   m.num_cores = layout.core_types.size();
   uint64_t task_rows = std::max(kMinTaskRows, hint.core_executions);
   m.aicore.Reserve(task_rows);
@@ -203,6 +205,14 @@ void SwimlaneRecorder::RecordOrchPhase(uint32_t orch_idx, uint32_t submit_idx, u
     return;
   }
   *row = OrchRow{task_id, start_cycles, end_cycles, submit_idx};
+}
+
+void SwimlaneRecorder::Prefault(int slice, int slices) const {
+  // Rows whose count the program fixes; scheduler phases are left to fault.
+  const Impl& m = *impl_;
+  for (const auto& s : m.orch) s.rows.PopulateSlice(m.hint.tasks, slice, slices);
+  m.aicore.rows.PopulateSlice(m.hint.core_executions, slice, slices);
+  m.aicpu.rows.PopulateSlice(m.hint.core_executions, slice, slices);
 }
 
 uint64_t SwimlaneRecorder::dropped_records() const {
