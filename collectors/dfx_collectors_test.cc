@@ -1,9 +1,15 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
+#include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
 #include "collectors/testing/test_util.h"
+#include "common/file_util.h"
+#include "common/json_stream.h"
 #include "config/run_config.h"
 
 namespace dfx::collectors {
@@ -81,6 +87,38 @@ TEST(DfxCollectors, FailedRunSkipsDepGen) {
   ASSERT_TRUE(d.ExportAll(false, &written).ok());
   EXPECT_EQ(written, std::vector<std::string>{"scope_stats/scope_stats.jsonl"});
   EXPECT_FALSE(fs::exists(dir.path() / "deps.json"));
+}
+
+// The exporters' fixed-buffer rows (internal::RecordText) must write what the
+// fmt form they replaced wrote, at the extremes of every integer type, and
+// escape strings as ChunkedWriter::String does.
+TEST(RecordText, WritesWhatFmtAndChunkedWriterWrite) {
+  TempDir dir;
+  const std::string big(internal::RecordText::kRoom + 10, 'x');
+  const std::string odd = "a\"b\\c\n\x01";
+  std::string expected;
+  {
+    ChunkedWriter w;
+    ASSERT_TRUE(w.Open(dir.path() / "a.txt").ok());
+    internal::RecordText x(w);
+    for (int i = 0; i < 2000; ++i) {  // several buffers' worth
+      x.Int(std::numeric_limits<int16_t>::min()).Char(',').Int(std::numeric_limits<int32_t>::min());
+      x.Char(',').Int(std::numeric_limits<uint64_t>::max()).Char(',').Int(uint8_t{200});
+      x.Lit(",0x").Hex16(0).Lit(",0x").Hex16(0x0123456789abcdefull).Char(',');
+      x.Str("FLOAT32").Char(',').Str(odd).Char('\n');
+      expected += fmt::format("{},{},{},{},0x{:016x},0x{:016x},\"FLOAT32\",", INT16_MIN, INT32_MIN,
+                              UINT64_MAX, uint8_t{200}, 0, 0x0123456789abcdefull);
+      AppendJsonString(&expected, odd);
+      expected += '\n';
+    }
+    x.Lit(big);
+    expected += big;
+    x.Flush();
+    ASSERT_TRUE(w.Commit().ok());
+  }
+  auto text = ReadFile(dir.path() / "a.txt");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(*text, expected);
 }
 
 }  // namespace
