@@ -19,9 +19,10 @@
 # threads outnumber this machine's 2 cores, so pinning would only serialise
 # them; run it on an idle machine and read the min beside the median.
 # With DFX_AGENT_BEFORE=PATH (e.g. a dfx-rank-agent copied from before a
-# change), each round also runs way `all5-before`: all five with that agent
-# on the same program, so a change to the collectors is measured against
-# the previous one in the same run (its ratio is against `none` too).
+# change), each round also runs every way with that agent (`none-before`,
+# `swimlane1-before`, ..., `all5-before`) right after the same way with this
+# one, so a change to the collectors is measured against the previous one in
+# the same run; a `-before` way's ratios are against `none-before`.
 # Usage: bench/perturbation/perturbation_bench.sh [BUILD_DIR] [TASKS] [ROUNDS]
 #        (default build-rel 100000 5)
 set -euo pipefail
@@ -37,15 +38,17 @@ bench_setup perturbation_bench "$GEN" "$AGENT"
 WAYS=(none swimlane1 swimlane2 swimlane4 all5)
 if [[ -n ${DFX_AGENT_BEFORE:-} ]]; then
   [[ -x $DFX_AGENT_BEFORE ]] || { echo "perturbation_bench: DFX_AGENT_BEFORE=$DFX_AGENT_BEFORE is not an executable" >&2; exit 2; }
-  WAYS+=(all5-before)
+  # Interleaved: each way, then the same way with the previous agent.
+  WAYS=(none none-before swimlane1 swimlane1-before swimlane2 swimlane2-before swimlane4
+    swimlane4-before all5 all5-before)
 fi
 flags_of() {
-  case $1 in
+  case ${1%-before} in
     none) ;;
     swimlane1) echo --enable-chip-swimlane 1 ;;
     swimlane2) echo --enable-chip-swimlane 2 ;;
     swimlane4) echo --enable-chip-swimlane 4 ;;
-    all5 | all5-before) echo --enable-chip-swimlane 4 --enable-dep-gen --enable-pmu 2 --enable-scope-stats --dump-args 1 ;;
+    all5) echo --enable-chip-swimlane 4 --enable-dep-gen --enable-pmu 2 --enable-scope-stats --dump-args 1 ;;
   esac
 }
 
@@ -56,7 +59,7 @@ run_once() {
   local way=$1 out="$WORK/out_$1" times line
   rm -rf "$out"
   local agent=$AGENT
-  [[ $way == all5-before ]] && agent=$DFX_AGENT_BEFORE
+  [[ $way == *-before ]] && agent=$DFX_AGENT_BEFORE
   # bash's `time` keyword reports real, user and system seconds of the agent.
   # shellcheck disable=SC2046 # the flags split into words on purpose
   times=$( { TIMEFORMAT='%3R %3U %3S'; time "$agent" exec --program "$WORK/program.json" \
@@ -88,9 +91,15 @@ for way in "${WAYS[@]}"; do
   w_min=$(col "$way" 2 | min)
   w_med=$(col "$way" 2 | median)
   c_med=$(col "$way" 3 | median)
-  ms_ratio=$(div "$ms_med" "$base_makespan")
-  w_ratio=$(div "$w_med" "$base_wall")
-  c_ratio=$(div "$c_med" "$base_cpu")
+  if [[ $way == *-before ]]; then
+    ms_ratio=$(div "$ms_med" "$(col none-before 1 | median)")
+    w_ratio=$(div "$w_med" "$(col none-before 2 | median)")
+    c_ratio=$(div "$c_med" "$(col none-before 3 | median)")
+  else
+    ms_ratio=$(div "$ms_med" "$base_makespan")
+    w_ratio=$(div "$w_med" "$base_wall")
+    c_ratio=$(div "$c_med" "$base_cpu")
+  fi
   printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx\n' "$way" "$ms_min" "$ms_med" \
     "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$c_ratio"
   summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio cpu_ratio=$c_ratio")
