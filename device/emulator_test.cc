@@ -269,7 +269,9 @@ TEST_F(EmulatorTest, AFewHostThreadsPlayEveryEmulatedCore) {
       EXPECT_LE(joined->second.first, start) << row.dump();
       EXPECT_LE(end, joined->second.second) << row.dump();
       EXPECT_LE(start, end) << row.dump();
-      if (last_end.count(core)) EXPECT_GE(start, last_end[core]) << "core " << core << " overlaps";
+      if (last_end.count(core)) {
+        EXPECT_GE(start, last_end[core]) << "core " << core << " overlaps";
+      }
       last_end[core] = end;
     }
     EXPECT_EQ(last_end.size(), 6u) << "every emulated core ran blocks";
