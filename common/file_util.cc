@@ -8,9 +8,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -20,12 +18,6 @@
 namespace dfx {
 
 namespace fs = std::filesystem;
-
-namespace {
-// O_DIRECT's alignment of buffer, offset and length: the largest logical
-// block size in common use.
-constexpr size_t kDirectBlock = 4096;
-}  // namespace
 
 Result<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,12 +98,6 @@ AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept
   if (this != &other) {
     Abort();
     file_ = other.file_;
-    stage_ = other.stage_;
-    staged_ = other.staged_;
-    direct_ = other.direct_;
-    other.stage_ = nullptr;
-    other.staged_ = 0;
-    other.direct_ = false;
     final_path_ = std::move(other.final_path_);
     temp_path_ = std::move(other.temp_path_);
     bytes_written_ = other.bytes_written_;
@@ -155,74 +141,8 @@ Status AtomicFileWriter::Open(const fs::path& final_path, mode_t mode) {
   return Status::Ok();
 }
 
-Status AtomicFileWriter::OpenDirect(const fs::path& final_path, mode_t mode) {
-  DFX_RETURN_IF_ERROR(Open(final_path, mode));
-  void* stage = nullptr;
-  if (::posix_memalign(&stage, kDirectBlock, kDirectStage) != 0) return Status::Ok();  // cached
-  const int fd = ::fileno(file_);
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
-    std::free(stage);  // this file system writes through the cache only
-    return Status::Ok();
-  }
-  stage_ = static_cast<char*>(stage);
-  staged_ = 0;
-  direct_ = true;
-  return Status::Ok();
-}
-
-void AtomicFileWriter::FreeStage() {
-  std::free(stage_);
-  stage_ = nullptr;
-  staged_ = 0;
-  direct_ = false;
-}
-
-Status AtomicFileWriter::WriteStage(size_t bytes) {
-  const int fd = ::fileno(file_);
-  size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = ::write(fd, stage_ + done, bytes - done);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-      continue;
-    }
-    const int err = n < 0 ? errno : EIO;
-    if (err == EINTR) continue;
-    // A file system that took the flag but refuses a direct write (or a
-    // short one left the rest unaligned): the rest goes through the cache.
-    if (direct_ && (err == EINVAL || (done % kDirectBlock) != 0)) {
-      const int flags = ::fcntl(fd, F_GETFL);
-      if (flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0) {
-        direct_ = false;
-        continue;
-      }
-    }
-    return Internal(temp_path_.string() + ": write failed: " + std::strerror(err));
-  }
-  staged_ -= bytes;
-  if (staged_ > 0) std::memmove(stage_, stage_ + bytes, staged_);
-  return Status::Ok();
-}
-
-Status AtomicFileWriter::WriteDirect(std::string_view data) {
-  while (!data.empty()) {
-    const size_t take = std::min(data.size(), kDirectStage - staged_);
-    std::memcpy(stage_ + staged_, data.data(), take);
-    staged_ += take;
-    data.remove_prefix(take);
-    if (staged_ == kDirectStage) DFX_RETURN_IF_ERROR(WriteStage(kDirectStage));
-  }
-  return Status::Ok();
-}
-
 Status AtomicFileWriter::Write(std::string_view data) {
   if (file_ == nullptr) return FailedPrecondition("AtomicFileWriter::Write before Open");
-  if (stage_ != nullptr) {
-    DFX_RETURN_IF_ERROR(WriteDirect(data));
-    bytes_written_ += data.size();
-    return Status::Ok();
-  }
   if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
     return Internal(temp_path_.string() + ": write failed: " + std::strerror(errno));
   }
@@ -232,25 +152,6 @@ Status AtomicFileWriter::Write(std::string_view data) {
 
 Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) return FailedPrecondition("AtomicFileWriter::Commit before Open");
-  if (stage_ != nullptr) {
-    // The whole blocks directly, then the tail through the cache.
-    Status s = WriteStage(staged_ / kDirectBlock * kDirectBlock);
-    if (s.ok() && staged_ > 0) {
-      const int fd = ::fileno(file_);
-      const int flags = ::fcntl(fd, F_GETFL);
-      if (direct_ && (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0)) {
-        s = Internal(temp_path_.string() + ": cannot leave direct I/O for the last " +
-                     std::to_string(staged_) + " bytes: " + std::strerror(errno));
-      }
-      direct_ = false;
-      if (s.ok()) s = WriteStage(staged_);
-    }
-    FreeStage();
-    if (!s.ok()) {
-      Abort();
-      return s;
-    }
-  }
   std::FILE* f = file_;
   file_ = nullptr;
   // Each failure keeps its own errno: the cleanup after it must not replace
@@ -278,7 +179,6 @@ Status AtomicFileWriter::Commit() {
 }
 
 void AtomicFileWriter::Abort() {
-  FreeStage();
   if (file_ != nullptr) {
     std::fclose(file_);
     file_ = nullptr;

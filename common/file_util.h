@@ -59,15 +59,6 @@ class AtomicFileWriter {
   // directories. The temporary name is never followed if it is a link
   // (O_NOFOLLOW), and the file gets exactly `mode` (0600 for secrets).
   Status Open(const std::filesystem::path& final_path, mode_t mode = 0644);
-  // Open, for large files written once and not read back soon (what a
-  // gather receives): the bytes bypass the page cache (O_DIRECT) in whole
-  // aligned blocks through a staging buffer of kDirectStage bytes, and only
-  // the unaligned tail goes through the cache, at Commit. Filling the page
-  // cache costs more CPU than the transfer on some hosts (bench/README.md,
-  // gather). Where the file system refuses O_DIRECT (tmpfs) it writes
-  // through the cache, as Open does.
-  Status OpenDirect(const std::filesystem::path& final_path, mode_t mode = 0644);
-  static constexpr size_t kDirectStage = size_t{1} << 20;
   Status Write(std::string_view data);
   Status Commit();
   // Removes the temporary file without renaming.
@@ -78,14 +69,7 @@ class AtomicFileWriter {
   const std::filesystem::path& temp_path() const { return temp_path_; }
 
  private:
-  Status WriteDirect(std::string_view data);
-  Status WriteStage(size_t bytes);  // the first `bytes` of the stage, then shifts the rest down
-  void FreeStage();
-
   std::FILE* file_ = nullptr;
-  char* stage_ = nullptr;  // OpenDirect: aligned staging buffer (kDirectStage bytes)
-  size_t staged_ = 0;
-  bool direct_ = false;  // the descriptor still has O_DIRECT
   std::filesystem::path final_path_;
   std::filesystem::path temp_path_;
   uint64_t bytes_written_ = 0;

@@ -140,7 +140,6 @@ void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin&
   // temporary file. An open error fails the stream at its End.
   ArtifactWriter::Job open = JobFor(ArtifactWriter::Kind::kOpen, t);
   open.path = dfx_dir_ / rel;
-  open.direct = b.size >= AtomicFileWriter::kDirectStage;
   writer_.Push(std::move(open));
   transfers_.emplace(key, std::move(t));
 }

@@ -84,9 +84,7 @@ bool ArtifactWriter::Run(Job& job, Done* done) {
   done->stream = job.stream;
   switch (job.kind) {
     case Kind::kOpen:
-      if (Status s = job.direct ? sink.file.OpenDirect(job.path) : sink.file.Open(job.path);
-          !s.ok())
-        sink.error = s.message();
+      if (Status s = sink.file.Open(job.path); !s.ok()) sink.error = s.message();
       return false;
     case Kind::kWrite:
       if (write_delay_.count() > 0) std::this_thread::sleep_for(write_delay_);

@@ -43,9 +43,6 @@ class ArtifactWriter {
     Kind kind = Kind::kWrite;
     std::shared_ptr<Sink> sink;
     std::filesystem::path path;  // kOpen
-    // kOpen: a large file (what the agent announced), written past the page
-    // cache (AtomicFileWriter::OpenDirect).
-    bool direct = false;
     protocol::FrameBytes frame;  // kWrite: keeps `data` alive
     std::string_view data;       // kWrite
     uint64_t checksum = 0;       // kCommit: what the agent says the file hashes to
