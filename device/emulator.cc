@@ -782,6 +782,17 @@ class Engine final {
   // task and core state is under mu_.
 
   void RunThreaded() {
+    if (lp_.tasks.size() <= 1 && lp_.core_executions <= 1) {
+      // One block at most: nothing could run beside anything else, and
+      // waking the pool (futex wake-ups and context switches there and
+      // back) would cost more than the block. The calling thread submits
+      // it, then does the scheduler's and the core's work itself. With one
+      // task the orchestrator never waits for the pool: its only submit
+      // either goes through or fails as a ring deadlock (nothing in flight).
+      OrchestratorLoop();
+      WorkerLoop();
+      return;
+    }
     const int pool = PoolSize();
     std::vector<std::function<void()>> jobs;
     for (int w = 0; w < pool; ++w) jobs.emplace_back([this] { WorkerLoop(); });

@@ -584,5 +584,49 @@ TEST(EmulatorThreadsTest, DispatchesReuseTheChipsThreads) {
   fs::remove_all(dir);
 }
 
+// A program of one block has nothing to run in parallel: the calling thread
+// runs it (no pool thread is made or woken), with the same values, task
+// count, makespan and records as through the pool.
+TEST(EmulatorThreadsTest, OneBlockRunsOnTheCallingThread) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("emulator_one_block_" + std::to_string(::getpid()));
+  auto json = ParseJson(R"({"name": "one",
+    "kernels": [{"func_id": 0, "name": "add", "core_type": "aiv", "op": "add"}],
+    "tensors": [{"name": "a", "shape": [16], "dtype": "FLOAT32", "init": {"range": [1.0, 1.0]}},
+                {"name": "b", "shape": [16], "dtype": "FLOAT32"}],
+    "orchestration": [{"submit": "add", "args": [{"tensor": "a", "type": "INPUT"},
+                       {"tensor": "a", "type": "INPUT"}, {"tensor": "b", "type": "OUTPUT"}]}]})",
+                        "one.json");
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  auto p = ParseProgram(*json, "one.json");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EmulatedChip chip(ChipOptions{});
+  const size_t threads = ThreadsOfThisProcess();
+  for (int i = 0; i < 3; ++i) {
+    RunReport report;
+    DispatchResult r = chip.Run(*p, {}, dir, &report, true);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.tasks_executed, 1u);
+    EXPECT_GT(r.makespan_cycles, 0u);
+    ASSERT_EQ(report.tensors.count("b"), 1u);
+    for (size_t e = 0; e < report.tensors.at("b").size(); ++e) {
+      EXPECT_EQ(report.tensors.at("b")[e], 2.0f * (1.0f + static_cast<float>(e)));
+    }
+  }
+  EXPECT_EQ(ThreadsOfThisProcess(), threads) << "the pool was started for one block";
+  // Its records are those of a pooled run: one block dispatched and run.
+  DispatchResult recorded = chip.RunProgram(*p, AllFlags(4, 0), dir);
+  ASSERT_TRUE(recorded.status.ok()) << recorded.status.ToString();
+  Json j = ReadJson(dir / "chip_swimlane_records.json");
+  EXPECT_EQ(j["aicore_tasks"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["aicpu_tasks"].size(), 1u) << j.dump();
+  // More than one block goes to the pool, as before.
+  RunReport pipeline;
+  ASSERT_TRUE(chip.Run(GenerateVectorPipeline(), {}, dir, &pipeline, true).status.ok());
+  ExpectVectorPipelineResult(pipeline);
+  EXPECT_GT(ThreadsOfThisProcess(), threads);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dfx::device
