@@ -43,8 +43,9 @@ enum class RankState {
 // One dispatch of one pass on one rank.
 enum class DispatchState {
   kPending,  // queued, not yet sent
-  kSent,     // sent to the agent, not yet accepted
-  kRunning,  // the agent accepted it (queued on or running on its chip)
+  kSent,     // sent to the agent, not yet accepted (as far as the coordinator knows)
+  kRunning,  // the agent accepted it (queued on or running on its chip); a
+             // short dispatch's acceptance arrives with its completion
   kOk,
   kFailed,
   kNotRun,       // never dispatched: its rank failed first
@@ -110,8 +111,9 @@ struct DispatchEntry {
   std::optional<uint32_t> artifact_count;
   std::vector<ArtifactEntry> artifacts;
   // Coordinator clock, for the host lane of the run timeline: the agent
-  // accepted it, its first artifact stream began, and its last artifact was
-  // verified and renamed into place (unset until then).
+  // accepted it (dated back by the time the agent held its
+  // DispatchAccepted), its first artifact stream began, and its last
+  // artifact was verified and renamed into place (unset until then).
   std::optional<uint64_t> accepted_ns;
   std::optional<uint64_t> stream_ns;
   std::optional<uint64_t> verified_ns;

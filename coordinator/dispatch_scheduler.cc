@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dfx::coordinator {
 
 using collectors::DispatchState;
@@ -83,10 +85,15 @@ std::optional<size_t> DispatchScheduler::InFlight(int32_t rank, uint32_t k) cons
   return in_flight;
 }
 
-void DispatchScheduler::OnAccepted(int32_t rank, uint32_t k) {
+void DispatchScheduler::OnAccepted(int32_t rank, uint32_t k, uint64_t held_ns) {
   if (auto i = InFlight(rank, k)) {
-    dispatches_[*i].status = DispatchState::kRunning;
-    dispatches_[*i].accepted_ns = clock_.NowNs();
+    collectors::DispatchEntry& d = dispatches_[*i];
+    d.status = DispatchState::kRunning;
+    // The agent held the message back for held_ns: it accepted that much
+    // earlier, but never before the dispatch was sent (the peer's number
+    // is not trusted further than that).
+    const uint64_t now = clock_.NowNs();
+    d.accepted_ns = std::max(d.start_ns, now - std::min(now, held_ns));
   }
 }
 

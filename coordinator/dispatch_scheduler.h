@@ -63,7 +63,9 @@ class DispatchScheduler {
   // --- what agents report ------------------------------------------------------
   // The record of rank's in-flight dispatch k, if that is what is in flight.
   std::optional<size_t> InFlight(int32_t rank, uint32_t k) const;
-  void OnAccepted(int32_t rank, uint32_t k);
+  // The agent accepted (rank, k) `held_ns` before its DispatchAccepted
+  // arrived (it may hold the message back, protocol/dfx.capnp).
+  void OnAccepted(int32_t rank, uint32_t k, uint64_t held_ns = 0);
   // Times for the run timeline's host lane: the first artifact stream of
   // dispatch record `index` began; one of its artifacts was verified.
   void OnStreamBegun(size_t index);

@@ -57,6 +57,30 @@ TEST(DispatchSchedulerTest, OneInFlightPerRankInPlanOrderRanksInParallel) {
 // A failed dispatch is "failed": the record says it once ("failed:
 // failed: rank 0 d0: ..." before; the agent now sends the reason alone); a
 // rejection keeps its word. The host-lane times follow the clock.
+// An agent may hold DispatchAccepted back until its DispatchDone: the
+// acceptance is dated when the agent says it was, never before the send.
+TEST(DispatchSchedulerTest, AHeldAcceptanceIsDatedWhenTheAgentAccepted) {
+  FakeClock clock(100);
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  s.MarkReady(0);
+  s.MarkReady(1);
+  std::vector<size_t> sent;
+  s.BeginPass(0);
+  s.SendReady([&](size_t index, const config::PassPlan&) {
+    sent.push_back(index);
+    return Status::Ok();
+  });
+  ASSERT_EQ(sent.size(), 2u);
+  clock.AdvanceNs(50);
+  s.OnAccepted(0, 0, 30);
+  s.OnAccepted(1, 0, 1000);  // claims to predate the send
+  EXPECT_EQ(s.dispatches()[sent[0]].accepted_ns, 120u);
+  EXPECT_EQ(s.dispatches()[sent[0]].status, DispatchState::kRunning);
+  EXPECT_EQ(s.dispatches()[sent[1]].accepted_ns, 100u);
+  ASSERT_TRUE(s.OnDone(protocol::DispatchDone{0, 0, protocol::DispatchStatus::kOk, ""}));
+  EXPECT_EQ(s.dispatches()[sent[0]].end_ns, 150u);
+}
+
 TEST(DispatchSchedulerTest, ADispatchErrorSaysFailedAndNamesTheDispatchOnce) {
   FakeClock clock(100);
   DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);

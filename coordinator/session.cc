@@ -161,7 +161,7 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
     DFX_LOG_DEBUG("{} READY: {}", agent.identity, fmt::join(ready->chip_descriptions, "; "));
     loop_.receiver().GrantCredits(agent);
   } else if (auto* accepted = std::get_if<protocol::DispatchAccepted>(&body)) {
-    scheduler_->OnAccepted(accepted->rank, accepted->k);
+    scheduler_->OnAccepted(accepted->rank, accepted->k, accepted->held_ns);
     manifest_dirty_ = true;
   } else if (auto* progress = std::get_if<protocol::Progress>(&body)) {
     scheduler_->OnProgress(*progress);  // drives the live progress line

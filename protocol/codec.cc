@@ -181,6 +181,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           auto d = b.initDispatchAccepted();
           d.setRank(m.rank);
           d.setK(m.k);
+          d.setHeldNs(m.held_ns);
         } else if constexpr (std::is_same_v<T, Progress>) {
           auto p = b.initProgress();
           p.setRank(m.rank);
@@ -328,7 +329,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
     }
     case w::Envelope::Body::DISPATCH_ACCEPTED: {
       auto d = b.getDispatchAccepted();
-      return Body(DispatchAccepted{d.getRank(), d.getK()});
+      return Body(DispatchAccepted{d.getRank(), d.getK(), d.getHeldNs()});
     }
     case w::Envelope::Body::PROGRESS: {
       auto p = b.getProgress();

@@ -160,7 +160,7 @@ TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); 
 TEST(CodecTest, EveryMessageRoundTrips) {
   std::vector<Body> bodies = {
       Ready{{"a2a3 emulator", "a5 emulator"}},
-      DispatchAccepted{1, 2},
+      DispatchAccepted{1, 2, 7000000},
       Progress{1, 2, "running", 77, 5, 9},
       ArtifactBegin{5, 1, 2, "args_dump/args_dump.json", 1000},
       ArtifactEnd{5, 0xdeadbeefcafef00dull},

@@ -102,10 +102,16 @@ struct Dispatch {
                              # empty and the agent runs its own copy, or answers programUnknown
 }
 
-# A->C. The dispatch was queued on its chip.
+# A->C. The dispatch was queued on its chip. An agent may hold this message
+# back for a short while (a few tens of ms at most) and send it right
+# before the DispatchDone of a dispatch that finished by then, in one
+# burst, so a short dispatch costs one wake-up of each side instead of two.
 struct DispatchAccepted {
   rank @0 :Int32;
   k @1 :UInt32;
+  heldNs @2 :UInt64;         # how long the agent held it back after accepting (agent clock); the
+                             # coordinator dates the acceptance that much before it received it.
+                             # 0 = sent when accepted (what agents before this field always did)
 }
 
 # A->C. Something moved on a dispatch (informational; drives the live display).

@@ -91,6 +91,10 @@ uint64_t ProgramHash(std::string_view program_json);
 struct DispatchAccepted {
   int32_t rank = 0;
   uint32_t k = 0;
+  // How long the agent held the message back after accepting the dispatch
+  // (agent clock; 0 = sent at once): the acceptance happened that long
+  // before the message was received.
+  uint64_t held_ns = 0;
   bool operator==(const DispatchAccepted&) const = default;
 };
 

@@ -203,6 +203,15 @@ struct RankAgent::Impl {
   uint32_t credits_ = 0;
   uint64_t next_transfer_id_ = 1;
   std::deque<SendItem> send_queue_;
+  // DispatchAccepted held back (kAcceptedHoldNs): sent right before the
+  // dispatch's DispatchDone when it finishes in time, else once the hold
+  // is over. A short dispatch then costs each side one wake-up, not two.
+  struct HeldAccept {
+    int32_t rank = 0;
+    uint32_t k = 0;
+    uint64_t accepted_ns = 0;
+  };
+  std::vector<HeldAccept> held_accepts_;
   std::map<uint64_t, Unacked> unacked_;
   std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
 
@@ -386,6 +395,42 @@ struct RankAgent::Impl {
     return c;
   }
 
+  // --- held DispatchAccepted ------------------------------------------------
+  // How long a DispatchAccepted may wait for its DispatchDone. Short next
+  // to the coordinator's liveness and progress display (heartbeats every
+  // 0.2 s), long next to a small dispatch's run (well under a millisecond
+  // of chip time, a few ms on a loaded host).
+  static constexpr uint64_t kAcceptedHoldNs = 20000000;
+
+  void SendAccepted(const HeldAccept& a, uint64_t now) {
+    Send(a.rank, protocol::DispatchAccepted{a.rank, a.k, now - a.accepted_ns});
+  }
+  // Sends the held DispatchAccepted of (rank, k), if any (before its Done).
+  void ReleaseAccepted(int32_t rank, uint32_t k) {
+    for (auto it = held_accepts_.begin(); it != held_accepts_.end(); ++it) {
+      if (it->rank == rank && it->k == k) {
+        SendAccepted(*it, Now());
+        held_accepts_.erase(it);
+        return;
+      }
+    }
+  }
+  // Sends those held for kAcceptedHoldNs; returns the ms until the next one is due (-1: none).
+  int ReleaseExpiredAccepted(uint64_t now) {
+    int next_ms = -1;
+    for (auto it = held_accepts_.begin(); it != held_accepts_.end();) {
+      if (now - it->accepted_ns >= kAcceptedHoldNs) {
+        SendAccepted(*it, now);
+        it = held_accepts_.erase(it);
+        continue;
+      }
+      const int ms = static_cast<int>((it->accepted_ns + kAcceptedHoldNs - now) / 1000000) + 1;
+      next_ms = next_ms < 0 ? ms : std::min(next_ms, ms);
+      ++it;
+    }
+    return next_ms;
+  }
+
   // --- the event loop -------------------------------------------------------
   void HandleCompletions() {
     std::deque<Completion> done;
@@ -399,6 +444,7 @@ struct RankAgent::Impl {
                      c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.session_id), c.dir.string());
         continue;
       }
+      ReleaseAccepted(c.dispatch.rank, c.dispatch.k);
       for (const std::string& rel : c.files) QueueFile(c.dispatch.rank, c.dispatch.k, c.dir, rel);
       protocol::DispatchDone done_msg;
       done_msg.rank = c.dispatch.rank;
@@ -612,7 +658,13 @@ struct RankAgent::Impl {
       }
     }
     queued.dispatch.session_id = session_;  // the session owns the spool directory
-    Send(d.rank, protocol::DispatchAccepted{d.rank, d.k});
+    if (bulk_on_) {
+      // Its Done would go over the bulk path, in no fixed order with this
+      // socket: the acceptance goes now, as it always did.
+      Send(d.rank, protocol::DispatchAccepted{d.rank, d.k, 0});
+    } else {
+      held_accepts_.push_back(HeldAccept{d.rank, d.k, Now()});
+    }
     {
       std::lock_guard<std::mutex> lock(w->mu);
       w->queue.push_back(std::move(queued));
@@ -627,6 +679,7 @@ struct RankAgent::Impl {
     for (auto it = w->queue.begin(); it != w->queue.end(); ++it) {
       if (it->dispatch.k == cancel.k) {
         w->queue.erase(it);
+        ReleaseAccepted(cancel.rank, cancel.k);
         send_queue_.emplace_back(DoneMarker{
             protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
                                    "cancelled before it started: " + cancel.reason}});
@@ -670,6 +723,7 @@ struct RankAgent::Impl {
     }
     programs_.Clear();  // a program is sent again to each session
     send_queue_.clear();
+    held_accepts_.clear();
     unacked_.clear();
     credits_ = 0;
     bulk_ = protocol::DealerChannel();
@@ -1049,13 +1103,15 @@ struct RankAgent::Impl {
         }
       }
       HandleCompletions();
+      const int accepted_due_ms = ReleaseExpiredAccepted(Now());
       if (attached_ && options_.mode != AgentMode::kRecover) SendProgress();
       CheckBulk(now);
       bool more = attached_ && PumpSends();
       // While the bulk path's handshake is pending, look again soon.
-      const int timeout_ms =
+      int timeout_ms =
           more ? 0
                : (bulk_pending_ ? 1 : std::max(1, std::min(options_.heartbeat_interval_ms, 50)));
+      if (accepted_due_ms >= 0) timeout_ms = std::min(timeout_ms, accepted_due_ms);
       auto polled = channel_.Receive(timeout_ms, wake_.read_fd());
       if (!polled.ok()) {
         result = polled.status();

@@ -223,14 +223,26 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   send(Dispatch{0x78, 0, 5, "busy", *busy, {}, PassKind::kSingle});
   std::vector<Progress> progress;
   std::optional<DispatchDone> done;
+  std::optional<DispatchAccepted> accepted;
+  size_t progress_after_accepted = 0;
   while (!done) {
     auto m = next();
     ASSERT_TRUE(m.has_value());
-    if (auto* p = std::get_if<Progress>(&m->body)) progress.push_back(*p);
+    if (auto* a = std::get_if<DispatchAccepted>(&m->body)) accepted = *a;
+    if (auto* p = std::get_if<Progress>(&m->body)) {
+      progress.push_back(*p);
+      if (accepted) ++progress_after_accepted;
+    }
     if (auto* d = std::get_if<DispatchDone>(&m->body)) done = *d;
   }
   EXPECT_EQ(done->status, DispatchStatus::kOk) << done->error;
   EXPECT_EQ(done->tasks_executed, 4u);
+  // A DispatchAccepted is held back only briefly (20 ms), not for a long
+  // dispatch's whole run, and says how long it was held.
+  ASSERT_TRUE(accepted.has_value()) << "no DispatchAccepted";
+  EXPECT_EQ(accepted->k, 5u);
+  EXPECT_GE(accepted->held_ns, 20000000u);
+  EXPECT_GT(progress_after_accepted, 0u) << "DispatchAccepted held until the dispatch ended";
   ASSERT_FALSE(progress.empty()) << "no Progress during a 2 s dispatch";
   EXPECT_LE(progress.size(), 5u) << "at most one Progress per value of tasks done (0..4)";
   uint64_t last = 0;
