@@ -45,7 +45,9 @@ ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, 
 }
 
 void ArtifactReceiver::GrantCredits(AgentState& agent) {
-  if (registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window})) {
+  protocol::Credit credit{options_.credit_window};
+  credit.split_chunks = true;  // OnFrame takes a chunk's data as a frame of its own
+  if (registry_.Send(agent, agent.ranks.front(), credit)) {
     credit_balance_[agent.identity] += options_.credit_window;
   }
 }
