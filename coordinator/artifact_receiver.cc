@@ -45,9 +45,7 @@ ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, 
 }
 
 void ArtifactReceiver::GrantCredits(AgentState& agent) {
-  protocol::Credit credit{options_.credit_window};
-  credit.split_chunks = true;  // OnFrame takes a chunk's data as a frame of its own
-  if (registry_.Send(agent, agent.ranks.front(), credit)) {
+  if (registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window})) {
     credit_balance_[agent.identity] += options_.credit_window;
   }
 }

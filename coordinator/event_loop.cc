@@ -130,10 +130,8 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
     return;
   }
   if (frame.had_extra_parts) {
-    DFX_LOG_WARN(
-        "rejected a message of more than two frames from {}: every message is one frame, a "
-        "chunk with its data beside it two",
-        AgentRegistry::Printable(frame.identity));
+    DFX_LOG_WARN("rejected a multipart message from {}: every message is one frame",
+                 AgentRegistry::Printable(frame.identity));
     return;
   }
   // Artifact data takes the zero-copy path: the chunk is decoded in place
@@ -149,22 +147,6 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
                                 protocol::ArtifactChunk{chunk->transfer_id, chunk->offset, {}}};
   } else {
     decoded = protocol::Decode(frame.bytes);
-  }
-  if (decoded.ok()) {
-    // A chunk's bytes travel inside its envelope or, with dataFollows, as
-    // the message's second frame; no other message has a second frame.
-    const auto* body = std::get_if<protocol::ArtifactChunk>(&decoded->body);
-    const bool follows = chunk ? chunk->data_follows : body != nullptr && body->data_follows;
-    if (follows && !frame.payload) {
-      decoded = InvalidArgument("artifactChunk with dataFollows came without its data frame");
-    } else if (!follows && frame.payload) {
-      decoded = InvalidArgument(fmt::format(
-          "{} came with a second frame (only an artifactChunk with dataFollows has one)",
-          protocol::BodyName(decoded->body)));
-    } else if (frame.payload && frame.payload->size() > protocol::kMaxChunkBytes) {
-      decoded = InvalidArgument(fmt::format("artifactChunk data frame is {} bytes; the limit is {}",
-                                            frame.payload->size(), protocol::kMaxChunkBytes));
-    }
   }
   AgentState* agent = registry_.Find(frame.identity);
   if (!decoded.ok()) {
@@ -245,10 +227,8 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
     agent->connection_fd = frame.connection_fd;
   }
   if (chunk) {
-    const protocol::FrameBytes& owner = chunk->data_follows ? *frame.payload : frame.bytes;
-    const std::string_view data = chunk->data_follows ? owner.view() : chunk->data;
-    (bulk ? bulk_bytes_ : control_bytes_) += data.size();
-    receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, data, owner);
+    (bulk ? bulk_bytes_ : control_bytes_) += chunk->data.size();
+    receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
     return;
   }
   std::visit(
@@ -264,11 +244,9 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
             receiver_.OnBegin(*agent, body, *place);
           }
         } else if constexpr (std::is_same_v<T, protocol::ArtifactChunk>) {
-          // A frame that could not be parsed in place (misaligned: small
-          // envelopes usually are) lands here. Its data frame is used as it is.
-          protocol::FrameBytes owned =
-              body.data_follows ? *frame.payload : protocol::FrameBytes(std::move(body.data));
-          (bulk ? bulk_bytes_ : control_bytes_) += owned.size();
+          // Only a frame that could not be parsed in place (misaligned) lands here.
+          (bulk ? bulk_bytes_ : control_bytes_) += body.data.size();
+          protocol::FrameBytes owned(std::move(body.data));
           receiver_.OnChunk(*agent, body.transfer_id, body.offset, owned.view(), owned);
         } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
           receiver_.OnEnd(*agent, body);

@@ -404,19 +404,11 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool 
       frame.connection_fd = zmq_msg_get(payload->handle(), ZMQ_SRCFD);
     }
     frame.bytes = FrameBytes(std::shared_ptr<const void>(payload, payload.get()), view);
-    if (more) {  // a chunk's bytes follow (a message arrives whole)
-      auto second = std::make_shared<zmq::message_t>();
-      if (socket.recv(*second, zmq::recv_flags::none)) {
-        const std::string_view bytes(static_cast<const char*>(second->data()), second->size());
-        const bool further = second->more();
-        frame.payload = FrameBytes(std::shared_ptr<const void>(second, second.get()), bytes);
-        if (further) {  // drain and flag any further parts
-          frame.had_extra_parts = true;
-          do {
-            if (!socket.recv(part, zmq::recv_flags::none)) break;
-          } while (part.more());
-        }
-      }
+    if (more) {  // drain and flag any further parts
+      frame.had_extra_parts = true;
+      do {
+        if (!socket.recv(part, zmq::recv_flags::none)) break;
+      } while (part.more());
     }
     out.frame = std::move(frame);
     return out;
@@ -612,28 +604,6 @@ Result<SendResult> DealerChannel::SendRaw(std::string_view bytes) {
 Result<SendResult> DealerChannel::SendEncoded(std::string&& bytes) {
   return SendMessage(impl_->socket, nullptr, OwnedMessage(std::move(bytes)),
                      /*mandatory_router=*/false);
-}
-
-Result<SendResult> DealerChannel::SendWithPayload(std::string&& envelope, std::string_view payload,
-                                                  std::shared_ptr<const void> owner) {
-  zmq::message_t head = OwnedMessage(std::move(envelope));
-  // ZeroMQ frees the payload from its I/O thread: the hint is a reference
-  // to `owner` of its own, dropped there.
-  auto* hint = new std::shared_ptr<const void>(std::move(owner));
-  zmq::message_t body(
-      const_cast<char*>(payload.data()), payload.size(),
-      [](void*, void* h) { delete static_cast<std::shared_ptr<const void>*>(h); }, hint);
-  try {
-    // A multipart message is queued whole or not at all: once its first
-    // part is taken, the rest is too.
-    if (!impl_->socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      return SendResult::kWouldBlock;
-    }
-    if (!impl_->socket.send(body, zmq::send_flags::dontwait)) return SendResult::kWouldBlock;
-    return SendResult::kSent;
-  } catch (const zmq::error_t& e) {
-    return Unavailable(fmt::format("zmq send failed: {}", e.what()));
-  }
 }
 
 Result<Polled> DealerChannel::Receive(int timeout_ms, int wake_fd) {

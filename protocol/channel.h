@@ -85,11 +85,7 @@ class FrameBytes {
 struct Frame {
   std::string identity;
   FrameBytes bytes;
-  // The second frame of a two-frame message: an ArtifactChunk's bytes
-  // (ArtifactChunk::data_follows), bounded like every frame by
-  // SocketOptions::max_message_bytes. The only message of two frames.
-  std::optional<FrameBytes> payload;
-  bool had_extra_parts = false;  // more than two frames (never sent by our peers): reject it
+  bool had_extra_parts = false;  // a multipart message (never sent by our peers): reject it
   // ROUTER only: the address the sender's connection comes from (ZeroMQ's
   // "Peer-Address", e.g. "10.0.0.2"; empty when unknown) and that
   // connection's descriptor (ZMQ_SRCFD), which ties the sender to a later
@@ -207,14 +203,6 @@ class DealerChannel {
   Result<SendResult> SendRaw(std::string_view bytes);
   // As RouterChannel::SendEncoded.
   Result<SendResult> SendEncoded(std::string&& bytes);
-  // Sends `envelope` (an encoded ArtifactChunk with data_follows) and then
-  // `payload` as a second frame of the same message. The payload is not
-  // copied: ZeroMQ's I/O thread reads it while sending and then drops its
-  // reference to `owner` (e.g. a mapping of the spool file), which must
-  // keep the bytes alive and unchanged until then. On kWouldBlock nothing
-  // was sent.
-  Result<SendResult> SendWithPayload(std::string&& envelope, std::string_view payload,
-                                     std::shared_ptr<const void> owner);
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
   // Handshakes with the server that failed since the last call (a server
   // that does not admit this key, or that is not the one pinned).

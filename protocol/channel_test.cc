@@ -5,11 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <memory>
-#include <thread>
 
 #include "protocol/codec.h"
 
@@ -192,44 +189,6 @@ TEST(ChannelTest, LargeChunksArriveDecodableInPlace) {
   EXPECT_EQ((*view)->data, payload);
   EXPECT_GE((*view)->data.data(), bytes.data());
   EXPECT_LT((*view)->data.data(), bytes.data() + bytes.size());
-}
-
-// A chunk whose bytes travel as their own frame (ArtifactChunk::data_follows):
-// the receiver gets both frames of the one message, the bytes unchanged, and
-// the sender's owner of the bytes is released once ZeroMQ has sent them.
-TEST(ChannelTest, ChunkDataTravelsAsASecondFrameAndItsOwnerIsReleased) {
-  Context context;
-  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
-  ASSERT_TRUE(router.ok());
-  auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(1, 2));
-  ASSERT_TRUE(dealer.ok());
-  auto payload = std::make_shared<std::string>(kDefaultChunkBytes, 'q');
-  (*payload)[12345] = 'z';
-  std::weak_ptr<std::string> watch = payload;
-  auto envelope = Encode(Message{Header{kProtocolVersion, 5, 1, 1}, ArtifactChunk{3, 0, {}, true}});
-  ASSERT_TRUE(envelope.ok());
-  const std::string_view bytes = *payload;
-  auto sent = dealer->SendWithPayload(std::move(*envelope), bytes, std::move(payload));
-  ASSERT_TRUE(sent.ok());
-  EXPECT_EQ(*sent, SendResult::kSent);
-  auto got = ReceiveWithin(*router, 10000);
-  ASSERT_TRUE(got.ok() && got->frame.has_value());
-  EXPECT_FALSE(got->frame->had_extra_parts);
-  ASSERT_TRUE(got->frame->payload.has_value());
-  EXPECT_EQ(got->frame->payload->size(), kDefaultChunkBytes);
-  EXPECT_EQ(got->frame->payload->view()[12345], 'z');
-  EXPECT_EQ(got->frame->payload->view().substr(0, 4), "qqqq");
-  auto decoded = Decode(got->frame->bytes);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  const auto& chunk = std::get<ArtifactChunk>(decoded->body);
-  EXPECT_TRUE(chunk.data_follows);
-  EXPECT_TRUE(chunk.data.empty());
-  // ZeroMQ's I/O thread lets go of a sent message when it takes the next
-  // one: wait for it, boundedly.
-  for (int i = 0; i < 10000 && !watch.expired(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_TRUE(watch.expired()) << "ZeroMQ still holds the sent bytes after 10 s";
 }
 
 TEST(ChannelTest, SendingToAnUnknownPeerIsAValueNotAnError) {

@@ -203,7 +203,6 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           a.setOffset(m.offset);
           a.setData(
               capnp::Data::Reader(reinterpret_cast<const kj::byte*>(m.data.data()), m.data.size()));
-          a.setDataFollows(m.data_follows);
         } else if constexpr (std::is_same_v<T, ArtifactEnd>) {
           auto a = b.initArtifactEnd();
           a.setTransferId(m.transfer_id);
@@ -213,7 +212,6 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           c.setChunks(m.chunks);
           c.setBulkEndpoint(AsText(m.bulk_endpoint));
           c.setBulkToken(AsText(m.bulk_token));
-          c.setSplitChunks(m.split_chunks);
         } else if constexpr (std::is_same_v<T, ArtifactAck>) {
           auto a = b.initArtifactAck();
           a.setTransferId(m.transfer_id);
@@ -350,14 +348,9 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
         return InvalidArgument(fmt::format("field artifactChunk.data is {} bytes; the limit is {}",
                                            data.size(), kMaxChunkBytes));
       }
-      if (a.getDataFollows() && data.size() != 0) {
-        return InvalidArgument(fmt::format(
-            "field artifactChunk.data holds {} bytes although dataFollows is set", data.size()));
-      }
       return Body(
           ArtifactChunk{a.getTransferId(), a.getOffset(),
-                        std::string(reinterpret_cast<const char*>(data.begin()), data.size()),
-                        a.getDataFollows()});
+                        std::string(reinterpret_cast<const char*>(data.begin()), data.size())});
     }
     case w::Envelope::Body::ARTIFACT_END: {
       auto a = b.getArtifactEnd();
@@ -365,7 +358,7 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
     }
     case w::Envelope::Body::CREDIT:
       return Body(Credit{b.getCredit().getChunks(), ToString(b.getCredit().getBulkEndpoint()),
-                         ToString(b.getCredit().getBulkToken()), b.getCredit().getSplitChunks()});
+                         ToString(b.getCredit().getBulkToken())});
     case w::Envelope::Body::ARTIFACT_ACK: {
       auto a = b.getArtifactAck();
       return Body(ArtifactAck{a.getTransferId(), a.getOk(), ToString(a.getError())});
@@ -509,11 +502,6 @@ Result<std::optional<ChunkView>> DecodeChunkView(std::string_view frame) {
                                          data.size(), kMaxChunkBytes));
     }
     v.data = std::string_view(reinterpret_cast<const char*>(data.begin()), data.size());
-    v.data_follows = c.getDataFollows();
-    if (v.data_follows && !v.data.empty()) {
-      return InvalidArgument(fmt::format(
-          "field artifactChunk.data holds {} bytes although dataFollows is set", v.data.size()));
-    }
     return std::optional<ChunkView>(v);
   } catch (const kj::Exception& e) {
     return InvalidArgument(std::string("malformed message: ") + e.getDescription().cStr());

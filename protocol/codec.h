@@ -37,7 +37,6 @@ struct ChunkView {
   uint64_t transfer_id = 0;
   uint64_t offset = 0;
   std::string_view data;
-  bool data_follows = false;  // `data` is empty: the bytes are the frame's payload
 };
 
 // The zero-copy path for artifact data. If `frame` is an ArtifactChunk,

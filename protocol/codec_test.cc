@@ -155,17 +155,6 @@ TEST(CodecTest, ADispatchByHashAndProgramUnknownRoundTrip) {
   EXPECT_NE(ProgramHash(R"({"kernels": []})"), ProgramHash(R"({"kernels": [] })"));
 }
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
-// Wire bytes from before ArtifactChunk.dataFollows was appended (an older
-// agent) decode as a chunk that carries its bytes.
-TEST(CodecTest, GoldenChunkWithoutDataFollowsStillDecodes) {
-  auto golden = ReadFile(fs::path(DFX_SOURCE_DIR) /
-                         "protocol/testdata/artifact_chunk_before_data_follows.bin");
-  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
-  auto decoded = Decode(*golden);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_TRUE(decoded->body == MakeChunk().body);
-  EXPECT_FALSE(std::get<ArtifactChunk>(decoded->body).data_follows);
-}
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }
 
 TEST(CodecTest, EveryMessageRoundTrips) {
@@ -177,7 +166,6 @@ TEST(CodecTest, EveryMessageRoundTrips) {
       ArtifactEnd{5, 0xdeadbeefcafef00dull},
       Credit{8},
       Credit{0, "ipc:///tmp/dfx-bulk-a1b2c3/s", "0123456789abcdef"},
-      Credit{8, "", "", true},
       ArtifactAck{5, false, "checksum mismatch"},
       Heartbeat{1, 2, true},
       Cancel{1, 2, "agent lost"},
@@ -262,28 +250,6 @@ TEST(CodecTest, ChunkViewPointsIntoTheFrameAndIgnoresOtherMessages) {
   EXPECT_FALSE(none->has_value());
   EXPECT_FALSE(DecodeChunkView(std::string(64, '\xff')).ok());
   EXPECT_FALSE(DecodeChunkView(std::string_view(*bytes).substr(0, 13)).ok());
-}
-
-// A chunk whose bytes follow as a frame of their own: the flag survives
-// both decoders, and an envelope that also carries bytes is refused.
-TEST(CodecTest, ChunkWithDataFollowingCarriesNoBytes) {
-  Message split{MakeChunk().header, ArtifactChunk{9, 1u << 20, {}, true}};
-  auto bytes = Encode(split);
-  ASSERT_TRUE(bytes.ok());
-  auto decoded = Decode(*bytes);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_TRUE(decoded->body == split.body);
-  auto view = DecodeChunkView(*bytes);
-  ASSERT_TRUE(view.ok() && view->has_value());
-  EXPECT_TRUE((*view)->data_follows);
-  EXPECT_TRUE((*view)->data.empty());
-
-  Message both{MakeChunk().header, ArtifactChunk{9, 0, "abc", true}};
-  auto bad = Encode(both);
-  ASSERT_TRUE(bad.ok());
-  EXPECT_EQ(Decode(*bad).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(DecodeChunkView(*bad).status().code(), Code::kInvalidArgument);
-  EXPECT_NE(Decode(*bad).status().message().find("dataFollows"), std::string::npos);
 }
 
 TEST(CodecTest, DecodesMisalignedFrames) {

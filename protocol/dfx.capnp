@@ -2,10 +2,7 @@
 #
 # This file is the spec of the wire. Rules:
 #  * Every message travels as one ZeroMQ frame holding one Envelope, encoded
-#    as an unpacked Cap'n Proto flat array. The one exception: an
-#    ArtifactChunk with dataFollows set is two frames, the Envelope and then
-#    the chunk's bytes as they are (sent only to a coordinator that offered
-#    it with Credit.splitChunks).
+#    as an unpacked Cap'n Proto flat array.
 #  * Field numbers are only ever appended; a field is never renumbered or
 #    reused. A breaking change bumps kProtocolVersion (protocol/messages.h);
 #    peers with a different version are turned away, not negotiated with.
@@ -142,10 +139,6 @@ struct ArtifactChunk {
   transferId @0 :UInt64;
   offset @1 :UInt64;         # must equal the bytes already received on this stream
   data @2 :Data;             # at most kMaxChunkBytes
-  dataFollows @3 :Bool;      # the bytes are not in `data` (empty) but the message's second frame
-                             # (at most kMaxChunkBytes); only after Credit.splitChunks. Lets the
-                             # agent hand ZeroMQ its mapped spool and the coordinator write the
-                             # received frame, neither copying the bytes into an Envelope.
 }
 
 # A->C. The stream is complete.
@@ -165,8 +158,6 @@ struct Credit {
   chunks @0 :UInt32;
   bulkEndpoint @1 :Text;   # "" = no offer
   bulkToken @2 :Text;
-  splitChunks @3 :Bool;    # this coordinator takes ArtifactChunk.dataFollows; an agent that never
-                           # saw it set (an older coordinator) keeps the bytes in `data`
 }
 
 # C->A. The coordinator verified and stored (or rejected) a stream; the agent

@@ -121,9 +121,6 @@ struct ArtifactChunk {
   uint64_t transfer_id = 0;
   uint64_t offset = 0;
   std::string data;
-  // The bytes are the message's second frame, not `data` (which is empty):
-  // DealerChannel::SendWithPayload, Frame::payload.
-  bool data_follows = false;
   bool operator==(const ArtifactChunk&) const = default;
 };
 
@@ -139,9 +136,6 @@ struct Credit {
   // token that admits this agent on it. Empty: no offer.
   std::string bulk_endpoint;
   std::string bulk_token;
-  // The coordinator takes chunks whose bytes follow as a second frame
-  // (ArtifactChunk::data_follows).
-  bool split_chunks = false;
   bool operator==(const Credit&) const = default;
 };
 

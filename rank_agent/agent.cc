@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -202,7 +201,6 @@ struct RankAgent::Impl {
   uint64_t last_progress_ns_ = 0;
   uint64_t last_reported_bytes_ = 0;
   uint32_t credits_ = 0;
-  bool split_chunks_ = false;  // the coordinator said so in a Credit (Credit::split_chunks)
   uint64_t next_transfer_id_ = 1;
   std::deque<SendItem> send_queue_;
   // DispatchAccepted held back (kAcceptedHoldNs): sent right before the
@@ -550,42 +548,6 @@ struct RankAgent::Impl {
         }
         t.begun = true;
       }
-      if (t.offset < t.size && split_chunks_) {
-        if (credits_ == 0) return false;
-        // The chunk is read into a buffer of its own (not zero-filled first)
-        // and handed to ZeroMQ as the message's second frame, without a
-        // copy. Sending from a mapping of the spool instead was tried: the
-        // socket's copy from mapped file pages cost 5x the copy from this
-        // buffer (bench/README.md, "Gather throughput").
-        const size_t want = std::min<uint64_t>(options_.chunk_bytes, t.size - t.offset);
-        std::shared_ptr<char[]> buffer(new char[want]);
-        auto got = ReadAt(t.fd, buffer.get(), want, t.offset);
-        if (!got.ok() || *got == 0) {
-          if (!got.ok()) DFX_LOG_WARN("{}: {}", t.file.string(), got.status().message());
-          t.offset = t.size;  // give up on the rest; End reports the checksum of what was read
-        } else {
-          // A short read (the file shrank under us) sends what exists; the
-          // coordinator's size check fails the stream and the file stays.
-          const std::string_view data(buffer.get(), *got);
-          if (t.sum) t.sum->Update(data.data(), data.size());
-          auto envelope = protocol::Encode(protocol::Message{
-              MakeHeader(t.rank), protocol::ArtifactChunk{t.id, t.offset, {}, true}});
-          DFX_CHECK(envelope.ok());  // no field of it is near a limit
-          auto sent = (bulk_on_ ? bulk_ : channel_)
-                          .SendWithPayload(std::move(*envelope), data, std::move(buffer));
-          if (!sent.ok() || *sent != protocol::SendResult::kSent) {
-            // Rare (the queue holds far more than the credit window).
-            --sequence_;
-            if (!sent.ok()) DFX_LOG_WARN("sending a chunk failed: {}", sent.status().ToString());
-            if (t.sum) t.sum = ChecksumPrefix(t.fd, t.offset);
-            return false;
-          }
-          t.offset += data.size();
-          --credits_;
-          bytes_sent_[{t.rank, t.k}] += data.size();
-          continue;
-        }
-      }
       if (t.offset < t.size) {
         if (credits_ == 0) return false;
         // The file is read straight into the encoded frame, checksummed while
@@ -764,7 +726,6 @@ struct RankAgent::Impl {
     held_accepts_.clear();
     unacked_.clear();
     credits_ = 0;
-    split_chunks_ = false;
     bulk_ = protocol::DealerChannel();
     bulk_on_ = false;
     bulk_pending_ = false;
@@ -1023,7 +984,6 @@ struct RankAgent::Impl {
             OnDispatch(body);
           } else if constexpr (std::is_same_v<T, protocol::Credit>) {
             credits_ += body.chunks;
-            if (body.split_chunks) split_chunks_ = true;
             if (!body.bulk_endpoint.empty()) AcceptBulk(body);
           } else if constexpr (std::is_same_v<T, protocol::ArtifactAck>) {
             OnAck(body);
