@@ -248,6 +248,56 @@ bool JsonPullReader::ReadNumber(JsonNumber* out) {
   return true;
 }
 
+// Rows of integers are most of a records file: the common case, compact or
+// with spaces, is read here without a call per byte; anything else (other
+// whitespace, a sign, a fraction, a row across the buffer's end, 20 digits)
+// is read from the same position by the general path below.
+bool JsonPullReader::ReadUint64Array(std::vector<uint64_t>* values) {
+  values->clear();
+  if (!ok()) return false;
+  SkipSpace();
+  if (pos_ < len_ && buf_[pos_] == '[' && first_.size() < static_cast<size_t>(kMaxJsonDepth)) {
+    const char* p = buf_.data() + pos_ + 1;
+    const char* const end = buf_.data() + len_;
+    const auto spaces = [&p, end] {
+      while (p != end && *p == ' ') ++p;
+    };
+    spaces();
+    bool whole = false;
+    if (p != end && *p == ']') {
+      ++p;
+      whole = true;
+    }
+    while (!whole) {
+      const char* digits = p;
+      uint64_t v = 0;
+      while (p != end && *p >= '0' && *p <= '9' && p - digits < 19) {
+        v = v * 10 + static_cast<uint64_t>(*p - '0');
+        ++p;
+      }
+      if (p == digits) break;
+      spaces();
+      if (p == end || (*p != ',' && *p != ']')) break;
+      values->push_back(v);
+      whole = *p++ == ']';
+      if (!whole) spaces();
+    }
+    if (whole) {
+      pos_ = static_cast<size_t>(p - buf_.data());
+      return true;
+    }
+    values->clear();
+  }
+  if (!BeginArray()) return false;
+  JsonNumber n;
+  while (NextElement()) {
+    if (!ReadNumber(&n)) return false;
+    values->push_back(n.negative ? static_cast<uint64_t>(n.AsInt64())
+                                 : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value)));
+  }
+  return ok();
+}
+
 // The end of the run of bytes in [p, end) that are neither '"' nor '\\':
 // eight bytes at a time, then byte by byte.
 static const char* PlainRunEnd(const char* p, const char* end) {

@@ -66,6 +66,11 @@ class JsonPullReader {
   bool NextElement();
 
   bool ReadNumber(JsonNumber* out);
+  // Reads an array of numbers into `values` as u64: a negative one as its
+  // two's complement, a fraction or exponent as its truncated double. The
+  // same as BeginArray and ReadNumber per element (results and errors); an
+  // array of plain integers within the buffer is parsed in place.
+  bool ReadUint64Array(std::vector<uint64_t>* values);
   bool ReadString(std::string* out);
   bool ReadBool(bool* out);
   bool ReadNull();

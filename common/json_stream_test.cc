@@ -118,6 +118,68 @@ TEST(JsonPullReaderTest, ValuesAcrossTheRefillBoundaryReadTheSame) {
   std::filesystem::remove(p);
 }
 
+// ReadUint64Array against BeginArray + ReadNumber on the same text: the
+// in-place path (plain integer rows) and every case it leaves to the general
+// path (signs, fractions, 20 digits, tabs, a missing comma, a truncated file)
+// give the same values, or the same error at the same byte.
+TEST(JsonPullReaderTest, ReadUint64ArrayReadsAsReadNumberDoes) {
+  const std::vector<std::string> arrays = {
+      "[]",
+      "[ ]",
+      "[0, 3, 1, 87032694784, 87032695608, 544]",
+      "[0,3,1]",
+      "[ 7 , 8 ]",
+      "[1234567890123456789]",
+      "[18446744073709551615]",
+      "[-2, 5]",
+      "[2.5e3, 1]",
+      "[1,\t2]",
+      "[1 2]",
+      "[1,]",
+      "[1, \"x\"]",
+      "[1, 2",
+      "[",
+      "7",
+  };
+  for (const std::string& text : arrays) {
+    const std::string doc = "{\"rows\": [" + text + ", " + text + "]}";
+    auto p = WriteTemp("pull_u64_rows", doc);
+    std::vector<std::vector<uint64_t>> fast, general;
+    Status fast_status, general_status;
+    for (bool use_fast : {true, false}) {
+      JsonPullReader r;
+      ASSERT_TRUE(r.Open(p).ok());
+      std::string key;
+      bool ok = r.BeginObject() && r.NextKey(&key) && r.BeginArray();
+      auto& out = use_fast ? fast : general;
+      while (ok && r.NextElement()) {
+        std::vector<uint64_t> values;
+        if (use_fast) {
+          ok = r.ReadUint64Array(&values);
+        } else {
+          ok = r.BeginArray();
+          JsonNumber n;
+          while (ok && r.NextElement()) {
+            ok = r.ReadNumber(&n);
+            if (ok) {
+              values.push_back(n.negative
+                                   ? static_cast<uint64_t>(n.AsInt64())
+                                   : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value)));
+            }
+          }
+          ok = ok && r.ok();
+        }
+        if (ok) out.push_back(values);
+      }
+      (use_fast ? fast_status : general_status) = r.status();
+    }
+    EXPECT_EQ(fast, general) << text;
+    EXPECT_EQ(fast_status.ok(), general_status.ok()) << text;
+    EXPECT_EQ(fast_status.message(), general_status.message()) << text;
+    std::filesystem::remove(p);
+  }
+}
+
 TEST(JsonPullReaderTest, ErrorNamesFileAndByteOffset) {
   auto p = WriteTemp("pull_bad", R"({"a": [1, 2 3]})");
   JsonPullReader r;

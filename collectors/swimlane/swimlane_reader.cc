@@ -44,18 +44,6 @@ struct BaseTracker {
   }
 };
 
-bool ReadU64Array(JsonPullReader& r, std::vector<uint64_t>* values) {
-  values->clear();
-  if (!r.BeginArray()) return false;
-  JsonNumber n;
-  while (r.NextElement()) {
-    if (!r.ReadNumber(&n)) return false;
-    values->push_back(n.negative ? static_cast<uint64_t>(n.AsInt64())
-                                 : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value)));
-  }
-  return r.ok();
-}
-
 // Read in place (two per scheduler phase: no vector per call).
 bool ReadInt16Triple(JsonPullReader& r, int16_t out[3]) {
   out[0] = out[1] = out[2] = 0;
@@ -232,7 +220,7 @@ namespace {
 
 // Reads one row of an aicore_tasks / aicpu_tasks array.
 bool ReadRow(JsonPullReader& r, std::vector<uint64_t>* row, bool aicore) {
-  if (!ReadU64Array(r, row)) return false;
+  if (!r.ReadUint64Array(row)) return false;
   if (aicore && row->size() < 5) {
     return r.Fail(
         fmt::format("aicore_tasks row has {} columns, expected 6 (or legacy 5)", row->size()));
@@ -462,12 +450,18 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
   data.tasks = std::move(aicore);
   // Rows of one task keep core order (the file's row order); a full key keeps
   // the order deterministic without stable_sort's N/2-element buffer.
-  auto key_of = [&data](const TaskRow& t) {
-    return std::make_tuple(data.TaskId(t), t.core_id, data.Start(t), data.End(t),
-                           data.ReceiveToStart(t), data.Dispatch(t), data.Finish(t), t.slot);
+  // The task id and core decide almost every comparison: the rest of the
+  // key is built only for rows of one task on one core.
+  auto rest_of = [&data](const TaskRow& t) {
+    return std::make_tuple(data.Start(t), data.End(t), data.ReceiveToStart(t), data.Dispatch(t),
+                           data.Finish(t), t.slot);
   };
-  std::sort(data.tasks.begin(), data.tasks.end(),
-            [&](const TaskRow& a, const TaskRow& b) { return key_of(a) < key_of(b); });
+  std::sort(data.tasks.begin(), data.tasks.end(), [&](const TaskRow& a, const TaskRow& b) {
+    const uint64_t ia = data.TaskId(a), ib = data.TaskId(b);
+    if (ia != ib) return ia < ib;
+    if (a.core_id != b.core_id) return a.core_id < b.core_id;
+    return rest_of(a) < rest_of(b);
+  });
   for (const auto& [core, count] : unmatched) {
     data.unmatched_aicpu_rows += count;
     data.unmatched_by_core.emplace_back(core, count);
