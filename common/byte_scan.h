@@ -4,8 +4,12 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace dfx::byte_scan {
 
@@ -30,5 +34,32 @@ inline uint64_t BytesEqual(uint64_t v, char c) {
 inline int FirstFlagged(uint64_t mask) { return std::countr_zero(mask) / 8; }
 // Flags the bytes that end a plain run of a JSON string: '"' and '\\'.
 inline uint64_t QuoteOrBackslash(uint64_t v) { return BytesEqual(v, '"') | BytesEqual(v, '\\'); }
+
+// The first '"', '\\' or '\0' at or after `p`, sixteen bytes at a time with
+// SSE2 (eight without it). The caller guarantees one of them occurs, with at
+// least kStopPad readable bytes after it (a '\0' sentinel after a buffer
+// and kStopPad bytes of padding behind it).
+inline constexpr size_t kStopPad = 16;
+inline const char* StringStop(const char* p) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i zero = _mm_setzero_si128();
+  for (;; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_cmpeq_epi8(v, zero));
+    const int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return p + std::countr_zero(static_cast<unsigned>(mask));
+  }
+#else
+  for (;; p += 8) {
+    const uint64_t v = Load(p);
+    const uint64_t hit = ZeroBytes(v) | QuoteOrBackslash(v);
+    if (hit != 0) return p + FirstFlagged(hit);
+  }
+#endif
+}
 
 }  // namespace dfx::byte_scan

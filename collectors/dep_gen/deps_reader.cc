@@ -326,7 +326,7 @@ class FastGraphScan {
   enum class Section { kTasks, kEdges, kSkip };
   static constexpr size_t kChunk = 1 << 20;
   static constexpr int kMaxDepth = 32;  // well below kMaxJsonDepth
-  static constexpr size_t kPad = 8;
+  static constexpr size_t kPad = byte_scan::kStopPad;
 
   // Moves the entry being read [mark_, end_) to the front and reads more
   // behind it; false at end of file, on a read error, or when the entry
@@ -341,15 +341,9 @@ class FastGraphScan {
     }
     return *p_ == '\0' ? AtEnd() : kBad;
   }
-  // The first '"', '\\' or '\0' at or after `q`, eight bytes at a time (the
-  // chunk has kPad readable bytes after its sentinel).
-  static const char* StringStop(const char* q) {
-    for (;; q += 8) {
-      const uint64_t v = byte_scan::Load(q);
-      const uint64_t hit = byte_scan::ZeroBytes(v) | byte_scan::QuoteOrBackslash(v);
-      if (hit != 0) return q + byte_scan::FirstFlagged(hit);
-    }
-  }
+  // The first '"', '\\' or '\0' at or after `q` (the chunk has kPad
+  // readable bytes after its sentinel).
+  static const char* StringStop(const char* q) { return byte_scan::StringStop(q); }
   // A key without escapes: [*b, *e) and the ':' after it.
   R Key(const char** b, const char** e);
   R SkipString();
