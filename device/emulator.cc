@@ -249,6 +249,9 @@ class Engine final {
     uint32_t reg_task_id = 0;
     uint64_t dispatch_cycles = 0, start_cycles = 0, end_cycles = 0;
     Status kernel_status;
+    // The block's estimated work, kept when PMU is on: computed where the
+    // block ran (outside the lock), recorded when it retires.
+    collectors::PmuWork pmu_work;
     bool finished = false;  // threaded: its block ran and waits to be retired
     CoreState(CoreType t) : type(t) {}
     CoreState(CoreState&& o) noexcept : type(o.type), thread(o.thread) {}
@@ -588,11 +591,10 @@ class Engine final {
                                  c.end_cycles, finish});
     if (!c.kernel_status.ok()) Fail(KernelError(index, c.block, c.kernel_status));
     if (pmu_ && c.kernel_status.ok()) {
-      KernelCall call = MakeCall(index, c.block);
       const Kernel& k = prog_.kernels[t.kernel];
       pmu_->Record(static_cast<uint32_t>(c.thread), static_cast<uint32_t>(core), t.task_id,
                    k.func_id, c.type == CoreType::kAic ? CoreKind::kAic : CoreKind::kAiv,
-                   EstimateWork(call, model_));
+                   c.pmu_work);
     }
     c.busy = false;
     c.task = -1;
@@ -703,6 +705,7 @@ class Engine final {
             CoreState& c = cores_[core];
             KernelCall call = MakeCall(c.task, c.block);
             collectors::PmuWork w = EstimateWork(call, model_);
+            if (pmu_) c.pmu_work = w;
             c.kernel_status = RunKernelBlock(call, /*spin_busy=*/false);
             c.start_cycles = c.dispatch_cycles + kReceiveCycles;
             c.end_cycles = c.start_cycles + w.total_cycles;
@@ -939,6 +942,7 @@ class Engine final {
     if (swimlane_)
       swimlane_->RecordAicoreTask(static_cast<uint32_t>(core), task_id, c.reg_task_id, start, end,
                                   static_cast<uint32_t>(start - std::min(start, receive)));
+    if (pmu_) c.pmu_work = EstimateWork(call, model_);
     c.kernel_status = std::move(s);
     c.start_cycles = start;
     c.end_cycles = end;
