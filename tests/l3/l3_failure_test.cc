@@ -253,7 +253,8 @@ TEST(L3FailureTest, CoordinatorRejectsBadMessagesAndNeverWritesOutsideTheWorkDir
     auto unknown = ReceiveA<Error>(*evil);
     ASSERT_TRUE(unknown.has_value());
     EXPECT_EQ(unknown->second.code, ErrorCode::kUnknownRank);
-    auto big = DealerChannel::Connect(context, endpoint, "big");
+    Context big_context;
+    auto big = DealerChannel::Connect(big_context, endpoint, "big");
     ASSERT_TRUE(big.ok());
     ASSERT_TRUE(big->SendRaw(std::string(kMaxFrameBytes + 4096, '\0')).ok());
   }
