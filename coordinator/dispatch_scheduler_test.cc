@@ -12,6 +12,20 @@ std::vector<PlannedDispatch> TwoRanksTwoEach() {
   return {{0, 0, "a"}, {1, 0, "a"}, {0, 1, "b"}, {1, 1, "b"}};
 }
 
+// Both ranks ready, pass 0 begun: sends each rank's first dispatch and
+// returns their indices in send order.
+std::vector<size_t> SendFirstPassToBothRanks(DispatchScheduler& s) {
+  s.MarkReady(0);
+  s.MarkReady(1);
+  std::vector<size_t> sent;
+  s.BeginPass(0);
+  s.SendReady([&](size_t index, const config::PassPlan&) {
+    sent.push_back(index);
+    return Status::Ok();
+  });
+  return sent;
+}
+
 struct Sent {
   size_t index;
   config::PassKind pass;
@@ -54,22 +68,12 @@ TEST(DispatchSchedulerTest, OneInFlightPerRankInPlanOrderRanksInParallel) {
   EXPECT_TRUE(s.Busy());
 }
 
-// A failed dispatch is "failed": the record says it once ("failed:
-// failed: rank 0 d0: ..." before; the agent now sends the reason alone); a
-// rejection keeps its word. The host-lane times follow the clock.
 // An agent may hold DispatchAccepted back until its DispatchDone: the
 // acceptance is dated when the agent says it was, never before the send.
 TEST(DispatchSchedulerTest, AHeldAcceptanceIsDatedWhenTheAgentAccepted) {
   FakeClock clock(100);
   DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
-  s.MarkReady(0);
-  s.MarkReady(1);
-  std::vector<size_t> sent;
-  s.BeginPass(0);
-  s.SendReady([&](size_t index, const config::PassPlan&) {
-    sent.push_back(index);
-    return Status::Ok();
-  });
+  const std::vector<size_t> sent = SendFirstPassToBothRanks(s);
   ASSERT_EQ(sent.size(), 2u);
   clock.AdvanceNs(50);
   s.OnAccepted(0, 0, 30);
@@ -81,17 +85,13 @@ TEST(DispatchSchedulerTest, AHeldAcceptanceIsDatedWhenTheAgentAccepted) {
   EXPECT_EQ(s.dispatches()[sent[0]].end_ns, 150u);
 }
 
+// A failed dispatch is "failed": the record says it once ("failed:
+// failed: rank 0 d0: ..." before; the agent now sends the reason alone); a
+// rejection keeps its word. The host-lane times follow the clock.
 TEST(DispatchSchedulerTest, ADispatchErrorSaysFailedAndNamesTheDispatchOnce) {
   FakeClock clock(100);
   DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
-  s.MarkReady(0);
-  s.MarkReady(1);
-  std::vector<size_t> sent;
-  s.BeginPass(0);
-  s.SendReady([&](size_t index, const config::PassPlan&) {
-    sent.push_back(index);
-    return Status::Ok();
-  });
+  const std::vector<size_t> sent = SendFirstPassToBothRanks(s);
   ASSERT_EQ(sent.size(), 2u);
   clock.AdvanceNs(10);
   s.OnAccepted(0, 0);
