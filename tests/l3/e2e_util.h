@@ -147,11 +147,12 @@ inline std::set<std::string> Tree(const fs::path& dir) {
 }
 
 // The artifacts a spool holds: Tree without the checksums the agents keep
-// beside them (<dispatch dir>/.xxh64/...).
+// beside them (<dispatch dir>/.xxh64/...) and without files an agent is
+// still writing (temporary names are never artifacts: IsTemporaryPath).
 inline std::set<std::string> SpooledArtifacts(const fs::path& dir) {
   std::set<std::string> files;
   for (const std::string& f : Tree(dir)) {
-    if (f.find("/.xxh64/") == std::string::npos) files.insert(f);
+    if (f.find("/.xxh64/") == std::string::npos && !IsTemporaryPath(f)) files.insert(f);
   }
   return files;
 }
