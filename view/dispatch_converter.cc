@@ -33,10 +33,10 @@ Status DispatchConverter::Run() {
   EmitWorkerView();
   EmitSchedulerView();
   DFX_RETURN_IF_ERROR(EmitSchedPhases());
-  EmitMarkersAndOrch();
+  DFX_RETURN_IF_ERROR(EmitMarkersAndOrch());
   EmitGraphExecution();
   if (deps_ != nullptr) EmitDependencyFlows();
-  EmitCompleteAndDispatchFlows();
+  DFX_RETURN_IF_ERROR(EmitCompleteAndDispatchFlows());
   if (overhead_ && deps_ != nullptr) EmitOverhead();
   return sched_status_;
 }
@@ -205,8 +205,7 @@ void DispatchConverter::PeerHint(uint64_t id, bool fanout, std::string* s) const
 }
 
 void DispatchConverter::EmitProcessMetadata() {
-  bool has_orch = false;
-  for (const auto& lane : d_.orch_phases) has_orch |= !lane.empty();
+  const bool has_orch = d_.HasOrchPhases();
   if (!d_.host_uploads.empty()) {
     trace_.ProcessName(1, "Host Prepare", 1);
     trace_.ThreadName(1, 4100, "H2D");
@@ -216,7 +215,7 @@ void DispatchConverter::EmitProcessMetadata() {
                        : names_.orchestrator_name ? "AICPU " + *names_.orchestrator_name
                                                   : "AICPU Orchestrator";
     trace_.ProcessName(1, name, 1);
-    for (size_t i = 0; i < d_.orch_phases.size(); ++i) {
+    for (size_t i = 0; i < d_.NumOrchPools(); ++i) {
       trace_.ThreadName(1, 4000 + static_cast<int>(i),
                         fmt::format("{}_{}", d_.host_mode ? "Host" : "Orch", i));
     }
@@ -241,7 +240,7 @@ void DispatchConverter::EmitProcessMetadata() {
   std::set<int> cores;
   for (const auto& r : d_.tasks) cores.insert(r.core_id);
   for (int c : cores) trace_.ThreadName(4, CoreTid(c), CoreName(c));
-  int aicpu_lanes = static_cast<int>(d_.num_sched_threads + d_.orch_phases.size());
+  int aicpu_lanes = static_cast<int>(d_.num_sched_threads + d_.NumOrchPools());
   for (int k = 0; k < aicpu_lanes; ++k) trace_.ThreadName(4, 19000 + k, fmt::format("AICPU_{}", k));
 }
 

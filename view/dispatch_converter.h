@@ -144,7 +144,7 @@ class DispatchConverter {
   void Marker(uint64_t task_id, int tid, double ts, double dur, const std::string& name,
               const char* cname, const std::string& args_json);
   std::string MarkerLabel(uint64_t task_id) const;
-  void EmitMarkersAndOrch();
+  Status EmitMarkersAndOrch();
   void EmitGraphExecution();
 
   // --- flows (flows.cc) -------------------------------------------------------------
@@ -154,7 +154,7 @@ class DispatchConverter {
   void WorkerAnchors(uint64_t id, const std::optional<Group>& g, std::vector<Anchor>* out) const;
   int FanCount(uint64_t id, const std::optional<Group>& g) const;
   void EmitDependencyFlows();
-  void EmitCompleteAndDispatchFlows();
+  Status EmitCompleteAndDispatchFlows();
 
   collectors::SwimlaneRecords& d_;
   const collectors::TaskGraph* deps_;
@@ -186,7 +186,8 @@ class DispatchConverter {
   std::map<uint64_t, Outer> outers_;  // graph_prepare by outer task
   Status sched_status_;
   std::multimap<uint64_t, Anchor> markers_;
-  std::vector<OrchEnd> orch_end_;
+  std::vector<OrchEnd> orch_end_;  // a task's first submit end, unless orch_cursor_
+  bool orch_cursor_ = false;       // the flows re-read the (task-ordered) submits instead
   mutable std::vector<std::pair<int, uint32_t>> anchor_scratch_;  // AnchorRows, per call
   mutable std::vector<uint32_t> row_scratch_;                     // WorkerAnchors, per call
   bool fast_phases_ = false;  // ScanSchedPhases read every phase with the fast reader

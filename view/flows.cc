@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "view/task_label.h"
 
@@ -136,8 +137,8 @@ void DispatchConverter::EmitDependencyFlows() {
   }
 }
 
-void DispatchConverter::EmitCompleteAndDispatchFlows() {
-  if (!d_.has_sched_phases || d_.num_sched_threads == 0) return;
+Status DispatchConverter::EmitCompleteAndDispatchFlows() {
+  if (!d_.has_sched_phases || d_.num_sched_threads == 0) return Status::Ok();
   std::stable_sort(orch_end_.begin(), orch_end_.end(),
                    [](const OrchEnd& a, const OrchEnd& b) { return a.task_id < b.task_id; });
   // complete (§4.7): from the task's anchor rows in each view (an SPMD task:
@@ -177,7 +178,17 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
       }
     }
   }
-  // complete→ready and submit→dispatch, dispatch flows.
+  // complete→ready and submit→dispatch, dispatch flows. A task's first
+  // submit: from orch_end_, or (orch_cursor_) the submits read again in
+  // file order, which is task order, beside the groups.
+  std::optional<collectors::OrchPhaseStream> submits;
+  size_t submit_pool = 0;
+  collectors::OrchPhase submit;
+  bool have_submit = false;
+  if (orch_cursor_) {
+    submits.emplace(d_);
+    have_submit = submits->Next(&submit_pool, &submit);
+  }
   for (uint32_t k = 0; k < NumRows();) {
     Group g = GroupFrom(k);
     k = g.end;
@@ -208,9 +219,22 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
     }
     // submit→dispatch: one arrow per task row, as the reference draws them
     // (each SPMD block from the submit to its own dispatch).
-    auto o = std::lower_bound(orch_end_.begin(), orch_end_.end(), g.task_id,
-                              [](const OrchEnd& e, uint64_t v) { return e.task_id < v; });
-    if (o != orch_end_.end() && o->task_id == g.task_id && !d_.host_mode) {
+    std::optional<OrchEnd> o;
+    if (orch_cursor_) {
+      while (have_submit &&
+             (submit.task_id < 0 || static_cast<uint64_t>(submit.task_id) < g.task_id)) {
+        have_submit = submits->Next(&submit_pool, &submit);
+      }
+      if (have_submit && static_cast<uint64_t>(submit.task_id) == g.task_id) {
+        o = OrchEnd{g.task_id, 4000 + static_cast<int>(submit_pool),
+                    d_.host_mode ? d_.HostUs(submit.end) : d_.Us(submit.end)};
+      }
+    } else {
+      auto it = std::lower_bound(orch_end_.begin(), orch_end_.end(), g.task_id,
+                                 [](const OrchEnd& e, uint64_t v) { return e.task_id < v; });
+      if (it != orch_end_.end() && it->task_id == g.task_id) o = *it;
+    }
+    if (o && !d_.host_mode) {
       Anchor from{1, o->tid, 0, o->end, 0};
       for (uint32_t i = g.begin; i < g.end; ++i) {
         const TaskRow& r = d_.tasks[i];
@@ -237,6 +261,7 @@ void DispatchConverter::EmitCompleteAndDispatchFlows() {
       trace_.Flow("dispatch", from, disp, s, disp);
     }
   }
+  return submits ? submits->status() : Status::Ok();
 }
 
 }  // namespace dfx::view

@@ -61,7 +61,7 @@ std::string DispatchConverter::MarkerLabel(uint64_t task_id) const {
   return Label(task_id, f, false);
 }
 
-void DispatchConverter::EmitMarkersAndOrch() {
+Status DispatchConverter::EmitMarkersAndOrch() {
   std::set<uint64_t> dummy_records, skip_records;
   for (const auto& [t, p] : marker_phases_) {
     {
@@ -85,8 +85,11 @@ void DispatchConverter::EmitMarkersAndOrch() {
     }
   }
   size_t nsched = d_.num_sched_threads;
-  for (size_t o = 0; o < d_.orch_phases.size(); ++o) {
-    for (const auto& p : d_.orch_phases[o]) {
+  // Phases streamed in task order need no table of submit ends: the flows
+  // find each task's first submit by reading them again beside the rows.
+  orch_cursor_ = d_.orch_phases_streamed && d_.orch_phases_sorted_by_task;
+  Status orch_status = d_.ForEachOrchPhase([&](size_t o, const collectors::OrchPhase& p) {
+    {
       double ts = d_.host_mode ? d_.HostUs(p.start) : d_.Us(p.start);
       double end = d_.host_mode ? d_.HostUs(p.end) : d_.Us(p.end);
       std::string name =
@@ -106,9 +109,9 @@ void DispatchConverter::EmitMarkersAndOrch() {
       trace_.End();
       trace_.CountSlice();
       SeeEnd(end);
-      if (p.task_id < 0) continue;
+      if (p.task_id < 0) return;
       uint64_t tid = static_cast<uint64_t>(p.task_id);
-      orch_end_.push_back({tid, 4000 + static_cast<int>(o), end});
+      if (!orch_cursor_) orch_end_.push_back({tid, 4000 + static_cast<int>(o), end});
       // Alloc bars: neither a regular, a dummy nor a predicated-skip task.
       const TaskInfo* dt = DepTaskOf(tid);
       bool regular = FindGroup(tid).has_value();
@@ -125,7 +128,8 @@ void DispatchConverter::EmitMarkersAndOrch() {
             fmt::format(R"({{"phase":"alloc","task_id":{},"event-hint":"Task:{}"}})", tid, disp));
       }
     }
-  }
+  });
+  DFX_RETURN_IF_ERROR(orch_status);
   for (const auto& u : d_.host_uploads) {
     double ts = d_.HostUs(u.start_ns), end = d_.HostUs(u.end_ns);
     std::string& b = trace_.Begin();
@@ -139,6 +143,7 @@ void DispatchConverter::EmitMarkersAndOrch() {
     trace_.End();
     SeeEnd(end);
   }
+  return Status::Ok();
 }
 
 // Graph Execution (pid 5): an envelope per outer Graph task whose

@@ -228,6 +228,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
     for (const auto& [k, path] : disps) {
       SwimlaneReadOptions read_options;
       read_options.stream_sched_phases = true;
+      read_options.stream_orch_phases = true;
       DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
       std::string warn = UnmatchedWarning(data);
       if (!warn.empty()) err << path.string() << ": " << warn << "\n";

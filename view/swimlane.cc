@@ -90,12 +90,13 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
   SwimlaneReadOptions read_options;
   read_options.stream_sched_phases = true;  // bounded memory: phases are re-read, not kept
+  read_options.stream_orch_phases = true;
   DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(options.input, read_options));
   std::string warn = UnmatchedWarning(data);
   if (!warn.empty()) err << warn << "\n";
   if (options.verbose) {
     out << "Level " << data.level << ": " << data.tasks.size() << " task row(s), "
-        << data.num_sched_threads << " scheduler thread(s), " << data.orch_phases.size()
+        << data.num_sched_threads << " scheduler thread(s), " << data.NumOrchPools()
         << " orchestrator pool(s)\n";
   }
   DFX_ASSIGN_OR_RETURN(collectors::NameMap names,

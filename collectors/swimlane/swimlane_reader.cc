@@ -216,6 +216,70 @@ Status SwimlaneRecords::ForEachSchedPhase(
   return r.status();
 }
 
+Status SwimlaneRecords::ForEachOrchPhase(
+    const std::function<void(size_t, const OrchPhase&)>& fn) const {
+  OrchPhaseStream stream(*this);
+  size_t pool = 0;
+  OrchPhase p;
+  while (stream.Next(&pool, &p)) fn(pool, p);
+  return stream.status();
+}
+
+bool SwimlaneRecords::HasOrchPhases() const {
+  if (orch_phases_streamed && num_streamed_orch_phases > 0) return true;
+  for (const auto& lane : orch_phases) {
+    if (!lane.empty()) return true;
+  }
+  return false;
+}
+
+bool OrchPhaseStream::Next(size_t* pool, OrchPhase* phase) {
+  if (!status_.ok()) return false;
+  if (!d_.orch_phases_streamed) {
+    while (pool_ < d_.orch_phases.size()) {
+      if (index_ < d_.orch_phases[pool_].size()) {
+        *pool = pool_;
+        *phase = d_.orch_phases[pool_][index_++];
+        return true;
+      }
+      ++pool_;
+      index_ = 0;
+    }
+    return false;
+  }
+  // The arrays of every aicpu_orchestrator_phases value, as the first pass
+  // read them; pools are numbered across values.
+  for (;;) {
+    if (!in_value_) {
+      if (next_offset_ >= d_.orch_phases_offsets.size()) return false;
+      status_ = r_.OpenAt(d_.path, d_.orch_phases_offsets[next_offset_++]);
+      if (!status_.ok()) return false;
+      if (!r_.BeginArray()) break;
+      in_value_ = true;
+    }
+    if (!in_pool_) {
+      if (!r_.NextElement()) {
+        if (!r_.ok()) break;
+        in_value_ = false;
+        continue;
+      }
+      if (!r_.BeginArray()) break;
+      in_pool_ = true;
+      ++pool_;
+    }
+    if (r_.NextElement()) {
+      *phase = OrchPhase{};
+      if (!ReadOrchPhase(r_, false, phase)) break;
+      *pool = pool_ - 1;
+      return true;
+    }
+    if (!r_.ok()) break;
+    in_pool_ = false;
+  }
+  status_ = r_.status();
+  return false;
+}
+
 namespace {
 
 // Reads one row of an aicore_tasks / aicpu_tasks array.
@@ -257,6 +321,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
   // their counts, and their offsets are kept for pass 2.
   int64_t aicore_offset = -1, aicpu_offset = -1;
   size_t aicore_rows = 0;
+  int64_t last_orch_task = -1;  // orch_phases_sorted_by_task
 
   if (!r.BeginObject()) return r.status();
   std::string key;
@@ -322,10 +387,18 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       if (!r.ok()) return r.status();
     } else if (key == "aicpu_orchestrator_phases" || key == "host_orchestrator_phases") {
       bool host = key == "host_orchestrator_phases";
+      // Device phases streamed: counted and checked here, re-read on demand.
+      const bool stream = !host && options.stream_orch_phases;
       auto& target = host ? host_orch : data.orch_phases;
+      if (stream) {
+        r.Peek();
+        data.orch_phases_offsets.push_back(r.bytes_read());
+        data.orch_phases_streamed = true;
+      }
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
-        auto& lane = target.emplace_back();
+        auto* lane = stream ? nullptr : &target.emplace_back();
+        if (stream) ++data.num_streamed_orch_pools;
         if (!r.BeginArray()) return r.status();
         while (r.NextElement()) {
           OrchPhase p;
@@ -333,8 +406,16 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
           if (!host) {
             base.See(p.start);
             base.See(p.end);
+            if (p.task_id >= 0) {
+              if (p.task_id < last_orch_task) data.orch_phases_sorted_by_task = false;
+              last_orch_task = p.task_id;
+            }
           }
-          lane.push_back(p);
+          if (stream) {
+            ++data.num_streamed_orch_phases;
+          } else {
+            lane->push_back(p);
+          }
         }
       }
       if (!r.ok()) return r.status();
@@ -474,8 +555,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
   // Host-orchestrated runs (§2.6 step 6), causal composite layout only.
   bool host_records = false;
   for (const auto& lane : host_orch) host_records |= !lane.empty();
-  bool aicpu_records = false;
-  for (const auto& lane : data.orch_phases) aicpu_records |= !lane.empty();
+  const bool aicpu_records = data.HasOrchPhases();
   if (host_records && aicpu_records) {
     return InvalidArgument(
         "both AICPU and host orchestrator phases are present; clock-domain source is ambiguous");
@@ -496,7 +576,15 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
     if (origin == 0) origin = first;
     data.host_origin_ns = origin;
     data.device_offset_us = last > origin ? static_cast<double>(last - origin) / 1000.0 : 0.0;
-    if (host_records) data.orch_phases = std::move(host_orch);
+    if (host_records) {
+      // The device pools (all empty, or this was an error above) give way
+      // to the host's, which are in memory.
+      data.orch_phases = std::move(host_orch);
+      data.orch_phases_streamed = false;
+      data.orch_phases_offsets.clear();
+      data.num_streamed_orch_pools = 0;
+      data.num_streamed_orch_phases = 0;
+    }
     Json tm = Json::object();
     tm["layout"] = "causal_composite";
     std::string status = "complete";

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/json_stream.h"
 #include "common/status.h"
 
 namespace dfx::collectors {
@@ -126,7 +127,18 @@ struct SwimlaneRecords {
   std::vector<std::deque<SchedPhase>> sched_phases;  // outer = sched thread
   bool sched_phases_streamed = false;
   uint64_t sched_phases_offset = 0;  // byte offset of the aicpu_scheduler_phases value
-  std::vector<std::vector<OrchPhase>> orch_phases;  // outer = orch pool
+  // Outer = orch pool. Empty when the device (AICPU) phases were read with
+  // SwimlaneReadOptions::stream_orch_phases: use NumOrchPools, HasOrchPhases
+  // and ForEachOrchPhase / OrchPhaseStream, which work either way.
+  std::vector<std::vector<OrchPhase>> orch_phases;
+  bool orch_phases_streamed = false;
+  std::vector<uint64_t> orch_phases_offsets;  // each aicpu_orchestrator_phases value (streamed)
+  size_t num_streamed_orch_pools = 0;
+  uint64_t num_streamed_orch_phases = 0;
+  // The orchestrator phases' task ids (those >= 0) never decrease in file
+  // order (pool after pool): the first phase of a task is found by one
+  // forward scan beside the task-sorted rows.
+  bool orch_phases_sorted_by_task = true;
   // Host-orchestrated (HBG) runs: orch_phases hold host ns; see HostUs().
   bool host_mode = false;
   std::vector<HostUpload> host_uploads;
@@ -161,6 +173,12 @@ struct SwimlaneRecords {
   // Visits every scheduler phase in file order (thread, phase); works whether
   // the phases were kept in memory or are streamed again from `path`.
   Status ForEachSchedPhase(const std::function<void(size_t, const SchedPhase&)>& fn) const;
+  // The same for the orchestrator phases (pool, phase).
+  Status ForEachOrchPhase(const std::function<void(size_t, const OrchPhase&)>& fn) const;
+  size_t NumOrchPools() const {
+    return orch_phases_streamed ? num_streamed_orch_pools : orch_phases.size();
+  }
+  bool HasOrchPhases() const;
 
   // Cycles → µs relative to base (cycles ≤ 0 map to 0.0, §2.6 step 2).
   double Us(uint64_t cycles) const {
@@ -199,6 +217,32 @@ struct SwimlaneReadOptions {
   // Do not keep aicpu_scheduler_phases in memory; ForEachSchedPhase re-reads
   // them from the file (the swimlane converter: bounded memory).
   bool stream_sched_phases = false;
+  // Likewise for aicpu_orchestrator_phases (one per task at level 4): re-read
+  // by ForEachOrchPhase / OrchPhaseStream. Host orchestrator phases (which
+  // place the host timeline) are always kept.
+  bool stream_orch_phases = false;
+};
+
+// Reads the orchestrator phases of `records` one at a time, in file order,
+// from memory or (orch_phases_streamed) from the file: for a caller that
+// walks them beside something else (a merge by task id). Holds one reader
+// buffer; `records` must outlive it. One thread.
+class OrchPhaseStream {
+ public:
+  explicit OrchPhaseStream(const SwimlaneRecords& records) : d_(records) {}
+  // The next phase and its pool; false at the end or on an error (status()).
+  bool Next(size_t* pool, OrchPhase* phase);
+  const Status& status() const { return status_; }
+
+ private:
+  const SwimlaneRecords& d_;
+  JsonPullReader r_;
+  Status status_;
+  size_t next_offset_ = 0;  // streamed: next of orch_phases_offsets to open
+  bool in_value_ = false;   // streamed: inside an aicpu_orchestrator_phases array
+  bool in_pool_ = false;    // inside a pool's array
+  size_t pool_ = 0;         // pools begun so far (the current one is pool_ - 1)
+  size_t index_ = 0;        // in memory: next phase of the current pool
 };
 
 // Reads and joins a records file. Errors name the file and what was wrong,
