@@ -48,11 +48,10 @@ struct Group {
   int block_num;
 };
 
-// A scheduler phase bar (complete / dispatch records) of one sched thread.
+// A scheduler phase bar (complete / dispatch records) of one sched thread
+// (16 bytes: at level 4 there is a complete bar per task).
 struct Bar {
   double start, end;
-  uint32_t attributed = 0;
-  uint32_t thread = 0;
 };
 
 class DispatchConverter {
@@ -81,7 +80,7 @@ class DispatchConverter {
   // Thread ids of the lanes (§4.3).
   static int CoreTid(int core) { return 10000 + 10 * core; }
   static int SchedTid(int thread) { return 30000 + 10 * thread; }
-  static int BarTid(const Bar* b) { return SchedTid(static_cast<int>(b->thread)); }
+  int BarTid(const Bar* b) const { return SchedTid(static_cast<int>(CompleteThread(b))); }
 
   int Pid(int p) const { return trace_.Pid(p); }
   double T(double ts) const { return trace_.T(ts); }
@@ -135,9 +134,12 @@ class DispatchConverter {
   Status EmitSchedPhases();
   int ThreadOfCore(int core);
   Bar* FindCompleteBar(int thread, double finish);
-  uint64_t CompleteEv(const Bar* b) const {
-    return first_complete_ev_ + static_cast<uint64_t>(b - complete_bars_.data());
+  size_t CompleteIndex(const Bar* b) const {
+    return static_cast<size_t>(b - complete_bars_.data());
   }
+  uint64_t CompleteEv(const Bar* b) const { return first_complete_ev_ + CompleteIndex(b); }
+  // The sched thread of a complete bar (whose range holds it).
+  size_t CompleteThread(const Bar* b) const;
   void EmitOverhead();
 
   // --- orchestrator, markers, graph execution (orchestrator_view.cc) --------------
@@ -181,6 +183,7 @@ class DispatchConverter {
   std::vector<bool> has_resolve_;                // per sched thread
   std::vector<Bar> complete_bars_;               // per thread ranges, each sorted by start
   std::vector<size_t> complete_begin_;           // thread t: [begin[t], begin[t + 1])
+  std::vector<uint32_t> complete_attributed_;    // per complete bar: finish rows in it
   std::vector<std::vector<Bar>> dispatch_bars_;  // read on demand for core voting
   std::vector<std::pair<size_t, collectors::SchedPhase>> marker_phases_;  // dummy / skip
   std::map<uint64_t, Outer> outers_;  // graph_prepare by outer task

@@ -97,11 +97,15 @@ Status DispatchConverter::ScanSchedPhases() {
   has_resolve_.assign(nt, false);
   complete_begin_.assign(nt + 1, 0);
   if (!d_.has_sched_phases) return Status::Ok();
+  // At most one bar per phase; pages never written are never resident, and
+  // the bars grow without a copy (one per task at level 4).
+  complete_bars_.reserve(d_.num_sched_phases);
   const auto collect = [&](size_t t, const SchedPhase& p) {
     if (t >= nt) return;  // more lanes than the first read counted: the file changed
     if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
     if (p.kind == PhaseKind::kComplete) {
-      complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(t)});
+      complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end)});
+      ++complete_begin_[t + 1];  // threads arrive in order: counts become ranges below
     } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
                p.task_id >= 0) {
       marker_phases_.emplace_back(t, p);
@@ -117,13 +121,13 @@ Status DispatchConverter::ScanSchedPhases() {
     if (!fast_phases_) {
       has_resolve_.assign(nt, false);
       complete_bars_.clear();
+      complete_begin_.assign(nt + 1, 0);
       marker_phases_.clear();
       outers_.clear();
     }
   }
   if (!fast_phases_) DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase(collect));
   // Bars arrive thread by thread: split into per-thread ranges sorted by start.
-  for (const Bar& b : complete_bars_) ++complete_begin_[b.thread + 1];
   for (size_t t = 0; t < nt; ++t) complete_begin_[t + 1] += complete_begin_[t];
   for (size_t t = 0; t < nt; ++t) {
     std::sort(complete_bars_.begin() + static_cast<long>(complete_begin_[t]),
@@ -143,7 +147,7 @@ int DispatchConverter::ThreadOfCore(int core) {
     dispatch_bars_.assign(d_.num_sched_threads, {});
     Status st = ForEachSchedPhase([&](size_t th, const SchedPhase& p) {
       if (p.kind == PhaseKind::kDispatch) {
-        dispatch_bars_[th].push_back({d_.Us(p.start), d_.Us(p.end), 0, static_cast<uint32_t>(th)});
+        dispatch_bars_[th].push_back({d_.Us(p.start), d_.Us(p.end)});
       }
     });
     if (!st.ok() && sched_status_.ok()) sched_status_ = st;
@@ -181,13 +185,14 @@ Status DispatchConverter::EmitSchedPhases() {
   size_t nt = d_.num_sched_threads;
   // Complete bar ids, thread by thread in start order (flows bind to them).
   first_complete_ev_ = trace_.TakeEventIds(complete_bars_.size());
+  complete_attributed_.assign(complete_bars_.size(), 0);
   // Attribution of finishes to complete bars.
   for (const auto& r : d_.tasks) {
     if (d_.Finish(r) == 0) continue;
     int th = d_.SchedThreadOfCore(r.core_id);
     if (th < 0 || static_cast<size_t>(th) >= nt) continue;
     Bar* bar = FindCompleteBar(th, d_.FinishUs(r));
-    if (bar != nullptr && bar->start <= d_.FinishUs(r)) ++bar->attributed;
+    if (bar != nullptr && bar->start <= d_.FinishUs(r)) ++complete_attributed_[CompleteIndex(bar)];
   }
   // Emit, streaming the phases again in file order.
   size_t cur_thread = std::numeric_limits<size_t>::max();
@@ -211,7 +216,7 @@ Status DispatchConverter::EmitSchedPhases() {
       while (it != last && it->start == ts && it->end != end) ++it;
       if (it == last) it = first + std::min(ci, static_cast<size_t>(last - first) - 1);
       id = CompleteEv(it);
-      attributed = it->attributed;
+      attributed = complete_attributed_[CompleteIndex(it)];
       ++ci;
     } else {
       id = trace_.TakeEventId();
@@ -274,6 +279,12 @@ Status DispatchConverter::EmitSchedPhases() {
       trace_.End();
     }
   });
+}
+
+size_t DispatchConverter::CompleteThread(const Bar* b) const {
+  const size_t i = CompleteIndex(b);
+  return static_cast<size_t>(std::upper_bound(complete_begin_.begin(), complete_begin_.end(), i) -
+                             complete_begin_.begin() - 1);
 }
 
 Bar* DispatchConverter::FindCompleteBar(int thread, double finish) {

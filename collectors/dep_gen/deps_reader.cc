@@ -777,14 +777,19 @@ void TaskGraph::Seal() {
   }
   ids_.resize(w);
   info_of_.resize(w);
+  SetDense();
+}
+
+void TaskGraph::SetDense() {
   dense_ = ids_.empty() || ids_.back() - ids_.front() == ids_.size() - 1;
+  first_id_ = ids_.empty() ? 0 : ids_.front();
+  num_ids_ = ids_.size();
 }
 
 uint32_t TaskGraph::IndexOf(uint64_t id) const {
   if (dense_) {
-    return !ids_.empty() && id >= ids_.front() && id - ids_.front() < ids_.size()
-               ? static_cast<uint32_t>(id - ids_.front())
-               : kNoInfo;
+    return id >= first_id_ && id - first_id_ < num_ids_ ? static_cast<uint32_t>(id - first_id_)
+                                                        : kNoInfo;
   }
   auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
   return it != ids_.end() && *it == id ? static_cast<uint32_t>(it - ids_.begin()) : kNoInfo;
@@ -825,8 +830,10 @@ void TaskGraph::Finalize() {
     for (auto& e : edges_) e = {remap(e.first), remap(e.second)};
     ids_ = std::move(all);
     info_of_ = std::move(info);
-    dense_ = ids_.back() - ids_.front() == ids_.size() - 1;
+    SetDense();
   }
+  // Dense ids (dep_gen's) need no table: 8 bytes per task less.
+  if (dense_) ids_ = {};
   late_tasks_ = {};
   staged_ids_ = {};
   staged_index_ = {};

@@ -121,10 +121,10 @@ class TaskGraph {
       IdPair operator*() const {
         if (perm == nullptr) {
           const auto& e = g->edges_[i];
-          return {g->ids_[e.first], g->ids_[e.second]};
+          return {g->IdAt(e.first), g->IdAt(e.second)};
         }
         const auto& e = g->edges_[perm[i]];
-        return {g->ids_[e.second], g->ids_[e.first]};
+        return {g->IdAt(e.second), g->IdAt(e.first)};
       }
       Iter& operator++() {
         ++i;
@@ -167,13 +167,21 @@ class TaskGraph {
   uint32_t StageIndex(uint64_t id);
   uint32_t Intern(const TaskInfo& info);
   void Seal();
+  void SetDense();  // dense_, first_id_ and num_ids_ from ids_
 
   std::map<std::array<int, 5>, uint32_t> intern_;  // TaskInfo -> index into infos_ (building)
 
-  std::vector<uint64_t> ids_;      // sorted, unique
-  bool dense_ = false;             // ids_ are ids_[0], ids_[0] + 1, ...: an index is a subtraction
-  std::vector<uint32_t> info_of_;  // per id: index into infos_ or kNoInfo
-  std::vector<TaskInfo> infos_;    // distinct values
+  // Id of index i (after Finalize).
+  uint64_t IdAt(uint32_t i) const { return dense_ ? first_id_ + i : ids_[i]; }
+
+  // Sorted, unique; after Finalize empty when dense_ (the ids are first_id_,
+  // first_id_ + 1, ..., num_ids_ of them: an index is a subtraction).
+  std::vector<uint64_t> ids_;
+  bool dense_ = false;
+  uint64_t first_id_ = 0;
+  size_t num_ids_ = 0;
+  std::vector<uint32_t> info_of_;                     // per id: index into infos_ or kNoInfo
+  std::vector<TaskInfo> infos_;                       // distinct values
   std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (pred, succ) indices, sorted, unique
   std::vector<uint32_t> by_succ_;                     // edge indices sorted by (succ, pred)
   size_t num_tasks_ = 0;

@@ -370,6 +370,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       data.sched_phases_streamed = options.stream_sched_phases;
       data.sched_phases.clear();
       data.num_sched_threads = 0;
+      data.num_sched_phases = 0;
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
         ++data.num_sched_threads;
@@ -381,6 +382,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
           if (!ReadSchedPhase(r, &p)) return r.status();
           base.See(p.start);
           base.See(p.end);
+          ++data.num_sched_phases;
           if (lane != nullptr) lane->push_back(p);
         }
       }

@@ -121,7 +121,8 @@ struct SwimlaneRecords {
   uint64_t base_cycles = 0;
   std::vector<TaskRow> tasks;  // sorted by task_id (stable: file order within a task)
   bool has_sched_phases = false;
-  size_t num_sched_threads = 0;  // inner arrays of aicpu_scheduler_phases
+  size_t num_sched_threads = 0;   // inner arrays of aicpu_scheduler_phases
+  uint64_t num_sched_phases = 0;  // phases in them, all threads
   // Deques: no reallocation spikes while streaming large files. Empty when the
   // file was read with SwimlaneReadOptions::stream_sched_phases: use ForEachSchedPhase.
   std::vector<std::deque<SchedPhase>> sched_phases;  // outer = sched thread
