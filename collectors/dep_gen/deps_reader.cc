@@ -743,12 +743,32 @@ uint32_t TaskGraph::Intern(const TaskInfo& info) {
   return it->second;
 }
 
+namespace {
+// The id table of tasks that were only counted (see AddTask); nothing when
+// the table is already written.
+void WriteOutCountedIds(uint64_t first, size_t count, std::vector<uint64_t>* ids) {
+  if (!ids->empty() || count == 0) return;
+  ids->resize(count);
+  for (size_t i = 0; i < count; ++i) (*ids)[i] = first + i;
+}
+}  // namespace
+
+// While the tasks seen so far are first_id_, first_id_ + 1, ... (dep_gen's
+// ids) they are only counted (num_ids_, ids_ empty): the table is written
+// out at the first id that breaks the run, so a dense graph never holds one.
 void TaskGraph::AddTask(uint64_t id, const TaskInfo& info) {
   const uint32_t k = Intern(info);
   if (sealed_) {
     late_tasks_.emplace_back(id, k);
     return;
   }
+  if (ids_.empty() && (num_ids_ == 0 || (id >= first_id_ && id - first_id_ == num_ids_))) {
+    if (num_ids_ == 0) first_id_ = id;
+    ++num_ids_;
+    info_of_.push_back(k);
+    return;
+  }
+  WriteOutCountedIds(first_id_, num_ids_, &ids_);
   ids_.push_back(id);
   info_of_.push_back(k);
 }
@@ -756,6 +776,10 @@ void TaskGraph::AddTask(uint64_t id, const TaskInfo& info) {
 // The tasks before the first edge become the sorted id table edges index into.
 void TaskGraph::Seal() {
   sealed_ = true;
+  if (ids_.empty() && num_ids_ > 0) {  // only counted: sorted, unique and dense
+    dense_ = true;
+    return;
+  }
   // dep_gen writes tasks in id order: check before sorting (a sort would take a
   // temporary copy of every task).
   if (!std::is_sorted(ids_.begin(), ids_.end())) {
@@ -813,6 +837,7 @@ void TaskGraph::Finalize() {
   if (!late_tasks_.empty() || !staged_ids_.empty()) {
     // Rare (edge ends deps.json does not list, tasks after the edges): merge
     // them into the id table and renumber the edges.
+    WriteOutCountedIds(first_id_, num_ids_, &ids_);
     std::vector<uint64_t> all = ids_;
     all.insert(all.end(), staged_ids_.begin(), staged_ids_.end());
     for (const auto& [id, k] : late_tasks_) all.push_back(id);
