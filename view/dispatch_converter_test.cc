@@ -21,15 +21,9 @@ using collectors::ReadSwimlaneRecords;
 using collectors::ReadTaskGraph;
 using collectors::SwimlaneReadOptions;
 using collectors::SwimlaneRecords;
+using collectors::testing::Slurp;
 using collectors::testing::TempDir;
 using collectors::testing::ViewFixture;
-
-std::string Slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The level-4 fixture's records with the orchestrator phases replaced.
 std::string WithOrchPhases(const std::string& phases) {
