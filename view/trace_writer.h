@@ -29,6 +29,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/decimal.h"
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "common/status.h"
@@ -71,7 +72,7 @@ inline char* NumTo(char* p, double v) {
     *p++ = '-';
     n = -n;
   }
-  p = std::to_chars(p, p + 24, n / 1000).ptr;
+  p = WriteDecimal(p, n / 1000);
   const int frac = static_cast<int>(n % 1000);  // 1..999
   *p++ = '.';
   *p++ = static_cast<char>('0' + frac / 100);
@@ -100,7 +101,7 @@ class EventText {
   }
   template <typename Integer>
   EventText& Int(Integer v) {
-    p_ = std::to_chars(p_, p_ + 24, v).ptr;
+    p_ = WriteDecimal(p_, v);
     return *this;
   }
   EventText& Num(double v) {
