@@ -316,21 +316,43 @@ struct RankAgent::Impl {
         }
         d = std::move(w->queue.front());
         w->queue.pop_front();
-        w->running_k = d.dispatch.k;
-        w->progress->tasks_done.store(0, std::memory_order_relaxed);
-        w->progress->tasks_total.store(0, std::memory_order_relaxed);
+        BeginRunLocked(*w, d.dispatch.k);
       }
-      Completion c = RunOne(*w, std::move(d));
-      {
-        std::lock_guard<std::mutex> lock(w->mu);
-        w->running_k.reset();
-      }
-      {
-        std::lock_guard<std::mutex> lock(done_mu_);
-        done_.push_back(std::move(c));
-      }
+      EndRun(*w, RunOne(*w, std::move(d)));
       wake_.Notify();
     }
+  }
+
+  // The chip starts running dispatch k (under w.mu).
+  static void BeginRunLocked(ChipWorker& w, uint32_t k) {
+    w.running_k = k;
+    w.progress->tasks_done.store(0, std::memory_order_relaxed);
+    w.progress->tasks_total.store(0, std::memory_order_relaxed);
+  }
+  // The chip is done with a dispatch: the event loop sends what it did.
+  void EndRun(ChipWorker& w, Completion c) {
+    {
+      std::lock_guard<std::mutex> lock(w.mu);
+      w.running_k.reset();
+    }
+    std::lock_guard<std::mutex> lock(done_mu_);
+    done_.push_back(std::move(c));
+  }
+
+  // Runs `queued` on the event loop's thread when it is small (RunsInline)
+  // and its chip is idle: its worker thread then waits for work and the
+  // chip is the event loop's until the run ends (w.mu orders the two). A
+  // worker that has work queued or running keeps this one behind it.
+  // Returns false (nothing done) otherwise.
+  bool TryRunInline(ChipWorker& w, QueuedDispatch& queued) {
+    if (!queued.program || !RunsInline(*queued.program, queued.dispatch.config)) return false;
+    {
+      std::lock_guard<std::mutex> lock(w.mu);
+      if (w.stop || w.reset_pending || w.running_k || !w.queue.empty()) return false;
+      BeginRunLocked(w, queued.dispatch.k);
+    }
+    EndRun(w, RunOne(w, std::move(queued)));
+    return true;
   }
 
   Completion RunOne(ChipWorker& w, QueuedDispatch queued) {
@@ -665,6 +687,8 @@ struct RankAgent::Impl {
     } else {
       held_accepts_.push_back(HeldAccept{d.rank, d.k, Now()});
     }
+    // Its DispatchAccepted and DispatchDone go at the next turn of the loop.
+    if (TryRunInline(*w, queued)) return;
     {
       std::lock_guard<std::mutex> lock(w->mu);
       w->queue.push_back(std::move(queued));

@@ -7,8 +7,10 @@
 // Threads: the thread that calls Run() owns the socket (the event loop: it
 // receives, streams, heartbeats); each chip has its own worker thread that
 // runs programs. Heartbeats are sent by the event loop on their own timer, so
-// a long dispatch never silences the agent. Stop() may be called from any
-// thread (e.g. a signal-watching thread).
+// a long dispatch never silences the agent. A dispatch small enough to take
+// microseconds (run_dispatch.h RunsInline) on an idle chip runs on the event
+// loop's thread instead, sparing two thread wake-ups. Stop() may be called
+// from any thread (e.g. a signal-watching thread).
 //
 // A serve agent ends a session (Shutdown, a silent coordinator, a refusal)
 // by forgetting its queued work and, once no dispatch is running, clearing

@@ -1,9 +1,11 @@
 #include "rank_agent/run_dispatch.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "collectors/artifact_layout.h"
 #include "common/json.h"
+#include "device/dtype.h"
 #include "device/program_loader.h"
 
 namespace dfx::rank_agent {
@@ -16,7 +18,42 @@ DispatchOutcome Failed(DispatchOutcome out, DispatchFailure failure, Status stat
   return out;
 }
 
+// Adds the blocks `body` submits (scopes included) to *blocks; false once
+// past `limit` or at a kernel that spins.
+bool CountBlocks(const device::Program& program, const std::vector<device::Statement>& body,
+                 uint64_t limit, uint64_t* blocks) {
+  for (const device::Statement& s : body) {
+    if (s.kind == device::Statement::Kind::kScope) {
+      if (!CountBlocks(program, s.body, limit, blocks)) return false;
+      continue;
+    }
+    if (s.kind != device::Statement::Kind::kSubmit) continue;
+    const int kernel = s.submit.kernel;
+    if (kernel < 0 || static_cast<size_t>(kernel) >= program.kernels.size() ||
+        program.kernels[kernel].op == device::KernelOp::kBusy) {
+      return false;
+    }
+    *blocks += static_cast<uint64_t>(std::max(s.submit.block_num, 1));
+    if (*blocks > limit) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool RunsInline(const device::Program& program, const config::RunConfig& config) {
+  if (config.AnyDfx()) return false;
+  uint64_t bytes = 0;
+  for (const device::TensorDecl& t : program.tensors) {
+    if (t.view_of >= 0) continue;  // shares its parent's buffer
+    const uint64_t numel = t.Numel();
+    if (numel > kInlineMaxTensorBytes) return false;  // (and no overflow below)
+    bytes += numel * device::DTypeSize(t.dtype);
+    if (bytes > kInlineMaxTensorBytes) return false;
+  }
+  uint64_t blocks = 0;
+  return CountBlocks(program, program.orchestration, 1, &blocks);
+}
 
 collectors::NameMap NameMapFor(const device::Program& program) {
   collectors::NameMap map;

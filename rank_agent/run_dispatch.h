@@ -82,6 +82,15 @@ struct DispatchOutcome {
 
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request);
 
+// Whether a dispatch of `program` under `config` is small enough for an
+// agent's event loop to run it itself, without handing it to the chip's
+// worker thread and back (two thread wake-ups per dispatch): one block at
+// most, no kernel that spins (busy), at most kInlineMaxTensorBytes of
+// tensors, and no collectors (they write files). Such a run takes
+// microseconds; the event loop neither receives nor heartbeats meanwhile.
+inline constexpr uint64_t kInlineMaxTensorBytes = 1ull << 20;
+bool RunsInline(const device::Program& program, const config::RunConfig& config);
+
 // The program's kernel names as a name map (artifacts.md §3): func_id ->
 // name, orchestrator_name = the program's name.
 collectors::NameMap NameMapFor(const device::Program& program);

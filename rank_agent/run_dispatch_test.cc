@@ -8,6 +8,7 @@
 #include "collectors/testing/test_util.h"
 #include "common/file_util.h"
 #include "common/json.h"
+#include "device/program_loader.h"
 
 namespace dfx::rank_agent {
 namespace {
@@ -158,6 +159,65 @@ TEST(RunDispatchTest, ResidentTensorsTravelInTheStateFileBetweenChips) {
     std::memcpy(counter.data(), t.bytes.data(), t.bytes.size());
   }
   EXPECT_EQ(counter, std::vector<float>({2, 2, 2, 2}));
+}
+
+// A one-block program of two small tensors, as the dispatch benchmark sends.
+device::Program OneBlockProgram() {
+  device::Program p;
+  p.name = "tiny";
+  p.kernels.push_back(device::Kernel{0, "add", device::CoreType::kAiv, device::KernelOp::kAdd});
+  device::TensorDecl a;
+  a.name = "a";
+  a.shape = {16};
+  device::TensorDecl b = a;
+  b.name = "b";
+  p.tensors = {a, b};
+  device::Statement submit;
+  submit.submit.kernel = 0;
+  submit.submit.args = {{0, device::ArgType::kInput}, {1, device::ArgType::kOutput}};
+  p.orchestration.push_back(submit);
+  p.submit_count = 1;
+  return p;
+}
+
+TEST(RunDispatchTest, OnlyAOneBlockProgramOverLittleDataWithoutCollectorsRunsInline) {
+  const config::RunConfig plain;
+  EXPECT_TRUE(RunsInline(OneBlockProgram(), plain));
+
+  config::RunConfig pmu;
+  pmu.enable_pmu = 1;
+  EXPECT_FALSE(RunsInline(OneBlockProgram(), pmu)) << "collectors write files";
+
+  device::Program two_blocks = OneBlockProgram();
+  two_blocks.orchestration[0].submit.block_num = 2;
+  EXPECT_FALSE(RunsInline(two_blocks, plain));
+
+  // Blocks inside a scope count too.
+  device::Program scoped = OneBlockProgram();
+  device::Statement scope;
+  scope.kind = device::Statement::Kind::kScope;
+  scope.body = {scoped.orchestration[0]};
+  scoped.orchestration = {scope};
+  EXPECT_TRUE(RunsInline(scoped, plain));
+  scoped.orchestration[0].body.push_back(scoped.orchestration[0].body[0]);
+  EXPECT_FALSE(RunsInline(scoped, plain));
+
+  device::Program busy = OneBlockProgram();
+  busy.kernels[0].op = device::KernelOp::kBusy;
+  busy.kernels[0].duration_us = 1;
+  EXPECT_FALSE(RunsInline(busy, plain)) << "a busy kernel spins for as long as it is told";
+
+  device::Program big = OneBlockProgram();
+  big.tensors[1].shape = {static_cast<uint32_t>(kInlineMaxTensorBytes / 4)};  // float32
+  EXPECT_FALSE(RunsInline(big, plain)) << "past kInlineMaxTensorBytes with tensor a";
+  big.tensors[0].shape = {0};
+  EXPECT_TRUE(RunsInline(big, plain)) << "exactly kInlineMaxTensorBytes";
+
+  auto pipeline = ParseJson(Source("examples/vector_pipeline.json"), "vector_pipeline.json");
+  ASSERT_TRUE(pipeline.ok());
+  auto parsed = device::ParseProgram(*pipeline, "vector_pipeline.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_FALSE(RunsInline(*parsed, plain)) << "5 tasks";
 }
 
 }  // namespace
