@@ -43,6 +43,7 @@ struct AgentState {
   uint64_t hello_ns = 0;  // when it said HELLO, and READY (0: not yet); coordinator clock
   uint64_t ready_ns = 0;
   uint64_t last_ping_ns = 0;
+  uint64_t last_tx_ns = 0;  // the last message sent to it (any kind)
   // Agent clock minus coordinator clock, from the heartbeat with the
   // shortest round trip so far (the offset is good to +- best_rtt_ns / 2).
   int64_t clock_offset_ns = 0;
@@ -114,8 +115,13 @@ class AgentRegistry {
   // Folds a heartbeat reply into the clock offset (the sample with the
   // shortest round trip wins).
   void OnHeartbeat(AgentState& agent, const protocol::Heartbeat& heartbeat);
-  // Pings every live agent whose interval passed; returns the live agents
-  // silent for longer than `timeout_ns` (the caller declares them dead).
+  // Pings every live agent whose interval passed, except one that both
+  // sent and was sent something within the interval (a dispatch and its
+  // answers: a ping would tell neither side anything new), which is pinged
+  // every kPingEveryBusyIntervals intervals only (for its clock offset);
+  // returns the live agents silent for longer than `timeout_ns` (the caller
+  // declares them dead).
+  static constexpr uint64_t kPingEveryBusyIntervals = 5;
   std::vector<AgentState*> Tick(uint64_t interval_ns, uint64_t timeout_ns);
   // Marks `agent` dead with `why`; false if it already was.
   bool MarkDead(AgentState& agent, const std::string& why);

@@ -120,6 +120,48 @@ TEST_F(AgentRegistryTest, HeartbeatsPingAndSilenceIsNoticedOnTheFakeClock) {
   EXPECT_EQ(silent[0], agent);
 }
 
+TEST_F(AgentRegistryTest, AnAgentBusyBothWaysIsPingedOnlyEveryFewIntervals) {
+  FakeAgent peer(context_, endpoint_, "rank-1", kSession);
+  peer.Send(1, MakeHello({1}, 10, kSession));
+  for (int i = 0; i < 500; ++i) {
+    auto r = router_.Receive(10);
+    if (r.ok() && r->frame) break;
+  }
+  AgentState* agent = AdmittedOf("rank-1", MakeHello({1}, 10, kSession)).agent;
+  ASSERT_NE(agent, nullptr);
+  const uint64_t interval = 200000000;  // 0.2 s
+  const uint64_t timeout = 10 * interval * AgentRegistry::kPingEveryBusyIntervals;
+  clock_.AdvanceNs(interval);
+  EXPECT_TRUE(registry_->Tick(interval, timeout).empty());
+  ASSERT_TRUE(peer.Expect<protocol::Heartbeat>().has_value()) << "the first ping";
+  // A dispatch each way every interval after it: no ping until
+  // kPingEveryBusyIntervals intervals passed since the last one.
+  int pings = 0;
+  for (uint64_t i = 1; i <= AgentRegistry::kPingEveryBusyIntervals; ++i) {
+    clock_.AdvanceNs(interval / 2);
+    ASSERT_TRUE(registry_->Send(*agent, 1, protocol::Cancel{1, static_cast<uint32_t>(i), "x"}));
+    agent->last_rx_ns = clock_.NowNs();
+    clock_.AdvanceNs(interval / 2);
+    EXPECT_TRUE(registry_->Tick(interval, timeout).empty());
+    for (;;) {
+      auto m = peer.Receive(i == AgentRegistry::kPingEveryBusyIntervals ? 2000 : 100);
+      if (!m) break;
+      if (std::holds_alternative<protocol::Heartbeat>(m->body)) {
+        ++pings;
+        EXPECT_EQ(i, AgentRegistry::kPingEveryBusyIntervals) << "a ping while busy both ways";
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(pings, 1) << "one ping after kPingEveryBusyIntervals busy intervals";
+  // Busy one way only (nothing received): pinged every interval again.
+  clock_.AdvanceNs(interval / 2);
+  ASSERT_TRUE(registry_->Send(*agent, 1, protocol::Cancel{1, 99, "x"}));
+  clock_.AdvanceNs(interval / 2);
+  EXPECT_TRUE(registry_->Tick(interval, timeout).empty());
+  EXPECT_TRUE(peer.Expect<protocol::Heartbeat>().has_value()) << "nothing came back: a ping";
+}
+
 TEST_F(AgentRegistryTest, ARefusedPeerIsToldWhy) {
   FakeAgent peer(context_, endpoint_, "rank-9", kSession);
   peer.Send(9, MakeHello({9}, 90, kSession));
