@@ -270,14 +270,19 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   if (!polled.ok()) return polled.status();
   // Closed connections are tied to their agents before the frame just read
   // is handled: a descriptor the kernel reused for a new peer must not
-  // take that peer down with the old one.
+  // take that peer down with the old one. Only a frame from a connection
+  // not yet tied to its sender can be such a peer's; reading the monitor
+  // costs system calls, so the frames of known connections skip it.
   MarkDisconnected();
   if (polled->frame) {
     OnFrame(*polled->frame, handler);
     for (int i = 0; i < 256; ++i) {
       auto more = router_.Receive(0);
-      MarkDisconnected();
       if (!more.ok() || !more->frame) break;
+      const AgentState* sender = registry_.Find(more->frame->identity);
+      if (sender == nullptr || sender->connection_fd != more->frame->connection_fd) {
+        MarkDisconnected();
+      }
       OnFrame(*more->frame, handler);
     }
   }
