@@ -234,7 +234,7 @@ void ApplyOptions(zmq::socket_t& socket, const SocketOptions& options) {
 }
 
 // A socket's handshake failures and closed connections (zmq_socket_monitor)
-// on an inproc PAIR socket, read by the socket's owner thread inside Receive.
+// on an inproc PAIR socket, read by the socket's owner thread when it asks.
 class SocketMonitor {
  public:
   SocketMonitor(zmq::context_t& context, zmq::socket_t& socket)
@@ -249,7 +249,6 @@ class SocketMonitor {
     pair_.set(zmq::sockopt::linger, 0);
     pair_.connect(address);
   }
-  zmq::socket_t& socket() { return pair_; }
 
   // Reads every queued event without waiting.
   void Drain() {
@@ -353,25 +352,23 @@ Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
   }
 }
 
-Result<Polled> ReceiveFrame(zmq::socket_t& socket, SocketMonitor* monitor, bool router,
-                            int timeout_ms, int wake_fd) {
+// The socket's monitor is not waited for: its events are read whenever
+// its owner asks (Take*, Handshaken; the coordinator's event loop does on
+// every turn, and its turns are 20 ms at most). Polling it as a second
+// ZeroMQ socket cost four system calls per wait (its ZMQ_EVENTS before and
+// after the poll), on every message either side receives.
+Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, int wake_fd) {
   Polled out;
   try {
     // Draining what is queued (no wait, no wake-up pipe) needs no poll: a
-    // zmq_poll over the socket and its monitor costs several system calls
-    // (each zmq socket's mailbox is checked), and the event loops drain
-    // after every frame. The monitor's events are read when it is polled
-    // and whenever its owner asks (Take*).
+    // zmq_poll costs several system calls (each zmq socket's mailbox is
+    // checked), and the event loops drain after every frame.
     const bool drain_only = timeout_ms == 0 && wake_fd < 0;
     if (!drain_only) {
-      zmq::pollitem_t items[3] = {
-          {socket.handle(), 0, ZMQ_POLLIN, 0},
-          {nullptr, wake_fd, ZMQ_POLLIN, 0},
-          {monitor ? monitor->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-      if (wake_fd < 0) items[1] = items[2];
-      const int count = (wake_fd >= 0 ? 2 : 1) + (monitor ? 1 : 0);
+      zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
+                                  {nullptr, wake_fd, ZMQ_POLLIN, 0}};
+      const int count = wake_fd >= 0 ? 2 : 1;
       int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
-      if (monitor && rc > 0 && (items[count - 1].revents & ZMQ_POLLIN)) monitor->Drain();
       if (rc <= 0) return out;
       if (wake_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
       if (!(items[0].revents & ZMQ_POLLIN)) return out;
@@ -505,7 +502,7 @@ Result<Polled> RouterChannel::Receive(int timeout_ms, int wake_fd) {
     if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
     return Polled{};
   }
-  return ReceiveFrame(impl_->socket, impl_->monitor.get(), /*router=*/true, timeout_ms, wake_fd);
+  return ReceiveFrame(impl_->socket, /*router=*/true, timeout_ms, wake_fd);
 }
 
 HandshakeRefusals RouterChannel::TakeRefusals() {
@@ -607,7 +604,7 @@ Result<SendResult> DealerChannel::SendEncoded(std::string&& bytes) {
 }
 
 Result<Polled> DealerChannel::Receive(int timeout_ms, int wake_fd) {
-  return ReceiveFrame(impl_->socket, impl_->monitor.get(), /*router=*/false, timeout_ms, wake_fd);
+  return ReceiveFrame(impl_->socket, /*router=*/false, timeout_ms, wake_fd);
 }
 
 HandshakeRefusals DealerChannel::TakeRefusals() { return impl_->monitor->Take(); }

@@ -157,7 +157,9 @@ class RouterChannel {
   // sent). On kWouldBlock the bytes are gone: encode again to retry.
   Result<SendResult> SendEncoded(const std::string& identity, std::string&& bytes);
   // Waits up to `timeout_ms` (0 = poll) for a frame or for `wake_fd` (-1 =
-  // none) to become readable. The caller drains the wake fd.
+  // none) to become readable. The caller drains the wake fd. Connection
+  // events (TakeRefusals, TakeDisconnects) do not end the wait: they are
+  // read when asked for.
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
   // Peers turned away at the handshake since the last call (never a
   // message: they were not admitted); the owner logs them.
