@@ -463,6 +463,8 @@ struct RankAgent::Impl {
       std::lock_guard<std::mutex> lock(done_mu_);
       done.swap(done_);
     }
+    // A chip that finished may leave the loop nothing to report progress of.
+    if (!done.empty()) chips_busy_ = AnyChipBusy();
     for (Completion& c : done) {
       if (c.dispatch.session_id != session_) {
         DFX_LOG_WARN("rank {} d{}: finished after its session {} ended; its spool is kept at {}",
@@ -488,6 +490,14 @@ struct RankAgent::Impl {
       }
       send_queue_.emplace_back(DoneMarker{std::move(done_msg)});
     }
+  }
+
+  bool AnyChipBusy() {
+    for (auto& w : workers_) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->running_k || !w->queue.empty()) return true;
+    }
+    return false;
   }
 
   // How long the event loop may sleep with nothing to do. Attached, idle
