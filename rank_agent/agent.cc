@@ -199,9 +199,6 @@ struct RankAgent::Impl {
   std::string last_handshake_failure_;
   uint64_t last_handshake_log_ns_ = 0;
   uint64_t last_progress_ns_ = 0;
-  // A chip ran or had queued work at the last progress check, or was given
-  // a dispatch since: the event loop then wakes on the progress schedule.
-  bool chips_busy_ = false;
   uint64_t last_reported_bytes_ = 0;
   uint32_t credits_ = 0;
   uint64_t next_transfer_id_ = 1;
@@ -463,8 +460,6 @@ struct RankAgent::Impl {
       std::lock_guard<std::mutex> lock(done_mu_);
       done.swap(done_);
     }
-    // A chip that finished may leave the loop nothing to report progress of.
-    if (!done.empty()) chips_busy_ = AnyChipBusy();
     for (Completion& c : done) {
       if (c.dispatch.session_id != session_) {
         DFX_LOG_WARN("rank {} d{}: finished after its session {} ended; its spool is kept at {}",
@@ -492,8 +487,10 @@ struct RankAgent::Impl {
     }
   }
 
-  bool AnyChipBusy() {
-    for (auto& w : workers_) {
+  // A chip runs or has queued work: the event loop then wakes on the
+  // progress schedule.
+  bool AnyChipBusy() const {
+    for (const auto& w : workers_) {
       std::lock_guard<std::mutex> lock(w->mu);
       if (w->running_k || !w->queue.empty()) return true;
     }
@@ -509,7 +506,7 @@ struct RankAgent::Impl {
   // it had to do: at 64 agents on 2 cores, about 1300 wake-ups a second.
   int IdleWaitMs(uint64_t now) const {
     const int poll_ms = std::max(1, std::min(options_.heartbeat_interval_ms, 50));
-    if (!attached_ || chips_busy_ || !send_queue_.empty()) return poll_ms;
+    if (!attached_ || !send_queue_.empty() || AnyChipBusy()) return poll_ms;
     const uint64_t due = std::max(last_hb_ns_, last_tx_ns_) +
                          static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
     if (due <= now) return 1;
@@ -526,13 +523,11 @@ struct RankAgent::Impl {
     const uint64_t now = Now();
     if (now - last_progress_ns_ < kProgressIntervalNs) return;
     last_progress_ns_ = now;
-    chips_busy_ = false;
     for (auto& w : workers_) {
       std::optional<uint32_t> k;
       {
         std::lock_guard<std::mutex> lock(w->mu);
         k = w->running_k;
-        chips_busy_ |= k.has_value() || !w->queue.empty();
       }
       if (!k) continue;
       const uint64_t total = w->progress->tasks_total.load(std::memory_order_relaxed);
@@ -727,7 +722,6 @@ struct RankAgent::Impl {
       w->queue.push_back(std::move(queued));
     }
     w->cv.notify_one();
-    chips_busy_ = true;
   }
 
   void OnCancel(const protocol::Cancel& cancel) {
