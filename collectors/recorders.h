@@ -10,7 +10,8 @@
 //  * Threading is stated per method; "per core" means one writer thread per
 //    core id at a time, "per thread" one writer per scheduler thread index.
 //  * Buffers are mapped lazily (collectors/internal/lazy_array.h); Prefault
-//    maps the expected part ahead of the recording threads.
+//    maps the expected part ahead of the recording threads, and each writer
+//    maps 256 KiB at a time ahead of its own cursor (LazyArray::MapAhead).
 //  * Export* runs after the run, on one thread per recorder, and writes
 //    through AtomicFileWriter (temporary name, renamed when complete).
 //    Different recorders share nothing, so their exports may run at once

@@ -491,6 +491,7 @@ class Engine final {
   void CaptureStage(int index, collectors::DumpStage stage) {
     if (!dump_ || failed_) return;
     const LoweredTask& t = lp_.tasks[index];
+    if (dump_level_ == 1 && !t.any_dump) return;  // partial: only marked args
     const Kernel& k = prog_.kernels[t.kernel];
     bool before = stage == collectors::DumpStage::kBeforeDispatch;
     for (size_t i = 0; i < t.args.size(); ++i) {

@@ -222,6 +222,7 @@ class Lowerer {
       const bool tagged = !tagged_.empty() && tagged_.count({b, ver, d}) > 0;
       if (tagged) matched_tags_.insert({b, ver, d});
       a.dump = tagged || in_dumps(i);
+      task.any_dump = task.any_dump || a.dump;
       task.args.push_back(std::move(a));
     }
 
@@ -300,6 +301,7 @@ class Lowerer {
       a.buffer = NewBuffer(b);
       a.version = 0;
       a.dump = in_dumps(i);
+      task.any_dump = task.any_dump || a.dump;
       task.has_heap = true;
       // Rebind the name.
       int old = binding_[a.decl];

@@ -91,6 +91,7 @@ struct LoweredTask {
   int kernel = 0;
   int block_num = 1;
   bool manual = false;
+  bool any_dump = false;  // some arg is marked for dump (args.dump)
   std::vector<LoweredArg> args;
   std::vector<LoweredEdge> edges;
   std::vector<int> preds;        // unique predecessor task indices (scheduling)

@@ -245,6 +245,7 @@ Status ArgsDumpRecorder::Capture(const DumpArgMeta& meta, std::span<const uint8_
     }
     ++m.truncated_args;
   }
+  m.entries.MapAhead(m.num_entries);
   Entry& e = m.entries[m.num_entries++];
   e.meta = meta;
   e.bin_offset = offset;

@@ -119,6 +119,9 @@ void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  m.tasks.MapAhead(m.num_tasks);
+  if (argc > 0) m.args.MapAhead(m.num_args + argc - 1);
+  if (!edges.empty()) m.edges.MapAhead(m.num_edges + edges.size() - 1);
   TaskHeader& h = m.tasks[m.num_tasks++];
   h.task_id = task.task_id;
   std::copy(task.kernel_ids, task.kernel_ids + 3, h.kernel_ids);
@@ -139,6 +142,7 @@ void DepGenRecorder::RecordTensor(const DepGenTensorRecord& tensor) {
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  m.tensors.MapAhead(m.num_tensors);
   m.tensors[m.num_tensors++] = tensor;
 }
 

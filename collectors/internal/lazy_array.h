@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -57,17 +58,27 @@ class LazyArray {
   // Best effort: a kernel without MADV_POPULATE_WRITE (Linux < 5.14) leaves
   // the pages to fault as usual.
   void Populate(size_t from, size_t to) const {
-#ifdef MADV_POPULATE_WRITE
-    static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     to = std::min(to, size_);
-    if (from >= to) return;
-    const auto begin = reinterpret_cast<uintptr_t>(data_ + from) & ~(kPage - 1);
-    const auto end = reinterpret_cast<uintptr_t>(data_ + to);
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-    (void)from;
-    (void)to;
-#endif
+    if (from < to) PopulateBytes(from * sizeof(T), to * sizeof(T));
+  }
+  // Record `i` is about to be written. When it lies past what this has
+  // mapped so far, the next kMapAheadBytes from there are mapped in one
+  // madvise: a page fault per 4 KiB costs the writer more than its share of
+  // one system call (on this project's virtual machines, 64 MiB took 400-520
+  // ms by faults and 200-220 ms in 256 KiB madvise steps). One compare when
+  // the record is already mapped. Safe from several writers: the one that
+  // moves the mark maps, and a writer ahead of that madvise faults the page
+  // as it would have anyway. Records are written in order (a cursor), so the
+  // mark only moves forward.
+  void MapAhead(size_t i) {
+    const size_t end = (i + 1) * sizeof(T);
+    size_t mark = mapped_.load(std::memory_order_relaxed);
+    if (end <= mark) [[likely]]
+      return;
+    const size_t next = std::min(size_ * sizeof(T), end + kMapAheadBytes);
+    if (end > next) return;  // past the end: the caller drops the record
+    if (!mapped_.compare_exchange_strong(mark, next, std::memory_order_relaxed)) return;
+    PopulateBytes(mark, next);
   }
   // The `slice`-th of `slices` equal parts of records [0, count): Populate in
   // steps, so several arrays filled side by side are mapped side by side.
@@ -79,14 +90,30 @@ class LazyArray {
   }
 
  private:
+  static constexpr size_t kMapAheadBytes = 256 * 1024;
+
+  // Bytes [from, to) of the storage, widened to whole pages.
+  void PopulateBytes(size_t from, size_t to) const {
+#ifdef MADV_POPULATE_WRITE
+    static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto base = reinterpret_cast<uintptr_t>(data_);
+    const uintptr_t begin = (base + from) & ~(kPage - 1);
+    ::madvise(reinterpret_cast<void*>(begin), base + to - begin, MADV_POPULATE_WRITE);
+#else
+    (void)from;
+    (void)to;
+#endif
+  }
   void Release() {
     ::operator delete(data_);
     data_ = nullptr;
     size_ = 0;
+    mapped_.store(0, std::memory_order_relaxed);
   }
 
   T* data_ = nullptr;
   size_t size_ = 0;
+  std::atomic<size_t> mapped_{0};  // MapAhead's mark, in bytes from data_
 };
 
 }  // namespace dfx::collectors::internal

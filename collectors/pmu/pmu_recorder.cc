@@ -392,6 +392,7 @@ void PmuRecorder::Record(uint32_t thread, uint32_t core_id, uint64_t task_id, in
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  s.rows.MapAhead(i);
   Row& r = s.rows[i];
   r.task_id = task_id;
   r.total_cycles = work.total_cycles;

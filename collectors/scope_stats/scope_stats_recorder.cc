@@ -46,6 +46,7 @@ void ScopeStatsRecorder::Record(const ScopeSample& sample) {
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  m.samples.MapAhead(m.count);
   m.samples[m.count++] = sample;
 }
 

@@ -61,6 +61,7 @@ struct Stream {
   T* Claim() {
     uint64_t i = count.fetch_add(1, std::memory_order_relaxed);
     if (i >= rows.size()) return nullptr;
+    rows.MapAhead(i);
     return &rows[i];
   }
   uint64_t size() const {
