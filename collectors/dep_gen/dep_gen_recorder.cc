@@ -2,12 +2,17 @@
 //
 // Storage is split so a submit costs what it carries, not the 4.6 KB worst
 // case: fixed task headers, one shared array of arg slots, one of edges, one
-// of tensors, all sized from the CapacityHint in the constructor. A submit is
-// stored whole or dropped whole (like the reference's atomically reserved
-// overflow chain); any drop makes Export refuse, because an incomplete graph
-// is never emitted.
+// of tensors, all sized from the CapacityHint in the constructor. An edge
+// keeps its consumer and producer views (72 bytes each) only when they differ
+// from what the submit already holds: a consumer view is almost always the
+// consumer's own arg slot, and a producer view the consumer's, so an edge
+// is 32 bytes instead of 176 (at 100k tasks, 18 MB fewer pages to map on the
+// orchestrator's path). A submit is stored whole or dropped whole (like the
+// reference's atomically reserved overflow chain); any drop makes Export
+// refuse, because an incomplete graph is never emitted.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "collectors/internal/fixed_string.h"
@@ -29,6 +34,36 @@ struct TaskHeader {
   bool manual_scope;
   bool early_dispatch;
 };
+
+// Where an edge's consumer / producer view is (EdgeHeader::consumer, ::producer).
+constexpr uint32_t kNoView = UINT32_MAX;            // the edge has none (explicit; not tensormap)
+constexpr uint32_t kArgView = UINT32_MAX - 1;       // consumer: the arg slot `arg_slot`
+constexpr uint32_t kConsumerView = UINT32_MAX - 2;  // producer: the same as the consumer
+// Any other value indexes Impl::views.
+
+struct EdgeHeader {
+  uint64_t pred;
+  uint64_t succ;
+  uint64_t arg_slot;  // the consumer's arg, in Impl::args (kArgView only)
+  int32_t arg;
+  EdgeSource source;
+  bool flag_wait;
+  bool flag_retain;
+  Overlap overlap;
+  uint32_t consumer;
+  uint32_t producer;
+};
+
+// The fields deps.json writes of a view (dims past ndims are never written).
+bool SameView(const TensorView& a, const TensorView& b) {
+  if (a.tensor_id != b.tensor_id || a.ndims != b.ndims || a.start_offset != b.start_offset ||
+      std::memcmp(a.dtype, b.dtype, sizeof(a.dtype)) != 0) {
+    return false;
+  }
+  const int n = std::min<int>(a.ndims, kMaxDims);
+  return std::equal(a.shape, a.shape + n, b.shape) &&
+         std::equal(a.strides, a.strides + n, b.strides);
+}
 
 void WriteDims(internal::RecordText& x, const uint32_t* v, uint8_t n) {
   x.Char('[');
@@ -86,9 +121,18 @@ struct DepGenRecorder::Impl {
   // Sized from the hint's bounds; pages are mapped as records land in them.
   internal::LazyArray<TaskHeader> tasks;
   internal::LazyArray<DepGenArg> args;
-  internal::LazyArray<DepGenEdgeRecord> edges;
+  internal::LazyArray<EdgeHeader> edges;
+  internal::LazyArray<TensorView> views;  // edges' views that are not an arg's
   internal::LazyArray<DepGenTensorRecord> tensors;
-  uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_tensors = 0;
+  uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_views = 0, num_tensors = 0;
+
+  // The view an edge's consumer / producer index names.
+  const TensorView& ConsumerOf(const EdgeHeader& e) const {
+    return e.consumer == kArgView ? args[e.arg_slot].view : views[e.consumer];
+  }
+  const TensorView& ProducerOf(const EdgeHeader& e) const {
+    return e.producer == kConsumerView ? ConsumerOf(e) : views[e.producer];
+  }
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> total{0};
 };
@@ -104,6 +148,7 @@ DepGenRecorder::DepGenRecorder(const CapacityHint& hint) : impl_(std::make_uniqu
   m.tasks.Reset(tasks);
   m.args.Reset(args);
   m.edges.Reset(std::max<uint64_t>(edges, 64));
+  m.views.Reset(2 * m.edges.size());  // at most a consumer and a producer each
   m.tensors.Reset(args + 64);
 }
 
@@ -131,9 +176,40 @@ void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
   h.manual_scope = task.manual_scope;
   h.early_dispatch = task.early_dispatch;
   std::copy(task.args, task.args + argc, m.args.data() + m.num_args);
+  const uint64_t first_arg = m.num_args;
   m.num_args += argc;
-  std::copy(edges.begin(), edges.end(), m.edges.data() + m.num_edges);
-  m.num_edges += edges.size();
+  // Views fit: there is room for two per edge (see the constructor).
+  auto keep_view = [&m](const TensorView& v) {
+    m.views.MapAhead(m.num_views);
+    m.views[m.num_views] = v;
+    return static_cast<uint32_t>(m.num_views++);
+  };
+  for (const DepGenEdgeRecord& r : edges) {
+    EdgeHeader& e = m.edges[m.num_edges++];
+    e.pred = r.pred;
+    e.succ = r.succ;
+    e.arg = r.arg;
+    e.source = r.source;
+    e.flag_wait = r.flag_wait;
+    e.flag_retain = r.flag_retain;
+    e.overlap = r.overlap;
+    e.arg_slot = 0;
+    e.consumer = kNoView;
+    e.producer = kNoView;
+    if (r.source != EdgeSource::kExplicit) {
+      const bool of_arg = r.arg >= 0 && r.arg < argc && task.args[r.arg].has_tensor &&
+                          SameView(r.consumer, task.args[r.arg].view);
+      if (of_arg) {
+        e.consumer = kArgView;
+        e.arg_slot = first_arg + static_cast<uint64_t>(r.arg);
+      } else {
+        e.consumer = keep_view(r.consumer);
+      }
+    }
+    if (r.source == EdgeSource::kTensormap) {
+      e.producer = SameView(r.producer, r.consumer) ? kConsumerView : keep_view(r.producer);
+    }
+  }
 }
 
 void DepGenRecorder::RecordTensor(const DepGenTensorRecord& tensor) {
@@ -209,7 +285,7 @@ Status DepGenRecorder::Export(const fs::path& path) const {
     }
     x.Lit("],\"edges\":[");
     for (uint64_t i = 0; i < m.num_edges; ++i) {
-      const DepGenEdgeRecord& e = m.edges[i];
+      const EdgeHeader& e = m.edges[i];
       const bool is_explicit = e.source == EdgeSource::kExplicit;
       const bool tensormap = e.source == EdgeSource::kTensormap;
       x.Lit(i ? ",{\"pred\":\"" : "{\"pred\":\"").Int(e.pred);
@@ -220,7 +296,7 @@ Status DepGenRecorder::Export(const fs::path& path) const {
       x.Lit(tensormap ? "\",\"flags\":[\"wait\"]" : "\",\"flags\":[\"wait\",\"retain\"]");
       if (tensormap) x.Lit(",\"overlap\":\"").Lit(OverlapName(e.overlap)).Char('"');
       if (!is_explicit) {
-        const TensorView& c = e.consumer;
+        const TensorView& c = m.ConsumerOf(e);
         x.Lit(",\"tensor_id\":\"").Int(c.tensor_id).Lit("\",\"consumer_dtype\":");
         x.Str(internal::FixedString(c.dtype)).Lit(",\"consumer_shape\":");
         WriteDims(x, c.shape, c.ndims);
@@ -229,7 +305,7 @@ Status DepGenRecorder::Export(const fs::path& path) const {
         WriteDims(x, c.strides, c.ndims);
       }
       if (tensormap) {
-        const TensorView& p = e.producer;
+        const TensorView& p = m.ProducerOf(e);
         x.Lit(",\"producer_shape\":");
         WriteDims(x, p.shape, p.ndims);
         x.Lit(",\"producer_start_offset\":\"").Int(p.start_offset);

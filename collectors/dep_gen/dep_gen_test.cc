@@ -118,6 +118,58 @@ TEST(DepGenRecorder, WritesSpecSchemaWithU64Strings) {
   EXPECT_EQ(e[2]["flags"], Json::parse(R"(["wait","retain"])"));
 }
 
+// The recorder keeps an edge's views only where they differ from the
+// consumer's arg slot (consumer) or from the consumer (producer); every
+// combination must come back out as recorded.
+TEST(DepGenRecorder, EdgeViewsComeOutAsRecordedWhetherOrNotTheyMatchTheArgSlot) {
+  TempDir dir;
+  DepGenRecorder r(CapacityHint{.tasks = 4, .tensor_args = 8, .edges = 8});
+  const TensorView arg0 = View(911, {64, 128}, {128, 1});
+  auto tensormap = [](uint64_t pred, const TensorView& consumer, const TensorView& producer) {
+    DepGenEdgeRecord e;
+    e.pred = pred;
+    e.succ = 10;
+    e.arg = 0;
+    e.source = EdgeSource::kTensormap;
+    e.overlap = Overlap::kOther;
+    e.consumer = consumer;
+    e.producer = producer;
+    return e;
+  };
+  TensorView same_but_dtype = arg0;
+  std::strcpy(same_but_dtype.dtype, "FLOAT16");
+  DepGenEdgeRecord edges[] = {
+      tensormap(1, arg0, arg0),                                  // both from the arg slot
+      tensormap(2, arg0, View(911, {32, 128}, {128, 1}, 4096)),  // producer a part of it
+      tensormap(3, View(911, {64, 64}, {128, 1}, 64), arg0),     // consumer a part of the arg
+      tensormap(4, same_but_dtype, same_but_dtype),              // differs in dtype only
+  };
+  r.RecordSubmit(Task(10), edges);
+  // A second submit: its arg slots come after the first one's.
+  DepGenTaskRecord t2 = Task(11);
+  t2.args[0].view = View(913, {16}, {1}, 8);
+  DepGenEdgeRecord e2 = tensormap(10, t2.args[0].view, View(913, {16}, {2}, 8));
+  e2.succ = 11;
+  r.RecordSubmit(t2, std::span(&e2, 1));
+  auto path = dir.path() / "deps.json";
+  ASSERT_TRUE(r.Export(path).ok());
+
+  const Json e = ReadJson(path)["edges"];
+  ASSERT_EQ(e.size(), 5u);
+  auto views = [](const Json& edge) {
+    return edge["tensor_id"].get<std::string>() + " " + edge["consumer_dtype"].get<std::string>() +
+           " " + edge["consumer_shape"].dump() + edge["consumer_start_offset"].get<std::string>() +
+           edge["consumer_strides"].dump() + " / " + edge["producer_shape"].dump() +
+           edge["producer_start_offset"].get<std::string>() + edge["producer_strides"].dump();
+  };
+  EXPECT_EQ(views(e[0]), "911 BFLOAT16 [64,128]0[128,1] / [64,128]0[128,1]");
+  EXPECT_EQ(views(e[1]), "911 BFLOAT16 [64,128]0[128,1] / [32,128]4096[128,1]");
+  EXPECT_EQ(views(e[2]), "911 BFLOAT16 [64,64]64[128,1] / [64,128]0[128,1]");
+  EXPECT_EQ(views(e[3]), "911 FLOAT16 [64,128]0[128,1] / [64,128]0[128,1]");
+  EXPECT_EQ(views(e[4]), "913 BFLOAT16 [16]8[1] / [16]8[2]");
+  EXPECT_EQ(e[4]["succ"], "11");
+}
+
 TEST(DepGenRecorder, ManualScopeEarlyDispatchAndEmptyEdges) {
   TempDir dir;
   DepGenRecorder r(CapacityHint{.tasks = 2, .tensor_args = 2});
