@@ -1,6 +1,7 @@
 // DfxCollectors: the set of recorders armed for one dispatch.
 #include <sched.h>
 
+#include <chrono>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -27,12 +28,14 @@ DfxCollectors::DfxCollectors(const config::RunConfig& config, const ChipLayout& 
   }
   if (config.enable_pmu > 0) pmu_ = std::make_unique<PmuRecorder>(config.enable_pmu, layout, hint);
   if (config.enable_scope_stats) scope_stats_ = std::make_unique<ScopeStatsRecorder>(layout, hint);
-  if (swimlane_ || dep_gen_) {
+  if (swimlane_ || dep_gen_ || pmu_) {
     // The recorders' buffers are mapped as rows land in them, which would put
     // a page fault every 4 KiB on the orchestrator's and schedulers' paths
     // (~60 MB at 100k tasks with dep_gen). This thread maps the expected
     // rows ahead of them instead, in the run's idle moments: SCHED_IDLE runs
-    // only when a core has nothing else to run.
+    // only when a core has nothing else to run. First the rows whose count
+    // the program fixes, then, until the run ends, the next MiB ahead of
+    // each stream whose length the run decides.
     prefault_ = std::thread([this] {
       sched_param param{};
       (void)sched_setscheduler(0, SCHED_IDLE, &param);  // best effort
@@ -40,6 +43,12 @@ DfxCollectors::DfxCollectors(const config::RunConfig& config, const ChipLayout& 
       for (int i = 0; i < kSlices && !prefault_stop_.load(std::memory_order_relaxed); ++i) {
         if (dep_gen_) dep_gen_->Prefault(i, kSlices);
         if (swimlane_) swimlane_->Prefault(i, kSlices);
+      }
+      while (!prefault_stop_.load(std::memory_order_relaxed)) {
+        if (dep_gen_) dep_gen_->PrefaultAhead();
+        if (swimlane_) swimlane_->PrefaultAhead();
+        if (pmu_) pmu_->PrefaultAhead();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     });
   }

@@ -97,6 +97,10 @@ class SwimlaneRecorder {
   // so the chip's threads take no page fault there. DfxCollectors runs the
   // slices in order on a background thread at idle priority.
   void Prefault(int slice, int slices) const;
+  // One background thread, while others record: maps the next rows of the
+  // streams whose length the program does not fix, ahead of their writers
+  // (DfxCollectors calls it after the slices, until the run ends).
+  void PrefaultAhead() const;
   uint64_t dropped_records() const;
   // Writes <path>. Returns NotFound (and writes nothing) if no record exists,
   // like the reference ("No performance data to export").
@@ -183,6 +187,10 @@ class DepGenRecorder {
   // so the chip's threads take no page fault there. DfxCollectors runs the
   // slices in order on a background thread at idle priority.
   void Prefault(int slice, int slices) const;
+  // One background thread, while others record: maps the next rows of the
+  // streams whose length the program does not fix, ahead of their writers
+  // (DfxCollectors calls it after the slices, until the run ends).
+  void PrefaultAhead() const;
   uint64_t dropped_records() const;
   // Writes deps.json. Refuses (FailedPrecondition, nothing written) when any
   // record was dropped: an incomplete graph is never emitted.
@@ -290,6 +298,9 @@ class PmuRecorder {
   // AICPU thread `thread` that retired the task on `core_id` (per core).
   void Record(uint32_t thread, uint32_t core_id, uint64_t task_id, int32_t func_id,
               CoreKind core_type, const PmuWork& work);
+  // One background thread, while others record: maps the next rows of each
+  // shard ahead of its writer (see SwimlaneRecorder::PrefaultAhead).
+  void PrefaultAhead() const;
   // Column names for the configured event type (without the fixed columns).
   std::vector<std::string> CounterColumns() const;
   // Writes pmu.csv. No rows -> no file (NotFound).

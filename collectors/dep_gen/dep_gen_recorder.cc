@@ -124,7 +124,8 @@ struct DepGenRecorder::Impl {
   internal::LazyArray<EdgeHeader> edges;
   internal::LazyArray<TensorView> views;  // edges' views that are not an arg's
   internal::LazyArray<DepGenTensorRecord> tensors;
-  uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_views = 0, num_tensors = 0;
+  uint64_t num_tasks = 0, num_args = 0, num_edges = 0, num_views = 0;
+  std::atomic<uint64_t> num_tensors{0};  // PrefaultAhead reads it while the orchestrator records
 
   // The view an edge's consumer / producer index names.
   const TensorView& ConsumerOf(const EdgeHeader& e) const {
@@ -214,20 +215,29 @@ void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
 
 void DepGenRecorder::RecordTensor(const DepGenTensorRecord& tensor) {
   Impl& m = *impl_;
-  if (m.num_tensors >= m.tensors.size()) {
+  const uint64_t n = m.num_tensors.load(std::memory_order_relaxed);
+  if (n >= m.tensors.size()) {
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  m.tensors.MapAhead(m.num_tensors);
-  m.tensors[m.num_tensors++] = tensor;
+  m.tensors.MapAhead(n);
+  m.tensors[n] = tensor;
+  m.num_tensors.store(n + 1, std::memory_order_relaxed);
 }
 
 void DepGenRecorder::Prefault(int slice, int slices) const {
-  // Tensors (count unknown) are left to fault.
+  // Tensors (count unknown): PrefaultAhead.
   const Impl& m = *impl_;
   m.tasks.PopulateSlice(m.hint.tasks, slice, slices);
   m.args.PopulateSlice(m.hint.tensor_args, slice, slices);
   m.edges.PopulateSlice(m.hint.edges, slice, slices);
+}
+
+void DepGenRecorder::PrefaultAhead() const {
+  // Tensors: a submit records those it is the first to name.
+  const Impl& m = *impl_;
+  m.tensors.PopulateAhead(m.num_tensors.load(std::memory_order_relaxed),
+                          internal::kPrefaultAheadBytes / sizeof(DepGenTensorRecord));
 }
 
 uint64_t DepGenRecorder::dropped_records() const {
@@ -276,7 +286,7 @@ Status DepGenRecorder::Export(const fs::path& path) const {
       x.Lit("]}");
     }
     x.Lit("],\"tensors\":[");
-    for (uint64_t i = 0; i < m.num_tensors; ++i) {
+    for (uint64_t i = 0, n = m.num_tensors.load(); i < n; ++i) {
       const DepGenTensorRecord& t = m.tensors[i];
       x.Lit(i ? ",{\"tensor_id\":\"" : "{\"tensor_id\":\"").Int(t.tensor_id);
       x.Lit("\",\"buffer_addr\":\"").Int(t.buffer_addr).Lit("\",\"version\":").Int(t.version);

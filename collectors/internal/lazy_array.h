@@ -25,6 +25,10 @@
 
 namespace dfx::collectors::internal {
 
+// How far ahead of a writer's cursor the background prefault thread maps
+// (LazyArray::PopulateAhead).
+inline constexpr size_t kPrefaultAheadBytes = 1 << 20;
+
 template <typename T>
 class LazyArray {
   // Records are plain structs copied in whole: raw storage holds objects of
@@ -91,6 +95,16 @@ class LazyArray {
     if (!mapped_.compare_exchange_strong(mark, next, std::memory_order_relaxed)) return;
     PopulateBytes(mark, next);
   }
+  // For the one background thread that maps ahead of writers whose record
+  // count the program does not fix: Populates records up to `cursor` +
+  // `window` that it has not yet (its own mark; the writers' MapAhead is
+  // separate, so a writer that outruns this maps for itself).
+  void PopulateAhead(size_t cursor, size_t window) const {
+    const size_t to = std::min(size_, cursor + window);
+    if (to <= populated_ahead_) return;
+    Populate(std::max(populated_ahead_, cursor), to);
+    populated_ahead_ = to;
+  }
   // The `slice`-th of `slices` equal parts of records [0, count): Populate in
   // steps, so several arrays filled side by side are mapped side by side.
   void PopulateSlice(size_t count, int slice, int slices) const {
@@ -121,11 +135,13 @@ class LazyArray {
     data_ = nullptr;
     size_ = 0;
     mapped_.store(0, std::memory_order_relaxed);
+    populated_ahead_ = 0;
   }
 
   T* data_ = nullptr;
   size_t size_ = 0;
-  std::atomic<size_t> mapped_{0};  // MapAhead's mark, in bytes from data_
+  std::atomic<size_t> mapped_{0};       // MapAhead's mark, in bytes from data_
+  mutable size_t populated_ahead_ = 0;  // PopulateAhead's mark, in records
 };
 
 }  // namespace dfx::collectors::internal

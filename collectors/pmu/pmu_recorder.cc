@@ -379,6 +379,14 @@ PmuRecorder::PmuRecorder(int event_type, const ChipLayout& layout, const Capacit
 
 PmuRecorder::~PmuRecorder() = default;
 
+void PmuRecorder::PrefaultAhead() const {
+  // Which scheduler thread retires a task depends on how the run goes.
+  for (const Shard& s : impl_->shards) {
+    s.rows.PopulateAhead(s.count.load(std::memory_order_relaxed),
+                         internal::kPrefaultAheadBytes / sizeof(Row));
+  }
+}
+
 void PmuRecorder::Record(uint32_t thread, uint32_t core_id, uint64_t task_id, int32_t func_id,
                          CoreKind core_type, const PmuWork& work) {
   Impl& m = *impl_;

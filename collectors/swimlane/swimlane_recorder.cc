@@ -216,6 +216,13 @@ void SwimlaneRecorder::Prefault(int slice, int slices) const {
   m.aicpu.rows.PopulateSlice(m.hint.core_executions, slice, slices);
 }
 
+void SwimlaneRecorder::PrefaultAhead() const {
+  // Scheduler phases: their count depends on how the run goes.
+  for (const auto& s : impl_->sched) {
+    s.rows.PopulateAhead(s.size(), internal::kPrefaultAheadBytes / sizeof(SchedPhaseRecord));
+  }
+}
+
 uint64_t SwimlaneRecorder::dropped_records() const {
   const Impl& m = *impl_;
   return m.dropped_aicore.load(std::memory_order_relaxed) +
