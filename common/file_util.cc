@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -103,7 +101,6 @@ AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept
     final_path_ = std::move(other.final_path_);
     temp_path_ = std::move(other.temp_path_);
     bytes_written_ = other.bytes_written_;
-    direct_ = other.direct_;
     other.file_ = nullptr;
   }
   return *this;
@@ -120,30 +117,13 @@ bool IsTemporaryPath(std::string_view path_or_name) {
 }
 
 Status AtomicFileWriter::Open(const fs::path& final_path, mode_t mode) {
-  return Open(final_path, OpenOptions{mode, false});
-}
-
-Status AtomicFileWriter::Open(const fs::path& final_path, const OpenOptions& options) {
-  const mode_t mode = options.mode;
   Abort();
   final_path_ = final_path;
   DFX_RETURN_IF_ERROR(MakeDirs(final_path.parent_path()));
   temp_path_ = TemporaryPathFor(final_path);
   // O_NOFOLLOW: a link planted under the temporary name is never written through.
-  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
-  int fd = -1;
-  direct_ = false;
-  if (options.direct) {
-    fd = ::open(temp_path_.c_str(), flags | O_DIRECT, mode);
-    direct_ = fd >= 0;
-    struct statfs fs_info;
-    if (direct_ && ::fstatfs(fd, &fs_info) == 0 &&
-        (fs_info.f_type == TMPFS_MAGIC || fs_info.f_type == RAMFS_MAGIC)) {
-      // Its pages stay in memory either way: a direct write would only add a copy.
-      direct_ = ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT) != 0;
-    }
-  }
-  if (fd < 0) fd = ::open(temp_path_.c_str(), flags, mode);
+  const int fd =
+      ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     const int err = errno;
     return InvalidArgument(temp_path_.string() + ": cannot open for writing: " +
@@ -197,8 +177,6 @@ Status AtomicFileWriter::Commit() {
   }
   return Status::Ok();
 }
-
-int AtomicFileWriter::fd() const { return file_ == nullptr ? -1 : ::fileno(file_); }
 
 void AtomicFileWriter::Abort() {
   if (file_ != nullptr) {

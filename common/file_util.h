@@ -55,30 +55,15 @@ class AtomicFileWriter {
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
-  // How the file is opened. `direct`: ask for writes past the page cache
-  // (O_DIRECT), for the owner's aligned positional writes through fd(); a
-  // filesystem that refuses it (EINVAL) or keeps its pages in memory anyway
-  // (tmpfs, ramfs) gets an ordinary file, and direct() says which it got.
-  struct OpenOptions {
-    mode_t mode = 0644;
-    bool direct = false;
-  };
   // Opens "<final_path>.tmp.<pid>" for writing, creating parent
   // directories. The temporary name is never followed if it is a link
   // (O_NOFOLLOW), and the file gets exactly `mode` (0600 for secrets).
   Status Open(const std::filesystem::path& final_path, mode_t mode = 0644);
-  Status Open(const std::filesystem::path& final_path, const OpenOptions& options);
   Status Write(std::string_view data);
   Status Commit();
   // Removes the temporary file without renaming.
   void Abort();
   bool is_open() const { return file_ != nullptr; }
-  // Whether the open file takes direct writes (see OpenOptions).
-  bool direct() const { return direct_; }
-  // The open file's descriptor, for positional writes (pwrite) by the
-  // owner, who must not mix them with Write() and must have none in flight
-  // at Commit or Abort (which close it); -1 when not open.
-  int fd() const;
   uint64_t bytes_written() const { return bytes_written_; }
   const std::filesystem::path& final_path() const { return final_path_; }
   const std::filesystem::path& temp_path() const { return temp_path_; }
@@ -88,7 +73,6 @@ class AtomicFileWriter {
   std::filesystem::path final_path_;
   std::filesystem::path temp_path_;
   uint64_t bytes_written_ = 0;
-  bool direct_ = false;
 };
 
 // Streaming 64-bit checksum (XXH64, seed 0) of a byte stream.

@@ -38,8 +38,7 @@ ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry, Ar
       registry_(registry),
       store_(std::move(store)),
       options_(options),
-      writer_(ArtifactWriter::Options{
-          options.direct_writes, std::chrono::milliseconds(options.fault_write_delay_ms), false}) {}
+      writer_(std::chrono::milliseconds(options.fault_write_delay_ms)) {}
 
 ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, size_t index) {
   return store_(dispatch)[index];
@@ -141,7 +140,6 @@ void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin&
   // temporary file. An open error fails the stream at its End.
   ArtifactWriter::Job open = JobFor(ArtifactWriter::Kind::kOpen, t);
   open.path = dfx_dir_ / rel;
-  open.size = b.size;
   writer_.Push(std::move(open));
   transfers_.emplace(key, std::move(t));
 }

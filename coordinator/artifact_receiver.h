@@ -52,9 +52,6 @@ struct ReceiverOptions {
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // declared size cap per artifact
   // The state a verified file gets: kOk in a run, kRecovered in a gather.
   collectors::ArtifactState verified_state = collectors::ArtifactState::kOk;
-  // Large artifacts are written past the page cache where the filesystem
-  // allows it (ArtifactWriter); false: everything through the cache.
-  bool direct_writes = true;
   // Test-only fault injection: SIGKILL this process after receiving this
   // many chunks (0 = never). Set by main from DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS.
   uint64_t fault_kill_after_chunks = 0;
