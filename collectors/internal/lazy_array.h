@@ -66,11 +66,12 @@ class LazyArray {
   // The read is a relaxed atomic load, so a record being written there at
   // the same moment is neither disturbed nor a data race for this thread.
   // Best effort: a kernel without MADV_POPULATE_WRITE (Linux < 5.14) leaves
-  // the pages to fault as usual.
+  // the pages to fault as usual, and then nothing is read (a read would map
+  // the shared zero page, and the first write would fault once more).
   void Populate(size_t from, size_t to) const {
     to = std::min(to, size_);
     if (from >= to) return;
-    PopulateBytes(from * sizeof(T), to * sizeof(T));
+    if (!PopulateBytes(from * sizeof(T), to * sizeof(T))) return;
     const auto* bytes = reinterpret_cast<const unsigned char*>(data_);
     for (size_t b = from * sizeof(T); b < to * sizeof(T); b += kTouchStride) {
       (void)__atomic_load_n(bytes + b, __ATOMIC_RELAXED);
@@ -118,16 +119,18 @@ class LazyArray {
   static constexpr size_t kMapAheadBytes = 256 * 1024;
   static constexpr size_t kTouchStride = 4096;  // the smallest page size
 
-  // Bytes [from, to) of the storage, widened to whole pages.
-  void PopulateBytes(size_t from, size_t to) const {
+  // Bytes [from, to) of the storage, widened to whole pages. False when the
+  // kernel did not map them.
+  bool PopulateBytes(size_t from, size_t to) const {
 #ifdef MADV_POPULATE_WRITE
     static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     const auto base = reinterpret_cast<uintptr_t>(data_);
     const uintptr_t begin = (base + from) & ~(kPage - 1);
-    ::madvise(reinterpret_cast<void*>(begin), base + to - begin, MADV_POPULATE_WRITE);
+    return ::madvise(reinterpret_cast<void*>(begin), base + to - begin, MADV_POPULATE_WRITE) == 0;
 #else
     (void)from;
     (void)to;
+    return false;
 #endif
   }
   void Release() {
