@@ -130,31 +130,24 @@ std::string DispatchConverter::BaseName(int func_id) const {
 
 // The numbers go through EventText, a few bounded pieces at a time (the
 // label's head, a kernel name, is of any length).
-void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
-                                            const std::string& label_head, uint64_t task_id,
-                                            int pid, int tid, double ts, double dur, int func_id,
-                                            int core_id) {
-  b.append(
-      EventText().Lit(R"({"ph":"X","cat":"event","id":)").Int(event_id).Lit(R"(,"name":)").view());
-  b.append(label_head);
-  const auto display = [task_id](char* p) { return TaskDisplayTo(p, task_id); };
-  b.append(EventText()
-               .Put(kTaskDisplayChars, display)
-               .Lit(R"J()","pid":)J")
-               .Int(pid)
-               .Lit(R"(,"tid":)")
-               .Int(tid)
-               .Lit(R"(,"ts":)")
-               .Num(ts)
-               .Lit(R"(,"dur":)")
-               .Num(dur)
-               .Lit(R"(,"args":{"event-hint":"Task:)")
-               .Put(kTaskDisplayChars, display)
-               .Lit(", FuncId:")
-               .Int(func_id)
-               .Lit(", CoreId:")
-               .Int(core_id)
-               .view());
+TraceEvent& DispatchConverter::TaskSlice(TraceEvent& e, uint64_t event_id,
+                                         const LabelText& label_head, uint64_t task_id, int pid,
+                                         int tid, double ts, double dur, int func_id, int core_id) {
+  char tail[kTaskDisplayChars + 1];  // "<display>)"
+  char* p = TaskDisplayTo(tail, task_id);
+  const std::string_view display(tail, static_cast<size_t>(p - tail));
+  *p++ = ')';
+  e.Id(event_id).Name(label_head.json, label_head.raw, {tail, static_cast<size_t>(p - tail)});
+  e.At(pid, tid, ts).Dur(dur);
+  // "Task:<display>, FuncId:<int>, CoreId:<int>"
+  return e.Str("event-hint", EventText()
+                                 .Lit("Task:")
+                                 .Lit(display)
+                                 .Lit(", FuncId:")
+                                 .Int(func_id)
+                                 .Lit(", CoreId:")
+                                 .Int(core_id)
+                                 .view());
 }
 
 std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {
@@ -166,13 +159,14 @@ std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) c
 // Label's text before the display, escaped: escaping works byte by byte and
 // the display and parentheses need none, so head + display + ")\"" is the
 // escaped label.
-const std::string& DispatchConverter::LabelHead(int func_id, bool spmd) const {
+const DispatchConverter::LabelText& DispatchConverter::LabelHead(int func_id, bool spmd) const {
   auto [it, inserted] = label_heads_.try_emplace({func_id, spmd});
   if (inserted) {
-    std::string label = Label(0, func_id, spmd);                   // "<base>(t0)"
-    label.resize(label.size() - FormatTaskDisplay(0).size() - 1);  // "<base>("
-    AppendJsonString(&it->second, label);
-    it->second.pop_back();  // the closing quote comes after the display
+    LabelText& head = it->second;
+    head.raw = Label(0, func_id, spmd);                                  // "<base>(t0)"
+    head.raw.resize(head.raw.size() - FormatTaskDisplay(0).size() - 1);  // "<base>("
+    AppendJsonString(&head.json, head.raw);
+    head.json = head.json.substr(1, head.json.size() - 2);  // without its quotes
   }
   return it->second;
 }

@@ -96,20 +96,23 @@ class DispatchConverter {
   const collectors::TaskInfo* DepTaskOf(uint64_t id) const;
   std::string BaseName(int func_id) const;
   std::string Label(uint64_t task_id, int func_id, bool spmd) const;
-  // The JSON text of a label up to its task display, opening quote
-  // included ("<escaped base>(): kept per (func_id, spmd), not built per row.
-  const std::string& LabelHead(int func_id, bool spmd) const;
+  // A label up to its task display ("<base>("), as text and as a JSON string
+  // body (escaped, no quotes): kept per (func_id, spmd), not built per row.
+  struct LabelText {
+    std::string json, raw;
+  };
+  const LabelText& LabelHead(int func_id, bool spmd) const;
   // The "N: [t1, t2]" hint of a task's successors (fanout) or predecessors into `s`.
   void PeerHint(uint64_t id, bool fanout, std::string* s) const;
   void EmitProcessMetadata();
 
   // --- Worker View (worker_view.cc) ------------------------------------------------
-  // The head both task-slice views share, up to the open "event-hint"
-  // ({"ph":"X",... "args":{"event-hint":"Task:..., CoreId:N).
-  // `label_head` is LabelHead's; the label and the hint end with the task's display.
-  static void AppendTaskSliceHead(std::string& b, uint64_t event_id, const std::string& label_head,
-                                  uint64_t task_id, int pid, int tid, double ts, double dur,
-                                  int func_id, int core_id);
+  // The fields both task-slice views begin with, up to the first arg
+  // ("event-hint": "Task:<display>, FuncId:N, CoreId:N"). `label_head` is
+  // LabelHead's; the label ends with the task's display.
+  static TraceEvent& TaskSlice(TraceEvent& e, uint64_t event_id, const LabelText& label_head,
+                               uint64_t task_id, int pid, int tid, double ts, double dur,
+                               int func_id, int core_id);
   void EmitWorkerView();
   uint64_t WorkerEv(uint32_t row) const { return first_worker_ev_ + row; }
 
@@ -195,7 +198,7 @@ class DispatchConverter {
   mutable std::vector<uint32_t> row_scratch_;                     // WorkerAnchors, per call
   bool fast_phases_ = false;  // ScanSchedPhases read every phase with the fast reader
   bool voted_ = false;
-  mutable std::map<std::pair<int, bool>, std::string> label_heads_;  // LabelHead
+  mutable std::map<std::pair<int, bool>, LabelText> label_heads_;  // LabelHead
   std::map<int, int> voted_core_thread_;
 };
 

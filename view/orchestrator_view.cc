@@ -92,21 +92,26 @@ Status DispatchConverter::EmitMarkersAndOrch() {
     {
       double ts = d_.host_mode ? d_.HostUs(p.start) : d_.Us(p.start);
       double end = d_.host_mode ? d_.HostUs(p.end) : d_.Us(p.end);
-      std::string name =
-          p.task_id < 0 ? fmt::format("submit({})", p.submit_idx)
-                        : "submit(" + FormatTaskDisplay(static_cast<uint64_t>(p.task_id)) + ")";
+      EventText name;  // "submit(<submit_idx>)" or "submit(<task display>)"
+      name.Lit("submit(");
+      if (p.task_id < 0) {
+        name.Int(p.submit_idx);
+      } else {
+        name.Put(kTaskDisplayChars,
+                 [&p](char* at) { return TaskDisplayTo(at, static_cast<uint64_t>(p.task_id)); });
+      }
+      name.Lit(")");
       uint64_t id = trace_.TakeEventId();
-      std::string& b = trace_.Begin();
-      b.append(R"({"ph":"X","cat":"orchestrator","id":)");
-      b.append(std::to_string(id));
-      AppendF(b, FMT_COMPILE(R"(,"cname":"rail_animation","name":"{}","pid":{},"tid":{},"ts":)"),
-              name, Pid(1), 4000 + static_cast<int>(o));
-      Num(b, T(ts));
-      b.append(R"(,"dur":)");
-      Num(b, end - ts);
-      AppendF(b, FMT_COMPILE(R"(,"args":{{"phase":"orch_submit","submit_idx":{},"task_id":{}}}}})"),
-              p.submit_idx, p.task_id);
-      trace_.End();
+      trace_.Event('X', "orchestrator")
+          .Id(id)
+          .Cname("rail_animation")
+          .Name(name.view())
+          .At(Pid(1), 4000 + static_cast<int>(o), T(ts))
+          .Dur(end - ts)
+          .Str("phase", "orch_submit")
+          .Int("submit_idx", p.submit_idx)
+          .Int("task_id", p.task_id)
+          .End();
       trace_.CountSlice();
       SeeEnd(end);
       if (p.task_id < 0) return;

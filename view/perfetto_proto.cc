@@ -174,6 +174,31 @@ bool ParseInt(std::string_view text, int* v) {
   return r.ec == std::errc() && r.ptr == text.data() + text.size();
 }
 
+// A JSON number's text as a DebugAnnotation value: an integer literal as
+// int (uint past int64), anything else as double.
+bool PutNumberValue(std::string& out, std::string_view num) {
+  bool integer = true;
+  for (char ch : num) integer &= ch != '.' && ch != 'e' && ch != 'E';
+  if (integer) {
+    int64_t i = 0;
+    auto r = std::from_chars(num.data(), num.data() + num.size(), i);
+    if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
+      PutInt(out, f::kAnnotationInt, i);
+      return true;
+    }
+    uint64_t u = 0;
+    r = std::from_chars(num.data(), num.data() + num.size(), u);
+    if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
+      PutUint(out, f::kAnnotationUint, u);
+      return true;
+    }
+  }
+  double d = 0;
+  if (!ParseDouble(num, &d)) return false;
+  PutDouble(out, f::kAnnotationDouble, d);
+  return true;
+}
+
 // µs (ns-exact decimals) → ns; before the trace's zero is clamped to 0
 // (TracePacket.timestamp is unsigned).
 int64_t Nanos(double us) {
@@ -264,10 +289,11 @@ uint64_t PerfettoTraceEncoder::ThreadUuid(int pid, int tid, bool describe) {
   return it->second;
 }
 
-uint64_t PerfettoTraceEncoder::CounterUuid(int pid, const std::string& name) {
-  auto [it, added] = counter_uuids_.try_emplace({pid, name}, next_uuid_);
-  if (added) {
-    ++next_uuid_;
+uint64_t PerfettoTraceEncoder::CounterUuid(int pid, std::string_view name) {
+  auto& tracks = counter_uuids_[pid];
+  auto it = tracks.find(name);
+  if (it == tracks.end()) {
+    it = tracks.emplace(std::string(name), next_uuid_++).first;
     const uint64_t parent = ProcessUuid(pid);
     const size_t p = BeginPacket(0, false, false);
     const size_t d = BeginNested(*out_, f::kTrackDescriptor);
@@ -420,27 +446,7 @@ class AnnotationWriter {
     }
     if (s.Literal("null")) return true;
     std::string_view num;
-    if (!s.Number(&num)) return false;
-    bool integer = true;
-    for (char ch : num) integer &= ch != '.' && ch != 'e' && ch != 'E';
-    if (integer) {
-      int64_t i = 0;
-      auto r = std::from_chars(num.data(), num.data() + num.size(), i);
-      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
-        PutInt(out_, f::kAnnotationInt, i);
-        return true;
-      }
-      uint64_t u = 0;
-      r = std::from_chars(num.data(), num.data() + num.size(), u);
-      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
-        PutUint(out_, f::kAnnotationUint, u);
-        return true;
-      }
-    }
-    double d = 0;
-    if (!ParseDouble(num, &d)) return false;
-    PutDouble(out_, f::kAnnotationDouble, d);
-    return true;
+    return s.Number(&num) && PutNumberValue(out_, num);
   }
 
  private:
@@ -462,8 +468,7 @@ Status PerfettoTraceEncoder::Annotations(std::string_view args) {
     if (!s.View(&key, &key_storage) || !s.Consume(':')) {
       return Internal("proto trace: bad args key");
     }
-    const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
-    PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, key));
+    const size_t a = BeginAnnotation(key);
     if (!writer.Value(s, 0)) {
       return Internal("proto trace: bad args value of \"" + std::string(key) +
                       "\": " + std::string(args.substr(0, 200)));
@@ -474,26 +479,133 @@ Status PerfettoTraceEncoder::Annotations(std::string_view args) {
   return Status::Ok();
 }
 
+size_t PerfettoTraceEncoder::BeginAnnotation(std::string_view key) {
+  const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
+  PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, key));
+  return a;
+}
+
+void PerfettoTraceEncoder::PutStringValue(std::string_view text) {
+  if (const uint64_t iid = Intern(strings_, text)) {
+    PutUint(*out_, f::kAnnotationStringIid, iid);
+  } else {
+    PutBytes(*out_, f::kAnnotationString, text);
+  }
+}
+
+void PerfettoTraceEncoder::AnnotateInt(std::string_view key, int64_t v) {
+  const size_t a = BeginAnnotation(key);
+  PutInt(*out_, f::kAnnotationInt, v);
+  EndNested(*out_, a);
+}
+
+void PerfettoTraceEncoder::AnnotateUint(std::string_view key, uint64_t v) {
+  const size_t a = BeginAnnotation(key);
+  PutUint(*out_, f::kAnnotationUint, v);
+  EndNested(*out_, a);
+}
+
+void PerfettoTraceEncoder::AnnotateDouble(std::string_view key, double v) {
+  const size_t a = BeginAnnotation(key);
+  PutDouble(*out_, f::kAnnotationDouble, v);
+  EndNested(*out_, a);
+}
+
+void PerfettoTraceEncoder::AnnotateNull(std::string_view key) {
+  EndNested(*out_, BeginAnnotation(key));
+}
+
+void PerfettoTraceEncoder::AnnotateString(std::string_view key, std::string_view text) {
+  const size_t a = BeginAnnotation(key);
+  PutStringValue(text);
+  EndNested(*out_, a);
+}
+
+bool PerfettoTraceEncoder::AnnotateNumberText(std::string_view key, std::string_view text) {
+  const size_t a = BeginAnnotation(key);
+  if (!PutNumberValue(*out_, text)) return false;
+  EndNested(*out_, a);
+  return true;
+}
+
+void PerfettoTraceEncoder::AnnotateInts(std::string_view key, const int64_t* values, size_t n) {
+  const size_t a = BeginAnnotation(key);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t entry = BeginNested(*out_, f::kAnnotationArrayValues);
+    PutInt(*out_, f::kAnnotationInt, values[i]);
+    EndNested(*out_, entry);
+  }
+  EndNested(*out_, a);
+}
+
+void PerfettoTraceEncoder::BeginSlice(int pid, int tid, double ts_us, std::string_view cat,
+                                      std::string_view name) {
+  slice_track_ = ThreadUuid(pid, tid);
+  slice_packet_ = BeginPacket(Nanos(ts_us), true, true);
+  slice_event_ = BeginNested(*out_, f::kTrackEvent);
+  PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
+  PutUint(*out_, f::kEventTrackUuid, slice_track_);
+  if (!cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, cat));
+  PutEventName(name);
+}
+
+void PerfettoTraceEncoder::EndSlice(double ts_us, double dur_us) {
+  EndNested(*out_, slice_event_);
+  EndPacket(slice_packet_);
+  const int64_t begin = Nanos(ts_us);
+  const int64_t end = std::max(begin, Nanos(ts_us + (std::isnan(dur_us) ? 0.0 : dur_us)));
+  const size_t p = BeginPacket(end, true, false);
+  const size_t te = BeginNested(*out_, f::kTrackEvent);
+  PutUint(*out_, f::kEventType, f::kTypeSliceEnd);
+  PutUint(*out_, f::kEventTrackUuid, slice_track_);
+  EndNested(*out_, te);
+  EndPacket(p);
+}
+
+std::pair<size_t, size_t> PerfettoTraceEncoder::BeginCounter(int pid, std::string_view name,
+                                                             std::string_view key, double ts_us) {
+  counter_name_.assign(name);
+  counter_name_.push_back(' ');
+  counter_name_.append(key);
+  const uint64_t track = CounterUuid(pid, counter_name_);
+  const size_t p = BeginPacket(Nanos(ts_us), true, false);
+  const size_t te = BeginNested(*out_, f::kTrackEvent);
+  PutUint(*out_, f::kEventType, f::kTypeCounter);
+  PutUint(*out_, f::kEventTrackUuid, track);
+  return {p, te};
+}
+
+bool PerfettoTraceEncoder::CounterNumberText(int pid, std::string_view name, std::string_view key,
+                                             double ts_us, std::string_view num) {
+  int64_t i = 0;
+  auto r = std::from_chars(num.data(), num.data() + num.size(), i);
+  const bool integer = r.ec == std::errc() && r.ptr == num.data() + num.size();
+  double d = 0;
+  if (!integer && !ParseDouble(num, &d)) return false;
+  const auto [p, te] = BeginCounter(pid, name, key, ts_us);
+  if (integer) {
+    PutInt(*out_, f::kEventCounterValue, i);
+  } else {
+    PutDouble(*out_, f::kEventDoubleCounterValue, d);
+  }
+  EndNested(*out_, te);
+  EndPacket(p);
+  return true;
+}
+
+void PerfettoTraceEncoder::CounterInt(int pid, std::string_view name, std::string_view key,
+                                      double ts_us, int64_t v) {
+  const auto [p, te] = BeginCounter(pid, name, key, ts_us);
+  PutInt(*out_, f::kEventCounterValue, v);
+  EndNested(*out_, te);
+  EndPacket(p);
+}
+
 Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
   if (e.ph == 'X') {
-    const uint64_t track = ThreadUuid(e.pid, e.tid);
-    const int64_t begin = Nanos(e.ts);
-    const int64_t end = std::max(begin, Nanos(e.ts + (std::isnan(e.dur) ? 0.0 : e.dur)));
-    size_t p = BeginPacket(begin, true, true);
-    size_t te = BeginNested(*out_, f::kTrackEvent);
-    PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
-    PutUint(*out_, f::kEventTrackUuid, track);
-    if (!e.cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, e.cat));
-    PutEventName(e.name);
+    BeginSlice(e.pid, e.tid, e.ts, e.cat, e.name);
     if (!e.args.empty()) DFX_RETURN_IF_ERROR(Annotations(e.args));
-    EndNested(*out_, te);
-    EndPacket(p);
-    p = BeginPacket(end, true, false);
-    te = BeginNested(*out_, f::kTrackEvent);
-    PutUint(*out_, f::kEventType, f::kTypeSliceEnd);
-    PutUint(*out_, f::kEventTrackUuid, track);
-    EndNested(*out_, te);
-    EndPacket(p);
+    EndSlice(e.ts, e.dur);
     return Status::Ok();
   }
   if (e.ph == 'C') {
@@ -508,22 +620,9 @@ Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
       if (!s.View(&key, &key_storage) || !s.Consume(':') || !s.Number(&num)) {
         return Internal("proto trace: counter args are not numbers");
       }
-      const uint64_t track = CounterUuid(e.pid, std::string(e.name) + " " + std::string(key));
-      const size_t p = BeginPacket(Nanos(e.ts), true, false);
-      const size_t te = BeginNested(*out_, f::kTrackEvent);
-      PutUint(*out_, f::kEventType, f::kTypeCounter);
-      PutUint(*out_, f::kEventTrackUuid, track);
-      int64_t i = 0;
-      auto r = std::from_chars(num.data(), num.data() + num.size(), i);
-      if (r.ec == std::errc() && r.ptr == num.data() + num.size()) {
-        PutInt(*out_, f::kEventCounterValue, i);
-      } else {
-        double d = 0;
-        if (!ParseDouble(num, &d)) return Internal("proto trace: bad counter value");
-        PutDouble(*out_, f::kEventDoubleCounterValue, d);
+      if (!CounterNumberText(e.pid, e.name, key, e.ts, num)) {
+        return Internal("proto trace: bad counter value");
       }
-      EndNested(*out_, te);
-      EndPacket(p);
     } while (s.Consume(','));
     if (!s.Consume('}')) return Internal("proto trace: counter args not closed");
     return Status::Ok();

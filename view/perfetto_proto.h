@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -207,8 +208,32 @@ class PerfettoTraceEncoder {
   void Thread(int pid, int tid, std::string_view name, int sort_index);  // sort < 0: none
 
   // A parsed "X" (slice) or "C" (counter) event; other phases are
-  // InvalidArgument.
+  // InvalidArgument. Written with the calls below.
   Status Event(const JsonTraceEvent& event);
+
+  // --- an event given field by field (TraceWriter::Event: no JSON in between) ---
+  // Times are µs as the JSON trace reads them back (TraceNumber); the
+  // annotations and counter values are those of the JSON event's "args".
+  // A slice: BeginSlice, its annotations in "args" order, EndSlice.
+  void BeginSlice(int pid, int tid, double ts_us, std::string_view cat, std::string_view name);
+  void AnnotateInt(std::string_view key, int64_t v);
+  void AnnotateUint(std::string_view key, uint64_t v);
+  void AnnotateDouble(std::string_view key, double v);
+  void AnnotateNull(std::string_view key);  // a JSON null: the name alone
+  // A string value (unescaped text).
+  void AnnotateString(std::string_view key, std::string_view text);
+  // A JSON number's text, typed as the JSON reader types it (an integer
+  // literal as int, or uint past int64, else double); false if not a number.
+  bool AnnotateNumberText(std::string_view key, std::string_view text);
+  // An array of integers.
+  void AnnotateInts(std::string_view key, const int64_t* values, size_t n);
+  // `dur_us` NaN: the slice has no duration.
+  void EndSlice(double ts_us, double dur_us);
+  // One arg of a "C" event: a value on the process's "<name> <key>" counter
+  // track; false if `text` is not a number.
+  bool CounterNumberText(int pid, std::string_view name, std::string_view key, double ts_us,
+                         std::string_view text);
+  void CounterInt(int pid, std::string_view name, std::string_view key, double ts_us, int64_t v);
   // One end of a flow arrow ('s' or 'f') at `ts_us` on the thread's track.
   void FlowEnd(bool start, uint64_t flow_id, std::string_view name, int pid, int tid, double ts_us);
   // The trace's metadata (a JSON object) as an instant at time 0.
@@ -233,7 +258,7 @@ class PerfettoTraceEncoder {
   // `describe` is false (the caller describes it).
   uint64_t ProcessUuid(int pid, bool describe = true);
   uint64_t ThreadUuid(int pid, int tid, bool describe = true);
-  uint64_t CounterUuid(int pid, const std::string& name);
+  uint64_t CounterUuid(int pid, std::string_view name);
   // Begins a TracePacket at `ts_ns`; with `interning` it is on the sequence.
   size_t BeginPacket(int64_t ts_ns, bool has_ts, bool interning);
   void EndPacket(size_t packet);
@@ -244,17 +269,28 @@ class PerfettoTraceEncoder {
   void PutEventName(std::string_view name);
   // Appends the debug annotations of a JSON "args" object to the track event.
   Status Annotations(std::string_view args);
+  // Begins / ends one top-level debug annotation of the slice being written.
+  size_t BeginAnnotation(std::string_view key);
+  // A string annotation value: interned or inline.
+  void PutStringValue(std::string_view text);
+  // Begins a counter packet on the "<name> <key>" track; returns the packet
+  // and the TrackEvent offsets for EndCounter.
+  std::pair<size_t, size_t> BeginCounter(int pid, std::string_view name, std::string_view key,
+                                         double ts_us);
 
   std::string* out_;
   std::map<int, uint64_t> process_uuids_;
   std::map<std::pair<int, int>, uint64_t> thread_uuids_;
-  std::map<std::pair<int, std::string>, uint64_t> counter_uuids_;
+  std::map<int, std::map<std::string, uint64_t, std::less<>>> counter_uuids_;  // pid, name
   uint64_t next_uuid_ = 1;
   Interner categories_{perfetto_field::kInternedEventCategories, true, 256};
   Interner names_{perfetto_field::kInternedEventNames, false, kInternSlots};
   Interner annotation_names_{perfetto_field::kInternedAnnotationNames, true, 256};
   Interner strings_{perfetto_field::kInternedAnnotationStrings, false, kInternSlots};
   bool first_packet_ = true;
+  size_t slice_packet_ = 0, slice_event_ = 0;  // the slice begun by BeginSlice
+  uint64_t slice_track_ = 0;
+  std::string counter_name_;  // scratch: "<name> <key>"
 };
 
 }  // namespace dfx::view

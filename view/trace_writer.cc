@@ -69,6 +69,16 @@ Status TraceWriter::Finish(const Json& metadata) {
   return writer_.Commit();
 }
 
+TraceEvent& TraceWriter::Event(char ph, std::string_view cat) {
+  if (proto_) {
+    last_dropped_ = false;
+    event_.Start(this, nullptr, ph, cat);
+  } else {
+    event_.Start(this, &Begin(), ph, cat);
+  }
+  return event_;
+}
+
 std::string& TraceWriter::Begin() {
   last_dropped_ = false;
   if (proto_) {
@@ -87,12 +97,9 @@ void TraceWriter::End() {
     proto_status_ = ParseJsonTraceEvent(proto_event_, &proto_parsed_);
     if (!proto_status_.ok()) return;
     const JsonTraceEvent& e = proto_parsed_;
-    if (filter_.windowed() && !std::isnan(e.ts)) {
-      const double end = std::isnan(e.dur) ? e.ts : e.ts + e.dur;
-      if (end < filter_.window_start || e.ts > filter_.window_end) {
-        last_dropped_ = true;
-        return;
-      }
+    if (OutsideWindow(e.ts, e.dur)) {
+      last_dropped_ = true;
+      return;
     }
     proto_status_ = proto_->Event(e);
     writer_.MaybeFlush();
@@ -206,6 +213,184 @@ void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, con
   }
   in_flow_ = false;
   flow_events_ += 2;
+}
+
+// --- TraceEvent ---------------------------------------------------------------------
+
+namespace {
+
+// Text the views promise needs no JSON escaping.
+[[maybe_unused]] bool IsPlain(std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void TraceEvent::Start(TraceWriter* trace, std::string* json, char ph, std::string_view cat) {
+  trace_ = trace;
+  json_ = json;
+  args_ = false;
+  p_ = buf_;
+  if (json_ != nullptr) {
+    assert(IsPlain(cat));
+    Room(24 + cat.size()).Lit(R"({"ph":")").Lit({&ph, 1}).Lit(R"(","cat":")").Lit(cat).Lit("\"");
+    return;
+  }
+  ph_ = ph;
+  cat_ = cat;
+  name_.clear();
+  pid_ = tid_ = 0;
+  ts_ = 0;
+  dur_ = std::nan("");
+  has_dur_ = opened_ = skip_ = false;
+}
+
+TraceEvent& TraceEvent::Name(std::string_view json_head, std::string_view raw_head,
+                             std::string_view plain_tail) {
+  assert(IsPlain(plain_tail));
+  if (json_ == nullptr) {
+    name_.assign(raw_head);
+    name_.append(plain_tail);
+    return *this;
+  }
+  Room(10).Lit(R"(,"name":")");
+  Text(json_head);
+  Text(plain_tail);
+  Room(1).Lit("\"");
+  return *this;
+}
+
+void TraceEvent::Text(std::string_view s) {
+  if (s.size() <= kRoom / 2) {
+    Room(s.size()).Lit(s);
+    return;
+  }
+  FlushText();
+  json_->append(s);
+}
+
+TraceEvent& TraceEvent::Str(std::string_view key, std::string_view plain) {
+  assert(IsPlain(plain));
+  if (json_ != nullptr) {
+    Key(key, 1).Lit("\"");
+    Text(plain);
+    Room(1).Lit("\"");
+    return *this;
+  }
+  if (!Open()) return *this;
+  if (ph_ == 'C') {
+    Fail("proto trace: a counter arg that is not a number: " + std::string(key));
+    return *this;
+  }
+  trace_->proto_->AnnotateString(key, plain);
+  return *this;
+}
+
+void TraceEvent::Fail(std::string message) {
+  if (trace_->proto_status_.ok()) trace_->proto_status_ = Internal(std::move(message));
+  skip_ = true;
+}
+
+bool TraceEvent::Open() {
+  if (opened_) return !skip_;
+  opened_ = true;
+  TraceWriter& w = *trace_;
+  if (!w.proto_status_.ok()) {
+    skip_ = true;
+    return false;
+  }
+  ts_ = TraceNumber(ts_);
+  dur_ = has_dur_ ? TraceNumber(dur_) : std::nan("");
+  if (std::isnan(ts_) || (has_dur_ && std::isnan(dur_))) {
+    Fail("proto trace: the ts or dur of \"" + name_ + "\" is not a finite number");
+    return false;
+  }
+  if (w.OutsideWindow(ts_, dur_)) {
+    w.last_dropped_ = true;
+    skip_ = true;
+    return false;
+  }
+  if (ph_ == 'X') {
+    w.proto_->BeginSlice(pid_, tid_, ts_, cat_, name_);
+  } else if (ph_ != 'C') {
+    Fail(std::string("proto trace: no encoding for an event of phase '") + ph_ + "'");
+    return false;
+  }
+  return true;
+}
+
+void TraceEvent::ProtoInt(std::string_view key, int64_t v, bool is_unsigned) {
+  if (!Open()) return;
+  PerfettoTraceEncoder& e = *trace_->proto_;
+  if (ph_ == 'X') {
+    if (is_unsigned) {
+      e.AnnotateUint(key, static_cast<uint64_t>(v));
+    } else {
+      e.AnnotateInt(key, v);
+    }
+  } else if (!is_unsigned) {
+    e.CounterInt(pid_, name_, key, ts_, v);
+  } else {
+    char text[24];
+    const char* end = WriteDecimal(text, static_cast<uint64_t>(v));
+    e.CounterNumberText(pid_, name_, key, ts_, {text, static_cast<size_t>(end - text)});
+  }
+}
+
+void TraceEvent::ProtoNum(std::string_view key, double v) {
+  if (!Open()) return;
+  PerfettoTraceEncoder& e = *trace_->proto_;
+  // A value with a fraction (NumTo's common case) reads back as n / 1000.
+  const double ns = std::round(v * 1000.0);
+  const int64_t n = std::fabs(ns) < 1e15 ? static_cast<int64_t>(ns) : 0;
+  if (n % 1000 != 0) {
+    const double us = static_cast<double>(n) / 1000.0;
+    if (ph_ == 'X') {
+      e.AnnotateDouble(key, us);
+    } else {
+      char text[kNumChars];
+      const char* end = NumTo(text, v);
+      e.CounterNumberText(pid_, name_, key, ts_, {text, static_cast<size_t>(end - text)});
+    }
+    return;
+  }
+  // Whole numbers, null: typed from the text, as the JSON reader types them.
+  char text[kNumChars];
+  const std::string_view t(text, static_cast<size_t>(NumTo(text, v) - text));
+  if (t == "null") {
+    if (ph_ == 'X') {
+      e.AnnotateNull(key);
+    } else {
+      Fail("proto trace: counter args are not numbers");
+    }
+    return;
+  }
+  const bool ok =
+      ph_ == 'X' ? e.AnnotateNumberText(key, t) : e.CounterNumberText(pid_, name_, key, ts_, t);
+  if (!ok) Fail("proto trace: bad number " + std::string(t));
+}
+
+void TraceEvent::ProtoInts(std::string_view key, const int64_t* v, size_t n) {
+  if (!Open()) return;
+  if (ph_ == 'C') {
+    Fail("proto trace: counter args are not numbers");
+    return;
+  }
+  trace_->proto_->AnnotateInts(key, v, n);
+}
+
+void TraceEvent::End() {
+  if (json_ != nullptr) {
+    Room(2).Lit(args_ ? "}}" : "}");
+    FlushText();
+    trace_->End();
+    return;
+  }
+  if (Open() && ph_ == 'X') trace_->proto_->EndSlice(ts_, dur_);
+  trace_->writer_.MaybeFlush();
 }
 
 }  // namespace dfx::view

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "common/decimal.h"
@@ -157,6 +158,161 @@ void AppendF(std::string& b, const CompiledFormat& format, const Args&... args) 
   fmt::format_to(std::back_inserter(b), format, args...);
 }
 
+class TraceWriter;
+
+// What the JSON text Num writes for `v` reads back as: `v` rounded to the
+// nanosecond (no -0); NaN when Num writes null. The proto trace encodes
+// these values, so it is what it would be had the JSON text been parsed.
+inline double TraceNumber(double v) {
+  const double us = std::round(v * 1000.0) / 1000.0;
+  return std::isfinite(us) ? us + 0.0 : std::nan("");
+}
+
+// One event given field by field, in the order of its JSON keys
+// (TraceWriter::Event): the JSON trace gets the text the views wrote by hand
+// before, byte for byte; the proto trace gets the fields directly, with no
+// JSON built and parsed again. For the shapes the views write per task:
+//   trace.Event('X', "scheduler").Id(id).Cname("good").Name("complete(3)")
+//       .At(pid, tid, ts).Dur(dur).Str("phase", "complete").Int("loop_iter", 2).End();
+// Fields: Id and Cname optional, then Name, At, Dur (optional), then the args
+// in order. Texts called `plain` need no JSON escaping (asserted). A
+// reference from TraceWriter::Event, valid until End.
+class TraceEvent {
+ public:
+  TraceEvent& Id(uint64_t id) {
+    if (json_ != nullptr) Room(24).Lit(R"(,"id":)").Dec(id);
+    return *this;
+  }
+  TraceEvent& Cname(std::string_view plain) {
+    if (json_ != nullptr) Room(16 + plain.size()).Lit(R"(,"cname":")").Lit(plain).Lit("\"");
+    return *this;
+  }
+  // The name is `head` + `plain_tail`: `json_head` is the head's JSON string
+  // body (escaped, no quotes), `raw_head` its text.
+  TraceEvent& Name(std::string_view json_head, std::string_view raw_head,
+                   std::string_view plain_tail);
+  TraceEvent& Name(std::string_view plain) { return Name(plain, plain, {}); }
+  // pid, tid and ts as the trace shows them (placed).
+  TraceEvent& At(int pid, int tid, double ts) {
+    pid_ = pid;
+    tid_ = tid;
+    ts_ = ts;
+    if (json_ != nullptr) {
+      Room(32 + kNumChars).Lit(R"(,"pid":)").Dec(pid).Lit(R"(,"tid":)").Dec(tid);
+      Lit(R"(,"ts":)").NumText(ts);
+    }
+    return *this;
+  }
+  TraceEvent& Dur(double dur) {
+    dur_ = dur;
+    has_dur_ = true;
+    if (json_ != nullptr) Room(8 + kNumChars).Lit(R"(,"dur":)").NumText(dur);
+    return *this;
+  }
+  // --- args ---
+  template <typename Integer>
+  TraceEvent& Int(std::string_view key, Integer v) {
+    if (json_ != nullptr) {
+      Key(key, 24).Dec(v);
+    } else if constexpr (std::is_signed_v<Integer>) {
+      ProtoInt(key, static_cast<int64_t>(v), false);
+    } else {
+      ProtoInt(key, static_cast<int64_t>(v), v > static_cast<uint64_t>(INT64_MAX));
+    }
+    return *this;
+  }
+  // A trace number (Num).
+  TraceEvent& Num(std::string_view key, double v) {
+    if (json_ != nullptr) {
+      Key(key, kNumChars).NumText(v);
+    } else {
+      ProtoNum(key, v);
+    }
+    return *this;
+  }
+  TraceEvent& Str(std::string_view key, std::string_view plain);
+  // An array of up to 8 integers ("key":[a,b,c]).
+  template <typename Integer>
+  TraceEvent& Ints(std::string_view key, const Integer* v, size_t n) {
+    assert(n <= 8);
+    if (json_ != nullptr) {
+      Key(key, 2 + 21 * n).Lit("[");
+      for (size_t i = 0; i < n; ++i) {
+        if (i) Lit(",");
+        Dec(v[i]);
+      }
+      Lit("]");
+    } else {
+      int64_t values[8];
+      for (size_t i = 0; i < n; ++i) values[i] = static_cast<int64_t>(v[i]);
+      ProtoInts(key, values, n);
+    }
+    return *this;
+  }
+  // Ends the event (TraceWriter::End: outside the window it is taken back).
+  void End();
+
+ private:
+  friend class TraceWriter;
+  static constexpr size_t kRoom = 512;
+  // Starts an event: JSON text into `json` (null: proto fields).
+  void Start(TraceWriter* trace, std::string* json, char ph, std::string_view cat);
+  // Makes room for `n` bytes (at most kRoom) in the text buffer.
+  TraceEvent& Room(size_t n) {
+    assert(n <= kRoom);
+    if (n > static_cast<size_t>(buf_ + kRoom - p_)) FlushText();
+    return *this;
+  }
+  TraceEvent& Lit(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    return *this;
+  }
+  template <typename Integer>
+  TraceEvent& Dec(Integer v) {
+    p_ = WriteDecimal(p_, v);
+    return *this;
+  }
+  TraceEvent& NumText(double v) {
+    p_ = NumTo(p_, v);
+    return *this;
+  }
+  // ,"args":{"key": (the first) or ,"key": with room for `value` bytes after.
+  TraceEvent& Key(std::string_view key, size_t value) {
+    Room(12 + key.size() + value);
+    Lit(args_ ? "," : R"(,"args":{)");
+    args_ = true;
+    return Lit("\"").Lit(key).Lit("\":");
+  }
+  // Text of any length (long ones are appended directly).
+  void Text(std::string_view s);
+  void FlushText() {
+    json_->append(buf_, static_cast<size_t>(p_ - buf_));
+    p_ = buf_;
+  }
+  // Proto: begins the encoded slice at the first arg (or End), unless the
+  // window drops the event; false when it is dropped or failed.
+  bool Open();
+  void ProtoInt(std::string_view key, int64_t v, bool is_unsigned);
+  void ProtoNum(std::string_view key, double v);
+  void ProtoInts(std::string_view key, const int64_t* v, size_t n);
+  // Proto: the first error of the trace (reported by Finish); the event is dropped.
+  void Fail(std::string message);
+
+  TraceWriter* trace_ = nullptr;
+  std::string* json_ = nullptr;  // JSON: the writer's buffer
+  bool args_ = false;
+  // Proto: the fields until Open.
+  char ph_ = 0;
+  std::string_view cat_;
+  std::string name_;
+  int pid_ = 0, tid_ = 0;
+  double ts_ = 0, dur_ = 0;
+  bool has_dur_ = false, opened_ = false, skip_ = false;
+  char buf_[kRoom];
+  char* p_ = buf_;
+};
+
 class TraceWriter {
  public:
   // Creates the trace (under a temporary name) and writes the container's
@@ -191,7 +347,12 @@ class TraceWriter {
   double max_ts() const { return max_ts_; }
 
   // --- events ---------------------------------------------------------------------
-  // The buffer to append one event's JSON object to (the separator is written).
+  // Begins an event of phase `ph` ('X' or 'C') and category `cat` (a string
+  // that outlives the event) given field by field (TraceEvent).
+  TraceEvent& Event(char ph, std::string_view cat);
+  // The buffer to append one event's JSON object to (the separator is
+  // written); the proto trace parses the event again at End: what Event does
+  // not cover (the shapes written once per dispatch or per marker).
   std::string& Begin();
   // Ends the event begun last; outside the window it is taken back.
   void End();
@@ -228,7 +389,14 @@ class TraceWriter {
   uint64_t flow_events() const { return flow_events_; }
 
  private:
+  friend class TraceEvent;
   void Meta(const char* what, int pid, int tid, bool is_name, const std::string& name, int sort);
+  // Whether an event at ts (µs, placed) lasting `dur` (NaN: none) is outside the window.
+  bool OutsideWindow(double ts, double dur) const {
+    if (!filter_.windowed() || std::isnan(ts)) return false;
+    const double end = std::isnan(dur) ? ts : ts + dur;
+    return end < filter_.window_start || ts > filter_.window_end;
+  }
 
   ChunkedWriter writer_;
   TraceFilter filter_;
@@ -236,6 +404,7 @@ class TraceWriter {
   std::unique_ptr<PerfettoTraceEncoder> proto_;  // kProto: encodes into writer_.buffer()
   std::string proto_event_;                      // kProto: the event being built
   JsonTraceEvent proto_parsed_;
+  TraceEvent event_;        // the event begun by Event
   Status proto_status_;     // the first event the encoder could not read
   size_t event_begin_ = 0;  // offset of the event being built in the writer's buffer
   bool last_dropped_ = false;

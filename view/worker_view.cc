@@ -24,27 +24,16 @@ void DispatchConverter::EmitWorkerView() {
       double ts = d_.ReceiveUs(r), end = d_.EndUs(r), start = d_.StartUs(r);
       uint64_t id = trace_.TakeEventId();
       int func_id = FuncOf(r);
-      std::string& b = trace_.Begin();
-      AppendTaskSliceHead(b, id, LabelHead(func_id, g.spmd), g.task_id, Pid(4), CoreTid(r.core_id),
-                          T(ts), end - ts, func_id, r.core_id);
       // The hints are digits, 'r', 't' and ":, []": nothing to escape.
-      b.append(R"(","fanout-hint":")");
-      b.append(fanout);
-      b.append(R"(","fanin-hint":")");
-      b.append(fanin);
-      b.push_back('"');
-      b.append(EventText()
-                   .Lit(R"(,"duration-us":)")
-                   .Num(end - ts)
-                   .Lit(R"(,"kernel-duration-us":)")
-                   .Num(end - start)
-                   .Lit(R"(,"local_setup_us":)")
-                   .Num(start - ts)
-                   .Lit(R"(,"taskId":)")
-                   .Int(g.task_id)
-                   .Lit("}}")
-                   .view());
-      trace_.End();
+      TaskSlice(trace_.Event('X', "event"), id, LabelHead(func_id, g.spmd), g.task_id, Pid(4),
+                CoreTid(r.core_id), T(ts), end - ts, func_id, r.core_id)
+          .Str("fanout-hint", fanout)
+          .Str("fanin-hint", fanin)
+          .Num("duration-us", end - ts)
+          .Num("kernel-duration-us", end - start)
+          .Num("local_setup_us", start - ts)
+          .Int("taskId", g.task_id)
+          .End();
       trace_.CountSlice();
       trace_.NoteTaskDuration(end - ts);
       SeeEnd(end);
