@@ -12,13 +12,14 @@
 #     same inputs (with deps.json, flow arrows and the name map, as the
 #     coordinator runs it). Wall time and the child's peak RSS (wait4).
 #     Each pair also converts the same inputs with --format proto (the
-#     Perfetto protobuf trace): its wall, CPU and size against the JSON
-#     trace's (proto_ratio is proto / the same floor, size_ratio its bytes /
-#     the JSON trace's bytes).
+#     Perfetto protobuf trace): its wall, CPU, peak RSS and size against the
+#     JSON trace's (proto_ratio is proto / the same floor, size_ratio its
+#     bytes / the JSON trace's bytes).
 #  3. The medians, and the median of the per-pair ratio converter / floor,
 #     on one last line that bench/run_all.sh reads:
 #       conversion: tasks=N level=L ... floor_s=F convert_s=C ... ratio=R
-#         proto_s=P proto_cpu_s=.. proto_mb=.. size_ratio=S proto_ratio=..
+#         proto_s=P proto_cpu_s=.. proto_peak_rss_mb=.. proto_mb=.. size_ratio=S
+#         proto_ratio=..
 # With DFX_VIEW_BEFORE=PATH (another dfx-view, e.g. a copy of one built
 # before a change) each pair also times that one on the same inputs, checks
 # its trace is byte-identical, and the last line adds before_s=,
@@ -51,7 +52,7 @@ FLOOR_OUT="$OUT_DIR/floor.out"
 field() { sed -E "s/.*$1=([0-9.]+).*/\1/" <<<"$2"; }
 
 floors=() converts=() cpus=() rss=() ratios=() befores=() before_cpus=() before_ratios=()
-protos=() proto_cpus=() proto_ratios=()
+protos=() proto_cpus=() proto_rss=() proto_ratios=()
 for ((i = 0; i < REPEAT; ++i)); do
   # The converter first, so the floor knows how many bytes the output has.
   C=$("$BENCH" measure -- "$VIEW" swimlane "$RECORDS" -o "$TRACE" --func-names "$NAME_MAP" 2>/dev/null | tail -1)
@@ -68,14 +69,14 @@ for ((i = 0; i < REPEAT; ++i)); do
   [[ $(field exit "$Q") == 0 && -s $PROTO ]] || { echo "conversion_floor: dfx-view --format proto failed: $Q" >&2; exit 1; }
   PROTO_BYTES=$(stat -c %s "$PROTO")
   rm -f "$PROTO"
-  protos+=("$(field wall_s "$Q")") proto_cpus+=("$(field cpu_s "$Q")")
+  protos+=("$(field wall_s "$Q")") proto_cpus+=("$(field cpu_s "$Q")") proto_rss+=("$(field peak_rss_mb "$Q")")
   F=$("$BENCH" measure -- sh -c "cat '$RECORDS' '$DEPS' > /dev/null && head -c $BYTES /dev/zero > '$FLOOR_OUT'" | tail -1)
   rm -f "$FLOOR_OUT"
   floors+=("$(field wall_s "$F")") converts+=("$(field wall_s "$C")")
   cpus+=("$(field cpu_s "$C")") rss+=("$(field peak_rss_mb "$C")")
   ratios+=("$(awk -v c="${converts[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
   proto_ratios+=("$(awk -v c="${protos[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
-  echo "pair $((i + 1)): floor ${floors[-1]} s, dfx-view swimlane ${converts[-1]} s (cpu ${cpus[-1]} s, peak RSS ${rss[-1]} MB), ratio ${ratios[-1]}; --format proto ${protos[-1]} s (cpu ${proto_cpus[-1]} s)${DFX_VIEW_BEFORE:+; before: ${befores[-1]} s (cpu ${before_cpus[-1]} s)}"
+  echo "pair $((i + 1)): floor ${floors[-1]} s, dfx-view swimlane ${converts[-1]} s (cpu ${cpus[-1]} s, peak RSS ${rss[-1]} MB), ratio ${ratios[-1]}; --format proto ${protos[-1]} s (cpu ${proto_cpus[-1]} s, peak RSS ${proto_rss[-1]} MB)${DFX_VIEW_BEFORE:+; before: ${befores[-1]} s (cpu ${before_cpus[-1]} s)}"
   if [[ -n ${DFX_VIEW_BEFORE:-} ]]; then
     before_ratios+=("$(awk -v c="${befores[-1]}" -v f="${floors[-1]}" 'BEGIN { printf "%.3f", (f > 0 ? c / f : 0) }')")
   fi
@@ -87,6 +88,7 @@ echo "conversion: tasks=$N level=$LEVEL records_mb=$(MB "$RECORDS") deps_mb=$(MB
   "convert_cpu_s=$(printf '%s\n' "${cpus[@]}" | median) peak_rss_mb=$(printf '%s\n' "${rss[@]}" | median)" \
   "ratio=$(printf '%s\n' "${ratios[@]}" | median)" \
   "proto_s=$(printf '%s\n' "${protos[@]}" | median) proto_cpu_s=$(printf '%s\n' "${proto_cpus[@]}" | median)" \
+  "proto_peak_rss_mb=$(printf '%s\n' "${proto_rss[@]}" | median)" \
   "proto_mb=$(awk -v b="$PROTO_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')" \
   "size_ratio=$(awk -v p="$PROTO_BYTES" -v j="$BYTES" 'BEGIN { printf "%.3f", (j > 0 ? p / j : 0) }')" \
   "proto_ratio=$(printf '%s\n' "${proto_ratios[@]}" | median)" \
