@@ -69,16 +69,6 @@ Status TraceWriter::Finish(const Json& metadata) {
   return writer_.Commit();
 }
 
-TraceEvent& TraceWriter::Event(char ph, std::string_view cat) {
-  if (proto_) {
-    last_dropped_ = false;
-    event_.Start(this, nullptr, ph, cat);
-  } else {
-    event_.Start(this, &Begin(), ph, cat);
-  }
-  return event_;
-}
-
 std::string& TraceWriter::Begin() {
   last_dropped_ = false;
   if (proto_) {
@@ -217,25 +207,13 @@ void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, con
 
 // --- TraceEvent ---------------------------------------------------------------------
 
-namespace {
-
-// Text the views promise needs no JSON escaping.
-[[maybe_unused]] bool IsPlain(std::string_view s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void TraceEvent::Start(TraceWriter* trace, std::string* json, char ph, std::string_view cat) {
   trace_ = trace;
   json_ = json;
   args_ = false;
   p_ = buf_;
   if (json_ != nullptr) {
-    assert(IsPlain(cat));
+    assert(IsPlainText(cat));
     Room(24 + cat.size()).Lit(R"({"ph":")").Lit({&ph, 1}).Lit(R"(","cat":")").Lit(cat).Lit("\"");
     return;
   }
@@ -248,9 +226,8 @@ void TraceEvent::Start(TraceWriter* trace, std::string* json, char ph, std::stri
   has_dur_ = opened_ = skip_ = false;
 }
 
-TraceEvent& TraceEvent::Name(std::string_view json_head, std::string_view raw_head,
-                             std::string_view plain_tail) {
-  assert(IsPlain(plain_tail));
+TraceEvent& TraceEvent::LongName(std::string_view json_head, std::string_view raw_head,
+                                 std::string_view plain_tail) {
   if (json_ == nullptr) {
     name_.assign(raw_head);
     name_.append(plain_tail);
@@ -272,20 +249,13 @@ void TraceEvent::Text(std::string_view s) {
   json_->append(s);
 }
 
-TraceEvent& TraceEvent::Str(std::string_view key, std::string_view plain) {
-  assert(IsPlain(plain));
-  if (json_ != nullptr) {
-    Key(key, 1).Lit("\"");
-    Text(plain);
-    Room(1).Lit("\"");
-    return *this;
-  }
+TraceEvent& TraceEvent::ProtoStr(std::string_view key, std::string_view text) {
   if (!Open()) return *this;
   if (ph_ == 'C') {
     Fail("proto trace: a counter arg that is not a number: " + std::string(key));
     return *this;
   }
-  trace_->proto_->AnnotateString(key, plain);
+  trace_->proto_->AnnotateString(key, text);
   return *this;
 }
 
@@ -382,13 +352,7 @@ void TraceEvent::ProtoInts(std::string_view key, const int64_t* v, size_t n) {
   trace_->proto_->AnnotateInts(key, v, n);
 }
 
-void TraceEvent::End() {
-  if (json_ != nullptr) {
-    Room(2).Lit(args_ ? "}}" : "}");
-    FlushText();
-    trace_->End();
-    return;
-  }
+void TraceEvent::ProtoEnd() {
   if (Open() && ph_ == 'X') trace_->proto_->EndSlice(ts_, dur_);
   trace_->writer_.MaybeFlush();
 }

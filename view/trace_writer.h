@@ -57,7 +57,7 @@ struct Anchor {
 // ones take AppendDouble: the bytes are the same either way.
 // Writes the number at `p` (which has room for kNumChars) and returns its end.
 inline constexpr size_t kNumChars = 40;
-inline char* NumTo(char* p, double v) {
+[[gnu::always_inline]] inline char* NumTo(char* p, double v) {
   const double ns = std::round(v * 1000.0);
   int64_t n = std::fabs(ns) < 1e15 ? static_cast<int64_t>(ns) : 0;
   if (n % 1000 == 0) {  // whole, huge or not finite: as AppendDouble writes it
@@ -160,6 +160,14 @@ void AppendF(std::string& b, const CompiledFormat& format, const Args&... args) 
 
 class TraceWriter;
 
+// Whether `s` needs no JSON escaping (no quote, backslash or control byte).
+inline bool IsPlainText(std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return true;
+}
+
 // What the JSON text Num writes for `v` reads back as: `v` rounded to the
 // nanosecond (no -0); NaN when Num writes null. The proto trace encodes
 // these values, so it is what it would be had the JSON text been parsed.
@@ -179,21 +187,28 @@ inline double TraceNumber(double v) {
 // reference from TraceWriter::Event, valid until End.
 class TraceEvent {
  public:
-  TraceEvent& Id(uint64_t id) {
+  [[gnu::always_inline]] TraceEvent& Id(uint64_t id) {
     if (json_ != nullptr) Room(24).Lit(R"(,"id":)").Dec(id);
     return *this;
   }
-  TraceEvent& Cname(std::string_view plain) {
+  [[gnu::always_inline]] TraceEvent& Cname(std::string_view plain) {
     if (json_ != nullptr) Room(16 + plain.size()).Lit(R"(,"cname":")").Lit(plain).Lit("\"");
     return *this;
   }
   // The name is `head` + `plain_tail`: `json_head` is the head's JSON string
   // body (escaped, no quotes), `raw_head` its text.
-  TraceEvent& Name(std::string_view json_head, std::string_view raw_head,
-                   std::string_view plain_tail);
+  [[gnu::always_inline]] TraceEvent& Name(std::string_view json_head, std::string_view raw_head,
+                                          std::string_view plain_tail) {
+    assert(IsPlainText(plain_tail));
+    if (json_ == nullptr || json_head.size() + plain_tail.size() > kRoom / 2) {
+      return LongName(json_head, raw_head, plain_tail);
+    }
+    Room(10 + json_head.size() + plain_tail.size()).Lit(R"(,"name":")");
+    return Lit(json_head).Lit(plain_tail).Lit("\"");
+  }
   TraceEvent& Name(std::string_view plain) { return Name(plain, plain, {}); }
   // pid, tid and ts as the trace shows them (placed).
-  TraceEvent& At(int pid, int tid, double ts) {
+  [[gnu::always_inline]] TraceEvent& At(int pid, int tid, double ts) {
     pid_ = pid;
     tid_ = tid;
     ts_ = ts;
@@ -203,7 +218,7 @@ class TraceEvent {
     }
     return *this;
   }
-  TraceEvent& Dur(double dur) {
+  [[gnu::always_inline]] TraceEvent& Dur(double dur) {
     dur_ = dur;
     has_dur_ = true;
     if (json_ != nullptr) Room(8 + kNumChars).Lit(R"(,"dur":)").NumText(dur);
@@ -211,7 +226,7 @@ class TraceEvent {
   }
   // --- args ---
   template <typename Integer>
-  TraceEvent& Int(std::string_view key, Integer v) {
+  [[gnu::always_inline]] TraceEvent& Int(std::string_view key, Integer v) {
     if (json_ != nullptr) {
       Key(key, 24).Dec(v);
     } else if constexpr (std::is_signed_v<Integer>) {
@@ -222,7 +237,7 @@ class TraceEvent {
     return *this;
   }
   // A trace number (Num).
-  TraceEvent& Num(std::string_view key, double v) {
+  [[gnu::always_inline]] TraceEvent& Num(std::string_view key, double v) {
     if (json_ != nullptr) {
       Key(key, kNumChars).NumText(v);
     } else {
@@ -230,7 +245,14 @@ class TraceEvent {
     }
     return *this;
   }
-  TraceEvent& Str(std::string_view key, std::string_view plain);
+  [[gnu::always_inline]] TraceEvent& Str(std::string_view key, std::string_view plain) {
+    if (json_ == nullptr) return ProtoStr(key, plain);
+    assert(IsPlainText(plain));
+    if (plain.size() <= kRoom / 2) return Key(key, plain.size() + 2).Lit("\"").Lit(plain).Lit("\"");
+    Key(key, 1).Lit("\"");
+    Text(plain);
+    return Room(1).Lit("\"");
+  }
   // An array of up to 8 integers ("key":[a,b,c]).
   template <typename Integer>
   TraceEvent& Ints(std::string_view key, const Integer* v, size_t n) {
@@ -250,7 +272,7 @@ class TraceEvent {
     return *this;
   }
   // Ends the event (TraceWriter::End: outside the window it is taken back).
-  void End();
+  inline void End();
 
  private:
   friend class TraceWriter;
@@ -258,27 +280,27 @@ class TraceEvent {
   // Starts an event: JSON text into `json` (null: proto fields).
   void Start(TraceWriter* trace, std::string* json, char ph, std::string_view cat);
   // Makes room for `n` bytes (at most kRoom) in the text buffer.
-  TraceEvent& Room(size_t n) {
+  [[gnu::always_inline]] TraceEvent& Room(size_t n) {
     assert(n <= kRoom);
     if (n > static_cast<size_t>(buf_ + kRoom - p_)) FlushText();
     return *this;
   }
-  TraceEvent& Lit(std::string_view s) {
+  [[gnu::always_inline]] TraceEvent& Lit(std::string_view s) {
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
     return *this;
   }
   template <typename Integer>
-  TraceEvent& Dec(Integer v) {
+  [[gnu::always_inline]] TraceEvent& Dec(Integer v) {
     p_ = WriteDecimal(p_, v);
     return *this;
   }
-  TraceEvent& NumText(double v) {
+  [[gnu::always_inline]] TraceEvent& NumText(double v) {
     p_ = NumTo(p_, v);
     return *this;
   }
   // ,"args":{"key": (the first) or ,"key": with room for `value` bytes after.
-  TraceEvent& Key(std::string_view key, size_t value) {
+  [[gnu::always_inline]] TraceEvent& Key(std::string_view key, size_t value) {
     Room(12 + key.size() + value);
     Lit(args_ ? "," : R"(,"args":{)");
     args_ = true;
@@ -296,6 +318,11 @@ class TraceEvent {
   void ProtoInt(std::string_view key, int64_t v, bool is_unsigned);
   void ProtoNum(std::string_view key, double v);
   void ProtoInts(std::string_view key, const int64_t* v, size_t n);
+  TraceEvent& ProtoStr(std::string_view key, std::string_view text);
+  // Name in the proto trace, or one longer than the text buffer.
+  TraceEvent& LongName(std::string_view json_head, std::string_view raw_head,
+                       std::string_view plain_tail);
+  void ProtoEnd();
   // Proto: the first error of the trace (reported by Finish); the event is dropped.
   void Fail(std::string message);
 
@@ -349,7 +376,15 @@ class TraceWriter {
   // --- events ---------------------------------------------------------------------
   // Begins an event of phase `ph` ('X' or 'C') and category `cat` (a string
   // that outlives the event) given field by field (TraceEvent).
-  TraceEvent& Event(char ph, std::string_view cat);
+  TraceEvent& Event(char ph, std::string_view cat) {
+    if (proto_) {
+      last_dropped_ = false;
+      event_.Start(this, nullptr, ph, cat);
+    } else {
+      event_.Start(this, &Begin(), ph, cat);
+    }
+    return event_;
+  }
   // The buffer to append one event's JSON object to (the separator is
   // written); the proto trace parses the event again at End: what Event does
   // not cover (the shapes written once per dispatch or per marker).
@@ -422,5 +457,12 @@ class TraceWriter {
   uint64_t slice_events_ = 0;
   double shortest_task_us_ = std::numeric_limits<double>::infinity();
 };
+
+void TraceEvent::End() {
+  if (json_ == nullptr) return ProtoEnd();
+  Room(2).Lit(args_ ? "}}" : "}");
+  FlushText();
+  trace_->End();
+}
 
 }  // namespace dfx::view
