@@ -159,6 +159,9 @@ class DispatchConverter {
   void WorkerAnchors(uint64_t id, const std::optional<Group>& g, std::vector<Anchor>* out) const;
   int FanCount(uint64_t id, const std::optional<Group>& g) const;
   void EmitDependencyFlows();
+  // The complete bar holding the last finish of task `g` (null: none);
+  // `*last_row` is that row.
+  const Bar* CompleteBarOf(const Group& g, uint32_t* last_row);
   Status EmitCompleteAndDispatchFlows();
 
   collectors::SwimlaneRecords& d_;
@@ -183,10 +186,13 @@ class DispatchConverter {
   uint64_t first_worker_ev_ = 0;  // Worker View bar of row i has id first_worker_ev_ + i
   uint64_t first_sched_ev_ = 0;   // first Scheduler View bar id
   uint64_t first_complete_ev_ = 0;
-  std::vector<bool> has_resolve_;                // per sched thread
-  std::vector<Bar> complete_bars_;               // per thread ranges, each sorted by start
-  std::vector<size_t> complete_begin_;           // thread t: [begin[t], begin[t + 1])
-  std::vector<uint32_t> complete_attributed_;    // per complete bar: finish rows in it
+  std::vector<bool> has_resolve_;       // per sched thread
+  std::vector<Bar> complete_bars_;      // per thread ranges, each sorted by start
+  std::vector<size_t> complete_begin_;  // thread t: [begin[t], begin[t + 1])
+  // Per complete bar: the finish rows in it, one byte each (one per task at
+  // level 4); from 255 on, the rest in attributed_overflow_.
+  std::vector<uint8_t> complete_attributed_;
+  std::map<size_t, uint32_t> attributed_overflow_;
   std::vector<std::vector<Bar>> dispatch_bars_;  // read on demand for core voting
   std::vector<std::pair<size_t, collectors::SchedPhase>> marker_phases_;  // dummy / skip
   std::map<uint64_t, Outer> outers_;  // graph_prepare by outer task

@@ -137,6 +137,19 @@ void DispatchConverter::EmitDependencyFlows() {
   }
 }
 
+// Computed again for each predecessor of the complete→ready flows rather
+// than kept per row (4 bytes per task at level 4).
+const Bar* DispatchConverter::CompleteBarOf(const Group& g, uint32_t* last_row) {
+  uint32_t last = g.begin;
+  for (uint32_t i = g.begin; i < g.end; ++i) {
+    if (d_.Finish(d_.tasks[i]) > d_.Finish(d_.tasks[last])) last = i;
+  }
+  *last_row = last;
+  const TaskRow& r = d_.tasks[last];
+  if (d_.Finish(r) == 0) return nullptr;
+  return FindCompleteBar(d_.SchedThreadOfCore(r.core_id), d_.FinishUs(r));
+}
+
 Status DispatchConverter::EmitCompleteAndDispatchFlows() {
   if (!d_.has_sched_phases || d_.num_sched_threads == 0) return Status::Ok();
   std::stable_sort(orch_end_.begin(), orch_end_.end(),
@@ -146,22 +159,13 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
   // Scheduler View; otherwise every row) to the complete bar that holds the
   // task's last finish. Complete bar of each task (by its first row; + 1, 0 =
   // none): only the complete→ready flows need it, and only with deps.
-  std::vector<uint32_t> task_complete(deps_ != nullptr ? NumRows() : 0, 0);
   for (uint32_t k = 0; k < NumRows();) {
     Group g = GroupFrom(k);
     k = g.end;
-    uint32_t last = g.begin;
-    for (uint32_t i = g.begin; i < g.end; ++i) {
-      if (d_.Finish(d_.tasks[i]) > d_.Finish(d_.tasks[last])) last = i;
-    }
-    const TaskRow& r = d_.tasks[last];
-    if (d_.Finish(r) == 0) continue;
-    int th = d_.SchedThreadOfCore(r.core_id);
-    double fin = d_.FinishUs(r);
-    Bar* bar = FindCompleteBar(th, fin);
+    uint32_t last = 0;
+    const Bar* bar = CompleteBarOf(g, &last);
     if (bar == nullptr) continue;
-    if (!task_complete.empty())
-      task_complete[g.begin] = static_cast<uint32_t>(bar - complete_bars_.data()) + 1;
+    const double fin = d_.FinishUs(d_.tasks[last]);
     Anchor to{2, BarTid(bar), bar->start, bar->end, CompleteEv(bar)};
     double to_ts = bar->start <= fin ? fin : bar->start;
     for (uint32_t i : AnchorRows(g, true)) {
@@ -207,8 +211,8 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
       {
         for (const auto& [self, p] : deps_->Preds(g.task_id)) {
           auto pg = FindGroup(p);
-          uint32_t ci = pg ? task_complete[pg->begin] : 0;
-          const Bar* c = ci == 0 ? nullptr : &complete_bars_[ci - 1];
+          uint32_t unused = 0;
+          const Bar* c = pg ? CompleteBarOf(*pg, &unused) : nullptr;
           if (c != nullptr && (sat == nullptr || c->end > sat->end)) sat = c;
         }
       }

@@ -186,13 +186,20 @@ Status DispatchConverter::EmitSchedPhases() {
   // Complete bar ids, thread by thread in start order (flows bind to them).
   first_complete_ev_ = trace_.TakeEventIds(complete_bars_.size());
   complete_attributed_.assign(complete_bars_.size(), 0);
+  attributed_overflow_.clear();
   // Attribution of finishes to complete bars.
   for (const auto& r : d_.tasks) {
     if (d_.Finish(r) == 0) continue;
     int th = d_.SchedThreadOfCore(r.core_id);
     if (th < 0 || static_cast<size_t>(th) >= nt) continue;
     Bar* bar = FindCompleteBar(th, d_.FinishUs(r));
-    if (bar != nullptr && bar->start <= d_.FinishUs(r)) ++complete_attributed_[CompleteIndex(bar)];
+    if (bar == nullptr || bar->start > d_.FinishUs(r)) continue;
+    uint8_t& count = complete_attributed_[CompleteIndex(bar)];
+    if (count < 255) {
+      ++count;
+    } else {
+      ++attributed_overflow_[CompleteIndex(bar)];
+    }
   }
   // Emit, streaming the phases again in file order.
   size_t cur_thread = std::numeric_limits<size_t>::max();
@@ -217,6 +224,10 @@ Status DispatchConverter::EmitSchedPhases() {
       if (it == last) it = first + std::min(ci, static_cast<size_t>(last - first) - 1);
       id = CompleteEv(it);
       attributed = complete_attributed_[CompleteIndex(it)];
+      if (attributed == 255) {
+        const auto more = attributed_overflow_.find(CompleteIndex(it));
+        if (more != attributed_overflow_.end()) attributed += more->second;
+      }
       ++ci;
     } else {
       id = trace_.TakeEventId();
