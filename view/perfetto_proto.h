@@ -52,42 +52,37 @@ namespace proto_wire {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
-// Writes `v` as a varint at `p` (room for 10 bytes); returns its end.
-inline char* VarintTo(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
 inline void PutVarint(std::string& out, uint64_t v) {
   if (v < 0x80) {  // most tags, lengths, iids and small values
     out.push_back(static_cast<char>(v));
     return;
   }
   char buf[10];
-  out.append(buf, static_cast<size_t>(VarintTo(buf, v) - buf));
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out.append(buf, n);
 }
 inline void PutTag(std::string& out, uint32_t field, WireType type) {
   PutVarint(out, (uint64_t{field} << 3) | type);
 }
 // uint32/uint64/int32/int64/bool/enum fields (negative ints take 10 bytes, as
-// protobuf encodes them). Tag and value are appended at once: the appends,
-// not the encoding, were what a field cost.
+// protobuf encodes them).
 inline void PutUint(std::string& out, uint32_t field, uint64_t v) {
-  char buf[20];
-  char* p = VarintTo(buf, (uint64_t{field} << 3) | kVarint);
-  out.append(buf, static_cast<size_t>(VarintTo(p, v) - buf));
+  PutTag(out, field, kVarint);
+  PutVarint(out, v);
 }
 inline void PutInt(std::string& out, uint32_t field, int64_t v) {
   PutUint(out, field, static_cast<uint64_t>(v));
 }
 inline void PutFixed64(std::string& out, uint32_t field, uint64_t v) {
-  char buf[18];
-  char* p = VarintTo(buf, (uint64_t{field} << 3) | kFixed64);
-  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.append(buf, static_cast<size_t>(p - buf));
+  PutTag(out, field, kFixed64);
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(buf, 8);
 }
 inline void PutDouble(std::string& out, uint32_t field, double v) {
   uint64_t bits;
@@ -95,9 +90,8 @@ inline void PutDouble(std::string& out, uint32_t field, double v) {
   PutFixed64(out, field, bits);
 }
 inline void PutBytes(std::string& out, uint32_t field, std::string_view v) {
-  char buf[20];
-  char* p = VarintTo(buf, (uint64_t{field} << 3) | kLengthDelimited);
-  out.append(buf, static_cast<size_t>(VarintTo(p, v.size()) - buf));
+  PutTag(out, field, kLengthDelimited);
+  PutVarint(out, v.size());
   out.append(v);
 }
 
