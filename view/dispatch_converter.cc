@@ -130,6 +130,35 @@ std::string DispatchConverter::BaseName(int func_id) const {
 
 // The numbers go through EventText, a few bounded pieces at a time (the
 // label's head, a kernel name, is of any length).
+// The numbers go through EventText, a few bounded pieces at a time (the
+// label's head, a kernel name, is of any length).
+void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
+                                            const LabelText& label_head, uint64_t task_id, int pid,
+                                            int tid, double ts, double dur, int func_id,
+                                            int core_id) {
+  b.append(
+      EventText().Lit(R"({"ph":"X","cat":"event","id":)").Int(event_id).Lit(R"(,"name":")").view());
+  b.append(label_head.json);
+  const auto display = [task_id](char* p) { return TaskDisplayTo(p, task_id); };
+  b.append(EventText()
+               .Put(kTaskDisplayChars, display)
+               .Lit(R"J()","pid":)J")
+               .Int(pid)
+               .Lit(R"(,"tid":)")
+               .Int(tid)
+               .Lit(R"(,"ts":)")
+               .Num(ts)
+               .Lit(R"(,"dur":)")
+               .Num(dur)
+               .Lit(R"(,"args":{"event-hint":"Task:)")
+               .Put(kTaskDisplayChars, display)
+               .Lit(", FuncId:")
+               .Int(func_id)
+               .Lit(", CoreId:")
+               .Int(core_id)
+               .view());
+}
+
 TraceEvent& DispatchConverter::TaskSlice(TraceEvent& e, uint64_t event_id,
                                          const LabelText& label_head, uint64_t task_id, int pid,
                                          int tid, double ts, double dur, int func_id, int core_id) {

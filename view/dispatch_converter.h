@@ -110,6 +110,11 @@ class DispatchConverter {
   // The fields both task-slice views begin with, up to the first arg
   // ("event-hint": "Task:<display>, FuncId:N, CoreId:N"). `label_head` is
   // LabelHead's; the label ends with the task's display.
+  // The same head as JSON text (what TaskSlice writes, for the JSON trace),
+  // up to the open "event-hint" ({"ph":"X",... "args":{"event-hint":"Task:..., CoreId:N).
+  static void AppendTaskSliceHead(std::string& b, uint64_t event_id, const LabelText& label_head,
+                                  uint64_t task_id, int pid, int tid, double ts, double dur,
+                                  int func_id, int core_id);
   static TraceEvent& TaskSlice(TraceEvent& e, uint64_t event_id, const LabelText& label_head,
                                uint64_t task_id, int pid, int tid, double ts, double dur,
                                int func_id, int core_id);

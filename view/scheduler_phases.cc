@@ -234,28 +234,85 @@ Status DispatchConverter::EmitSchedPhases() {
     }
     // The phase names and colours are short constants.
     const std::string_view name = PhaseName(p.kind);
-    TraceEvent& e = trace_.Event('X', "scheduler");
-    e.Id(id).Cname(PhaseColor(p.kind));
-    e.Name(EventText().Lit(name).Lit("(").Int(p.tasks_processed).Lit(")").view());
-    e.At(Pid(2), tid, T(ts)).Dur(end - ts);
-    e.Str("phase", name).Int("loop_iter", p.loop_iter).Int("tasks_processed", p.tasks_processed);
-    e.Ints("shared_at_start (aic,aiv,mix)", p.shared_at_start, 3);
-    e.Ints("shared_at_end (aic,aiv,mix)", p.shared_at_end, 3);
-    if (p.kind == PhaseKind::kComplete) {
-      e.Int("finishes_processed", p.tasks_processed).Int("finish_rows_attributed", attributed);
+    if (trace_.proto()) {
+      TraceEvent& e = trace_.Event('X', "scheduler");
+      e.Id(id).Cname(PhaseColor(p.kind));
+      e.Name(EventText().Lit(name).Lit("(").Int(p.tasks_processed).Lit(")").view());
+      e.At(Pid(2), tid, T(ts)).Dur(end - ts);
+      e.Str("phase", name).Int("loop_iter", p.loop_iter).Int("tasks_processed", p.tasks_processed);
+      e.Ints("shared_at_start (aic,aiv,mix)", p.shared_at_start, 3);
+      e.Ints("shared_at_end (aic,aiv,mix)", p.shared_at_end, 3);
+      if (p.kind == PhaseKind::kComplete) {
+        e.Int("finishes_processed", p.tasks_processed).Int("finish_rows_attributed", attributed);
+      }
+      if (p.kind == PhaseKind::kDispatch) e.Int("pop_hit", p.pop_hit).Int("pop_miss", p.pop_miss);
+      e.End();
+    } else {  // the same event as JSON text (EventText pieces)
+      std::string& b = trace_.Begin();
+      b.append(EventText()
+                   .Lit(R"({"ph":"X","cat":"scheduler","id":)")
+                   .Int(id)
+                   .Lit(R"(,"cname":")")
+                   .Lit(PhaseColor(p.kind))
+                   .Lit(R"(","name":")")
+                   .Lit(name)
+                   .Lit("(")
+                   .Int(p.tasks_processed)
+                   .Lit(")\",\"pid\":")
+                   .Int(Pid(2))
+                   .Lit(R"(,"tid":)")
+                   .Int(tid)
+                   .Lit(R"(,"ts":)")
+                   .Num(T(ts))
+                   .Lit(R"(,"dur":)")
+                   .Num(end - ts)
+                   .view());
+      EventText args;
+      args.Lit(R"(,"args":{"phase":")").Lit(name).Lit(R"(","loop_iter":)").Int(p.loop_iter);
+      args.Lit(R"(,"tasks_processed":)").Int(p.tasks_processed);
+      args.Lit(R"J(,"shared_at_start (aic,aiv,mix)":[)J").Int(p.shared_at_start[0]).Lit(",");
+      args.Int(p.shared_at_start[1]).Lit(",").Int(p.shared_at_start[2]);
+      args.Lit(R"J(],"shared_at_end (aic,aiv,mix)":[)J").Int(p.shared_at_end[0]).Lit(",");
+      args.Int(p.shared_at_end[1]).Lit(",").Int(p.shared_at_end[2]).Lit("]");
+      if (p.kind == PhaseKind::kComplete) {
+        args.Lit(R"(,"finishes_processed":)").Int(p.tasks_processed);
+        args.Lit(R"(,"finish_rows_attributed":)").Int(attributed);
+      }
+      if (p.kind == PhaseKind::kDispatch) {
+        args.Lit(R"(,"pop_hit":)").Int(p.pop_hit).Lit(R"(,"pop_miss":)").Int(p.pop_miss);
+      }
+      args.Lit("}}");
+      b.append(args.view());
+      trace_.End();
     }
-    if (p.kind == PhaseKind::kDispatch) e.Int("pop_hit", p.pop_hit).Int("pop_miss", p.pop_miss);
-    e.End();
     trace_.CountSlice();
     SeeEnd(end);
     if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
-      trace_.Event('C', "queue")
-          .Name("shared_ready_queue")
-          .At(Pid(2), 3999, T(end))
-          .Int("AIC", p.shared_at_end[0])
-          .Int("AIV", p.shared_at_end[1])
-          .Int("MIX", p.shared_at_end[2])
-          .End();
+      if (trace_.proto()) {
+        trace_.Event('C', "queue")
+            .Name("shared_ready_queue")
+            .At(Pid(2), 3999, T(end))
+            .Int("AIC", p.shared_at_end[0])
+            .Int("AIV", p.shared_at_end[1])
+            .Int("MIX", p.shared_at_end[2])
+            .End();
+      } else {
+        std::string& c = trace_.Begin();
+        c.append(EventText()
+                     .Lit(R"({"ph":"C","cat":"queue","name":"shared_ready_queue","pid":)")
+                     .Int(Pid(2))
+                     .Lit(R"(,"tid":3999,"ts":)")
+                     .Num(T(end))
+                     .Lit(R"(,"args":{"AIC":)")
+                     .Int(p.shared_at_end[0])
+                     .Lit(R"(,"AIV":)")
+                     .Int(p.shared_at_end[1])
+                     .Lit(R"(,"MIX":)")
+                     .Int(p.shared_at_end[2])
+                     .Lit("}}")
+                     .view());
+        trace_.End();
+      }
     }
   });
 }

@@ -226,6 +226,11 @@ void TraceEvent::Start(TraceWriter* trace, std::string* json, char ph, std::stri
   has_dur_ = opened_ = skip_ = false;
 }
 
+void TraceEvent::FlushText() {
+  json_->append(buf_, static_cast<size_t>(p_ - buf_));
+  p_ = buf_;
+}
+
 TraceEvent& TraceEvent::LongName(std::string_view json_head, std::string_view raw_head,
                                  std::string_view plain_tail) {
   if (json_ == nullptr) {
