@@ -286,7 +286,8 @@ class TraceEvent {
     return *this;
   }
   [[gnu::always_inline]] TraceEvent& Lit(std::string_view s) {
-    std::memcpy(p_, s.data(), s.size());
+    // An empty view may have no data (a null source is undefined for memcpy).
+    if (!s.empty()) std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
     return *this;
   }
