@@ -236,8 +236,7 @@ void DepGenRecorder::Prefault(int slice, int slices) const {
 void DepGenRecorder::PrefaultAhead() const {
   // Tensors: a submit records those it is the first to name.
   const Impl& m = *impl_;
-  m.tensors.PopulateAhead(m.num_tensors.load(std::memory_order_relaxed),
-                          internal::kPrefaultAheadBytes / sizeof(DepGenTensorRecord));
+  m.tensors.PopulateAhead(m.num_tensors.load(std::memory_order_relaxed));
 }
 
 uint64_t DepGenRecorder::dropped_records() const {

@@ -25,10 +25,6 @@
 
 namespace dfx::collectors::internal {
 
-// How far ahead of a writer's cursor the background prefault thread maps
-// (LazyArray::PopulateAhead).
-inline constexpr size_t kPrefaultAheadBytes = 1 << 20;
-
 template <typename T>
 class LazyArray {
   // Records are plain structs copied in whole: raw storage holds objects of
@@ -97,11 +93,12 @@ class LazyArray {
     PopulateBytes(mark, next);
   }
   // For the one background thread that maps ahead of writers whose record
-  // count the program does not fix: Populates records up to `cursor` +
-  // `window` that it has not yet (its own mark; the writers' MapAhead is
-  // separate, so a writer that outruns this maps for itself).
-  void PopulateAhead(size_t cursor, size_t window) const {
-    const size_t to = std::min(size_, cursor + window);
+  // count the program does not fix: Populates the records within
+  // kPrefaultAheadBytes after `cursor` that it has not yet (its own mark; the
+  // writers' MapAhead is separate, so a writer that outruns this maps for
+  // itself).
+  void PopulateAhead(size_t cursor) const {
+    const size_t to = std::min(size_, cursor + kPrefaultAheadRecords);
     if (to <= populated_ahead_) return;
     Populate(std::max(populated_ahead_, cursor), to);
     populated_ahead_ = to;
@@ -117,6 +114,9 @@ class LazyArray {
 
  private:
   static constexpr size_t kMapAheadBytes = 256 * 1024;
+  static constexpr size_t kPrefaultAheadBytes = 1 << 20;
+  static constexpr size_t kPrefaultAheadRecords =
+      std::max<size_t>(kPrefaultAheadBytes / sizeof(T), 1);
   static constexpr size_t kTouchStride = 4096;  // the smallest page size
 
   // Bytes [from, to) of the storage, widened to whole pages. False when the

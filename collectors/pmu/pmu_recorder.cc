@@ -381,10 +381,8 @@ PmuRecorder::~PmuRecorder() = default;
 
 void PmuRecorder::PrefaultAhead() const {
   // Which scheduler thread retires a task depends on how the run goes.
-  for (const Shard& s : impl_->shards) {
-    s.rows.PopulateAhead(s.count.load(std::memory_order_relaxed),
-                         internal::kPrefaultAheadBytes / sizeof(Row));
-  }
+  for (const Shard& s : impl_->shards)
+    s.rows.PopulateAhead(s.count.load(std::memory_order_relaxed));
 }
 
 void PmuRecorder::Record(uint32_t thread, uint32_t core_id, uint64_t task_id, int32_t func_id,

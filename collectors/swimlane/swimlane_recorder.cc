@@ -218,9 +218,7 @@ void SwimlaneRecorder::Prefault(int slice, int slices) const {
 
 void SwimlaneRecorder::PrefaultAhead() const {
   // Scheduler phases: their count depends on how the run goes.
-  for (const auto& s : impl_->sched) {
-    s.rows.PopulateAhead(s.size(), internal::kPrefaultAheadBytes / sizeof(SchedPhaseRecord));
-  }
+  for (const auto& s : impl_->sched) s.rows.PopulateAhead(s.size());
 }
 
 uint64_t SwimlaneRecorder::dropped_records() const {
