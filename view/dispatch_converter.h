@@ -36,6 +36,7 @@
 #include "collectors/name_map.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "common/status.h"
+#include "view/complete_bars.h"
 #include "view/trace_writer.h"
 
 namespace dfx::view {
@@ -46,12 +47,6 @@ struct Group {
   uint32_t begin, end;
   bool spmd;
   int block_num;
-};
-
-// A scheduler phase bar (complete / dispatch records) of one sched thread
-// (16 bytes: at level 4 there is a complete bar per task).
-struct Bar {
-  double start, end;
 };
 
 class DispatchConverter {
@@ -65,7 +60,8 @@ class DispatchConverter {
         overhead_(overhead),
         verbose_(verbose),
         trace_(trace),
-        err_(err) {}
+        err_(err),
+        complete_bars_(data) {}
 
   // Emits every view of the dispatch. Returns an error only when the
   // scheduler phases cannot be re-read from the records file.
@@ -80,7 +76,8 @@ class DispatchConverter {
   // Thread ids of the lanes (§4.3).
   static int CoreTid(int core) { return 10000 + 10 * core; }
   static int SchedTid(int thread) { return 30000 + 10 * thread; }
-  int BarTid(const Bar* b) const { return SchedTid(static_cast<int>(CompleteThread(b))); }
+  // The lane of complete bar `bar` (an index into complete_bars_).
+  int BarTid(size_t bar) const { return SchedTid(static_cast<int>(complete_bars_.LaneOf(bar))); }
 
   int Pid(int p) const { return trace_.Pid(p); }
   double T(double ts) const { return trace_.T(ts); }
@@ -141,13 +138,11 @@ class DispatchConverter {
   Status ForEachSchedPhase(const std::function<void(size_t, const collectors::SchedPhase&)>& fn);
   Status EmitSchedPhases();
   int ThreadOfCore(int core);
-  Bar* FindCompleteBar(int thread, double finish);
-  size_t CompleteIndex(const Bar* b) const {
-    return static_cast<size_t>(b - complete_bars_.data());
-  }
-  uint64_t CompleteEv(const Bar* b) const { return first_complete_ev_ + CompleteIndex(b); }
-  // The sched thread of a complete bar (whose range holds it).
-  size_t CompleteThread(const Bar* b) const;
+  // The complete bar (index) of `thread` that a finish at `finish` µs falls
+  // in or before; kNoBar when none.
+  static constexpr size_t kNoBar = SIZE_MAX;
+  size_t FindCompleteBar(int thread, double finish) const;
+  uint64_t CompleteEv(size_t bar) const { return first_complete_ev_ + bar; }
   void EmitOverhead();
 
   // --- orchestrator, markers, graph execution (orchestrator_view.cc) --------------
@@ -164,9 +159,9 @@ class DispatchConverter {
   void WorkerAnchors(uint64_t id, const std::optional<Group>& g, std::vector<Anchor>* out) const;
   int FanCount(uint64_t id, const std::optional<Group>& g) const;
   void EmitDependencyFlows();
-  // The complete bar holding the last finish of task `g` (null: none);
+  // The complete bar holding the last finish of task `g` (kNoBar: none);
   // `*last_row` is that row.
-  const Bar* CompleteBarOf(const Group& g, uint32_t* last_row);
+  size_t CompleteBarOf(const Group& g, uint32_t* last_row) const;
   Status EmitCompleteAndDispatchFlows();
 
   collectors::SwimlaneRecords& d_;
@@ -191,9 +186,8 @@ class DispatchConverter {
   uint64_t first_worker_ev_ = 0;  // Worker View bar of row i has id first_worker_ev_ + i
   uint64_t first_sched_ev_ = 0;   // first Scheduler View bar id
   uint64_t first_complete_ev_ = 0;
-  std::vector<bool> has_resolve_;       // per sched thread
-  std::vector<Bar> complete_bars_;      // per thread ranges, each sorted by start
-  std::vector<size_t> complete_begin_;  // thread t: [begin[t], begin[t + 1])
+  std::vector<bool> has_resolve_;  // per sched thread
+  CompleteBars complete_bars_;     // per sched thread, each sorted by start
   // Per complete bar: the finish rows in it, one byte each (one per task at
   // level 4); from 255 on, the rest in attributed_overflow_.
   std::vector<uint8_t> complete_attributed_;

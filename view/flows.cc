@@ -139,14 +139,14 @@ void DispatchConverter::EmitDependencyFlows() {
 
 // Computed again for each predecessor of the complete→ready flows rather
 // than kept per row (4 bytes per task at level 4).
-const Bar* DispatchConverter::CompleteBarOf(const Group& g, uint32_t* last_row) {
+size_t DispatchConverter::CompleteBarOf(const Group& g, uint32_t* last_row) const {
   uint32_t last = g.begin;
   for (uint32_t i = g.begin; i < g.end; ++i) {
     if (d_.Finish(d_.tasks[i]) > d_.Finish(d_.tasks[last])) last = i;
   }
   *last_row = last;
   const TaskRow& r = d_.tasks[last];
-  if (d_.Finish(r) == 0) return nullptr;
+  if (d_.Finish(r) == 0) return kNoBar;
   return FindCompleteBar(d_.SchedThreadOfCore(r.core_id), d_.FinishUs(r));
 }
 
@@ -163,11 +163,12 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
     Group g = GroupFrom(k);
     k = g.end;
     uint32_t last = 0;
-    const Bar* bar = CompleteBarOf(g, &last);
-    if (bar == nullptr) continue;
+    const size_t bar_index = CompleteBarOf(g, &last);
+    if (bar_index == kNoBar) continue;
+    const Bar bar = complete_bars_.At(bar_index);
     const double fin = d_.FinishUs(d_.tasks[last]);
-    Anchor to{2, BarTid(bar), bar->start, bar->end, CompleteEv(bar)};
-    double to_ts = bar->start <= fin ? fin : bar->start;
+    Anchor to{2, BarTid(bar_index), bar.start, bar.end, CompleteEv(bar_index)};
+    double to_ts = bar.start <= fin ? fin : bar.start;
     for (uint32_t i : AnchorRows(g, true)) {
       const TaskRow& a = d_.tasks[i];
       Anchor w{4, CoreTid(a.core_id), 0, 0, WorkerEv(i)};
@@ -207,18 +208,22 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
     if (th < 0) continue;
     Anchor lane{2, SchedTid(th), disp, disp, 0};
     if (deps_ != nullptr) {
-      const Bar* sat = nullptr;
-      {
-        for (const auto& [self, p] : deps_->Preds(g.task_id)) {
-          auto pg = FindGroup(p);
-          uint32_t unused = 0;
-          const Bar* c = pg ? CompleteBarOf(*pg, &unused) : nullptr;
-          if (c != nullptr && (sat == nullptr || c->end > sat->end)) sat = c;
+      size_t sat = kNoBar;
+      Bar sat_bar{0, 0};
+      for (const auto& [self, p] : deps_->Preds(g.task_id)) {
+        auto pg = FindGroup(p);
+        uint32_t unused = 0;
+        const size_t c = pg ? CompleteBarOf(*pg, &unused) : kNoBar;
+        if (c == kNoBar) continue;
+        const Bar c_bar = complete_bars_.At(c);
+        if (sat == kNoBar || c_bar.end > sat_bar.end) {
+          sat = c;
+          sat_bar = c_bar;
         }
       }
-      if (sat != nullptr && disp >= sat->end) {
-        Anchor from{2, BarTid(sat), sat->start, sat->end, CompleteEv(sat)};
-        trace_.Flow("complete\u2192ready", from, sat->end - kFlowEps, lane, disp);
+      if (sat != kNoBar && disp >= sat_bar.end) {
+        Anchor from{2, BarTid(sat), sat_bar.start, sat_bar.end, CompleteEv(sat)};
+        trace_.Flow("complete\u2192ready", from, sat_bar.end - kFlowEps, lane, disp);
       }
     }
     // submit→dispatch: one arrow per task row, as the reference draws them

@@ -95,17 +95,14 @@ Status DispatchConverter::ForEachSchedPhase(
 Status DispatchConverter::ScanSchedPhases() {
   size_t nt = d_.num_sched_threads;
   has_resolve_.assign(nt, false);
-  complete_begin_.assign(nt + 1, 0);
+  // At most one bar per phase.
+  complete_bars_.Reset(nt, d_.num_sched_phases);
   if (!d_.has_sched_phases) return Status::Ok();
-  // At most one bar per phase; pages never written are never resident, and
-  // the bars grow without a copy (one per task at level 4).
-  complete_bars_.reserve(d_.num_sched_phases);
   const auto collect = [&](size_t t, const SchedPhase& p) {
     if (t >= nt) return;  // more lanes than the first read counted: the file changed
     if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
     if (p.kind == PhaseKind::kComplete) {
-      complete_bars_.push_back({d_.Us(p.start), d_.Us(p.end)});
-      ++complete_begin_[t + 1];  // threads arrive in order: counts become ranges below
+      complete_bars_.Add(t, p.start, p.end);  // threads arrive in order
     } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
                p.task_id >= 0) {
       marker_phases_.emplace_back(t, p);
@@ -120,20 +117,14 @@ Status DispatchConverter::ScanSchedPhases() {
     DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhase(d_, collect));
     if (!fast_phases_) {
       has_resolve_.assign(nt, false);
-      complete_bars_.clear();
-      complete_begin_.assign(nt + 1, 0);
+      complete_bars_.Reset(nt, d_.num_sched_phases);
       marker_phases_.clear();
       outers_.clear();
     }
   }
   if (!fast_phases_) DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase(collect));
-  // Bars arrive thread by thread: split into per-thread ranges sorted by start.
-  for (size_t t = 0; t < nt; ++t) complete_begin_[t + 1] += complete_begin_[t];
-  for (size_t t = 0; t < nt; ++t) {
-    std::sort(complete_bars_.begin() + static_cast<long>(complete_begin_[t]),
-              complete_bars_.begin() + static_cast<long>(complete_begin_[t + 1]),
-              [](const Bar& a, const Bar& b) { return a.start < b.start; });
-  }
+  // Per-thread lanes sorted by start.
+  complete_bars_.Finish();
   return Status::Ok();
 }
 
@@ -192,13 +183,13 @@ Status DispatchConverter::EmitSchedPhases() {
     if (d_.Finish(r) == 0) continue;
     int th = d_.SchedThreadOfCore(r.core_id);
     if (th < 0 || static_cast<size_t>(th) >= nt) continue;
-    Bar* bar = FindCompleteBar(th, d_.FinishUs(r));
-    if (bar == nullptr || bar->start > d_.FinishUs(r)) continue;
-    uint8_t& count = complete_attributed_[CompleteIndex(bar)];
+    const size_t bar = FindCompleteBar(th, d_.FinishUs(r));
+    if (bar == kNoBar || complete_bars_.At(bar).start > d_.FinishUs(r)) continue;
+    uint8_t& count = complete_attributed_[bar];
     if (count < 255) {
       ++count;
     } else {
-      ++attributed_overflow_[CompleteIndex(bar)];
+      ++attributed_overflow_[bar];
     }
   }
   // Emit, streaming the phases again in file order.
@@ -214,18 +205,21 @@ Status DispatchConverter::EmitSchedPhases() {
     int tid = SchedTid(static_cast<int>(t)) + (p.kind == PhaseKind::kResolve ? 1 : 0);
     uint64_t id;
     uint32_t attributed = 0;
-    if (p.kind == PhaseKind::kComplete) {
+    // (No bar in the lane: the file changed since the first pass.)
+    const size_t first = t < nt ? complete_bars_.LaneBegin(t) : 0;
+    const size_t last = t < nt ? complete_bars_.LaneEnd(t) : 0;
+    if (p.kind == PhaseKind::kComplete && first != last) {
       // Find this record's bar (same start) among the sorted bars.
-      Bar* first = complete_bars_.data() + complete_begin_[t];
-      Bar* last = complete_bars_.data() + complete_begin_[t + 1];
-      Bar* it =
-          std::lower_bound(first, last, ts, [](const Bar& b, double v) { return b.start < v; });
-      while (it != last && it->start == ts && it->end != end) ++it;
-      if (it == last) it = first + std::min(ci, static_cast<size_t>(last - first) - 1);
+      size_t it = complete_bars_.FirstStartingFrom(t, ts);
+      for (; it != last; ++it) {
+        const Bar bar = complete_bars_.At(it);
+        if (bar.start != ts || bar.end == end) break;
+      }
+      if (it == last) it = first + std::min(ci, last - first - 1);
       id = CompleteEv(it);
-      attributed = complete_attributed_[CompleteIndex(it)];
+      attributed = complete_attributed_[it];
       if (attributed == 255) {
-        const auto more = attributed_overflow_.find(CompleteIndex(it));
+        const auto more = attributed_overflow_.find(it);
         if (more != attributed_overflow_.end()) attributed += more->second;
       }
       ++ci;
@@ -317,18 +311,11 @@ Status DispatchConverter::EmitSchedPhases() {
   });
 }
 
-size_t DispatchConverter::CompleteThread(const Bar* b) const {
-  const size_t i = CompleteIndex(b);
-  return static_cast<size_t>(std::upper_bound(complete_begin_.begin(), complete_begin_.end(), i) -
-                             complete_begin_.begin() - 1);
-}
-
-Bar* DispatchConverter::FindCompleteBar(int thread, double finish) {
-  if (thread < 0 || static_cast<size_t>(thread) >= d_.num_sched_threads) return nullptr;
-  Bar* first = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread)];
-  Bar* last = complete_bars_.data() + complete_begin_[static_cast<size_t>(thread) + 1];
-  Bar* it = std::lower_bound(first, last, finish, [](const Bar& b, double v) { return b.end < v; });
-  return it == last ? nullptr : it;
+size_t DispatchConverter::FindCompleteBar(int thread, double finish) const {
+  if (thread < 0 || static_cast<size_t>(thread) >= d_.num_sched_threads) return kNoBar;
+  const size_t t = static_cast<size_t>(thread);
+  const size_t it = complete_bars_.FirstEndingFrom(t, finish);
+  return it == complete_bars_.LaneEnd(t) ? kNoBar : it;
 }
 
 // --overhead (§4.8): the overhead sweep's per-engine idle / ready / overhead
