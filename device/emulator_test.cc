@@ -600,11 +600,7 @@ TEST(EmulatorThreadsTest, OneBlockRunsOnTheCallingThread) {
   ASSERT_TRUE(json.ok()) << json.status().ToString();
   auto p = ParseProgram(*json, "one.json");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  // Two host threads whatever the host: the calling thread and one pool
-  // thread (one would run everything on the calling thread).
-  ChipOptions opt;
-  opt.host_threads = 2;
-  EmulatedChip chip(opt);
+  EmulatedChip chip(ChipOptions{});
   const size_t threads = ThreadsOfThisProcess();
   for (int i = 0; i < 3; ++i) {
     RunReport report;
