@@ -904,49 +904,31 @@ class Engine final {
       if (orchestrator) OrchestratorTurn();
       for (int t = 0; t < sched_threads_; ++t) SchedulePass(t);
       // A sleeping orchestrator waits for ring space, or for nothing to be
-      // in flight (then it reports a ring deadlock).
-      const bool for_orchestrator = orch_parked_ && (reclaimed_notify_ || !InFlight());
+      // in flight (then it reports a ring deadlock); the others for the end.
+      const bool wake = reclaimed_notify_ || !InFlight();
       reclaimed_notify_ = false;
       if (!started_.empty()) {
         const int core = started_.front();
         started_.pop_front();
-        // Another host thread may take what is left.
-        const bool wake = WakeNeeded(for_orchestrator || !started_.empty());
+        const bool more = !started_.empty();  // another host thread may take it
         lock.unlock();
-        if (wake) work_wake_.Notify();
+        if (wake || more) work_wake_.Notify();
         RunBlock(core);
         lock.lock();
         cores_[core].finished = true;
         continue;
       }
       if (orchestrator && OrchestratorCanGo()) continue;
-      const bool wake = WakeNeeded(for_orchestrator);
-      if (AllDone()) break;
-      // Park until another host thread has work for this one.
-      ++parked_;
-      if (orchestrator) orch_parked_ = true;
-      wake_sent_ = false;  // this thread needs a new wake-up
+      const bool all_done = AllDone();
       const uint32_t seen = work_wake_.Seq();
       lock.unlock();
       if (wake) work_wake_.Notify();
+      if (all_done) break;
       work_wake_.Wait(seen);
       lock.lock();
-      --parked_;
-      if (orchestrator) orch_parked_ = false;
     }
-    lock.unlock();
-    // Every thread parked waits for the end, or for the last retirement
-    // this thread made.
+    // Others may be waiting for the last retirement this thread made.
     work_wake_.Notify();
-  }
-
-  // Whether to wake the parked host threads for `reason`, with mu_ held.
-  // One wake-up per parking: a thread already woken is not woken again
-  // (that was a futex system call per block while it waited for a CPU).
-  bool WakeNeeded(bool reason) {
-    if (!reason || parked_ == 0 || wake_sent_) return false;
-    wake_sent_ = true;
-    return true;
   }
 
   // Runs the block dispatched to `core` on this host thread, as that core,
@@ -1015,11 +997,6 @@ class Engine final {
   std::string orch_why_;
   std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a host thread
   bool reclaimed_notify_ = false;  // threaded: ring slots were reclaimed since the last wake-up
-  // threaded: host threads parked on work_wake_, whether the orchestrator's
-  // is one of them, and whether they were woken since the last one parked
-  int parked_ = 0;
-  bool orch_parked_ = false;
-  bool wake_sent_ = false;
   std::mutex mu_;
   Parker work_wake_;  // host threads (the orchestrator's too) wait here for work
 };
