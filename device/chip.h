@@ -40,8 +40,7 @@ struct ChipOptions {
   bool virtual_clock = false;
   // Real-threads mode: host threads that run the emulated cores' blocks
   // (each block still runs as, and is recorded on, the core it was
-  // dispatched to), the calling thread, which also plays the orchestrator,
-  // included. 0 = one per host CPU; capped at the emulated cores.
+  // dispatched to). 0 = one per host CPU; capped at the emulated cores.
   int host_threads = 0;
   // Args-dump host drain model (bytes/s; 0 = as fast as the disk) and the
   // producer park backstop after which a dispatch fails.

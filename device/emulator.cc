@@ -281,6 +281,7 @@ class Engine final {
   void Fail(Status s) {
     if (status_.ok()) status_ = std::move(s);
     failed_ = true;
+    orch_wake_.Notify();
     WakeSchedulers();
   }
 
@@ -777,79 +778,84 @@ class Engine final {
 
   // ---- real threads ---------------------------------------------------------------
   //
-  // The chip's persistent pool (ChipThreads) and the calling thread run it:
-  // host threads, fewer than the emulated cores when the host has fewer
-  // CPUs, that each do the scheduler's work and the cores' work in turn; the
-  // calling thread is one of them and plays the orchestrator besides. A host
-  // thread takes the lock, (the calling thread: submits a batch of tasks
-  // unless a ring is full), does a pass of the AICPU scheduler (retires
-  // finished blocks, reclaims ring slots, dispatches ready blocks to idle
-  // emulated cores, recorded as that scheduler thread's phases), takes the
-  // oldest dispatched block, and runs its kernel without the lock, as the
-  // emulated core it was dispatched to. So while there is work a block costs
-  // no hand-off between host threads, and the orchestrator, blocked on a full
-  // ring, does not sleep while there are blocks to run: it runs them, and
-  // submits again once a retirement freed ring space. On a host with as many
-  // CPUs as host threads nobody waits for a core. A host thread sleeps (spin,
-  // then futex) only when nothing is ready. All ring, task and core state is
-  // under mu_.
+  // The chip's persistent pool (ChipThreads) runs it: the orchestrator on
+  // the calling thread, and pool threads, fewer than the emulated cores when
+  // the host has fewer CPUs, that each do the scheduler's work and the
+  // cores' work in turn. A pool thread takes the lock, does a pass of the
+  // AICPU scheduler (retires finished blocks, reclaims ring slots, dispatches
+  // ready blocks to idle emulated cores, recorded as that scheduler
+  // thread's phases), takes the oldest dispatched block, and runs its kernel
+  // without the lock, as the emulated core it was dispatched to. So while
+  // there is work a block costs no hand-off between host threads; a pool
+  // thread sleeps (spin, then futex) only when nothing is ready. All ring,
+  // task and core state is under mu_.
 
   void RunThreaded() {
-    const int helpers = HostThreads() - 1;
-    if (helpers == 0 || (lp_.tasks.size() <= 1 && lp_.core_executions <= 1)) {
-      // One host thread, or one block at most: nothing could run beside
-      // anything else, and waking the pool (futex wake-ups and context
-      // switches there and back) would cost more than the block.
-      HostThreadLoop(/*orchestrator=*/true);
+    if (lp_.tasks.size() <= 1 && lp_.core_executions <= 1) {
+      // One block at most: nothing could run beside anything else, and
+      // waking the pool (futex wake-ups and context switches there and
+      // back) would cost more than the block. The calling thread submits
+      // it, then does the scheduler's and the core's work itself. With one
+      // task the orchestrator never waits for the pool: its only submit
+      // either goes through or fails as a ring deadlock (nothing in flight).
+      OrchestratorLoop();
+      WorkerLoop();
       return;
     }
+    const int pool = PoolSize();
     std::vector<std::function<void()>> jobs;
-    for (int w = 0; w < helpers; ++w) jobs.emplace_back([this] { HostThreadLoop(false); });
-    threads_->Run(jobs, [this] { HostThreadLoop(/*orchestrator=*/true); });
+    for (int w = 0; w < pool; ++w) jobs.emplace_back([this] { WorkerLoop(); });
+    threads_->Run(jobs, [this] { OrchestratorLoop(); });
     // Every block was retired before the pool's jobs returned.
   }
 
-  // Host threads that run blocks, the calling thread included:
-  // ChipOptions::host_threads, else one per host CPU; never more than the
-  // emulated cores.
-  int HostThreads() const {
+  // Host threads that run blocks: ChipOptions::host_threads, else one per
+  // host CPU; never more than the emulated cores.
+  int PoolSize() const {
     int n = opt_.host_threads;
     if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
     return std::clamp(n, 1, static_cast<int>(cores_.size()));
   }
 
-  // Submits at most this many tasks per turn before the host thread that
-  // plays the orchestrator does a scheduler pass and runs a block.
+  // Lets the orchestrator go on without the lock every this many submits
+  // and wakes sleeping pool threads for what it submitted.
   static constexpr int kSubmitBatch = 32;
 
-  // The orchestrator's turn, with mu_ held: submits up to kSubmitBatch
-  // tasks, or notes that a ring is full (a stall) and, when nothing in
-  // flight can ever free it, fails the run as a ring deadlock. Ring space
-  // is only freed by reclaiming (reclaimed_ grows), so a blocked
-  // orchestrator tries again only after that.
-  void OrchestratorTurn() {
-    if (orch_done_) return;
-    if (orch_blocked_ && reclaimed_ == reclaimed_at_block_) {
-      if (!InFlight()) Fail(DeadlockError(orch_why_));
-    } else {
-      for (int n = 0; n < kSubmitBatch && !failed_ && next_event_ < lp_.events.size(); ++n) {
-        if (OrchestratorStep(NowCycles(), &orch_why_)) {
-          orch_blocked_ = false;
-          continue;
+  void OrchestratorLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::string why;
+    int batch = 0;
+    while (!failed_ && next_event_ < lp_.events.size()) {
+      uint64_t start = NowCycles();
+      if (OrchestratorStep(start, &why)) {
+        if (++batch >= kSubmitBatch) {
+          batch = 0;
+          lock.unlock();
+          work_wake_.Notify();
+          lock.lock();
         }
-        if (!orch_blocked_) ++stalls_;
-        orch_blocked_ = true;
-        reclaimed_at_block_ = reclaimed_;
-        if (!InFlight()) Fail(DeadlockError(orch_why_));
-        break;
+        continue;
+      }
+      batch = 0;
+      ++stalls_;
+      // Blocked on a ring: wait for the pool to retire something.
+      while (!failed_) {
+        const uint32_t seen = orch_wake_.Seq();
+        const LoweredTask& t = lp_.tasks[lp_.events[next_event_].index];
+        if (RingFull(t).empty()) break;
+        if (!InFlight()) {
+          Fail(DeadlockError(why));
+          break;
+        }
+        lock.unlock();
+        work_wake_.Notify();
+        orch_wake_.Wait(seen);
+        lock.lock();
       }
     }
-    if (failed_ || next_event_ >= lp_.events.size()) orch_done_ = true;
-  }
-
-  // Whether the orchestrator has a submit to try now.
-  bool OrchestratorCanGo() const {
-    return !orch_done_ && (!orch_blocked_ || reclaimed_ != reclaimed_at_block_ || !InFlight());
+    orch_done_ = true;
+    lock.unlock();
+    work_wake_.Notify();
   }
 
   // Whether scheduler thread `thread` has anything to do: a finished block
@@ -867,7 +873,7 @@ class Engine final {
 
   // One pass of AICPU scheduler thread `thread` over its cores, with mu_
   // held: the complete, release and dispatch phases. Dispatched blocks wait
-  // in started_ for a host thread.
+  // in started_ for a pool thread.
   void SchedulePass(int thread) {
     if (!SchedHasWork(thread)) return;
     int16_t at_start[3];
@@ -896,39 +902,37 @@ class Engine final {
     ++loop_iter_[thread];
   }
 
-  // One host thread's loop; `orchestrator`: the one that also plays the
-  // orchestrator (the calling thread).
-  void HostThreadLoop(bool orchestrator) {
+  void WorkerLoop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      if (orchestrator) OrchestratorTurn();
       for (int t = 0; t < sched_threads_; ++t) SchedulePass(t);
-      // A sleeping orchestrator waits for ring space, or for nothing to be
-      // in flight (then it reports a ring deadlock); the others for the end.
-      const bool wake = reclaimed_notify_ || !InFlight();
+      // The orchestrator waits for ring space, or for nothing to be in
+      // flight (then it reports a ring deadlock).
+      const bool wake_orch = reclaimed_notify_ || !InFlight();
       reclaimed_notify_ = false;
       if (!started_.empty()) {
         const int core = started_.front();
         started_.pop_front();
-        const bool more = !started_.empty();  // another host thread may take it
+        const bool more = !started_.empty();
         lock.unlock();
-        if (wake || more) work_wake_.Notify();
+        if (wake_orch) orch_wake_.Notify();
+        if (more) work_wake_.Notify();  // another pool thread may take it
         RunBlock(core);
         lock.lock();
         cores_[core].finished = true;
         continue;
       }
-      if (orchestrator && OrchestratorCanGo()) continue;
       const bool all_done = AllDone();
       const uint32_t seen = work_wake_.Seq();
       lock.unlock();
-      if (wake) work_wake_.Notify();
+      if (wake_orch) orch_wake_.Notify();
       if (all_done) break;
       work_wake_.Wait(seen);
       lock.lock();
     }
     // Others may be waiting for the last retirement this thread made.
     work_wake_.Notify();
+    orch_wake_.Notify();
   }
 
   // Runs the block dispatched to `core` on this host thread, as that core,
@@ -990,15 +994,11 @@ class Engine final {
   Status status_;
   bool failed_ = false;
   bool orch_done_ = false;
-  // threaded: the orchestrator's last submit found a ring full (why, and
-  // reclaimed_ then: it tries again once that grew)
-  bool orch_blocked_ = false;
-  uint64_t reclaimed_at_block_ = 0;
-  std::string orch_why_;
-  std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a host thread
+  std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a pool thread
   bool reclaimed_notify_ = false;  // threaded: ring slots were reclaimed since the last wake-up
   std::mutex mu_;
-  Parker work_wake_;  // host threads (the orchestrator's too) wait here for work
+  Parker orch_wake_;  // the orchestrator waits here for ring space
+  Parker work_wake_;  // pool threads wait here for work
 };
 
 EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {

@@ -25,18 +25,15 @@
 // start/end, AICPU dispatch/finish, scheduler phases, orchestrator submits,
 // dep_gen per submit, args-dump captures, PMU per block, scope samples).
 //
-// Host threads: the orchestrator, the AICPU schedulers and the AICore
-// workers are logical, played by host threads (ChipOptions::host_threads,
-// default one per host CPU, at most one per emulated core): the caller's
-// thread, which also plays the orchestrator, and a pool created by the
-// chip's first real-threads dispatch and kept, parked, for the next ones
-// (joined with the chip). A host thread does a scheduler pass (recorded as
-// the phases of the scheduler thread that owns the cores it served), then
-// runs the oldest dispatched block as its core: while work is ready no block
-// waits for a hand-off between host threads. The caller's thread submits a
-// batch of tasks before each pass while the rings have room; blocked on a
-// full ring, it runs blocks instead of sleeping. Every wait spins briefly,
-// then sleeps (never sched_yield).
+// Host threads: the orchestrator runs on the caller's thread; the AICPU
+// schedulers and the AICore workers are logical, played by a pool of host
+// threads (ChipOptions::host_threads, default one per host CPU, at most one
+// per emulated core) created by the chip's first real-threads dispatch and
+// kept, parked, for the next ones (joined with the chip). A pool thread does
+// a scheduler pass (recorded as the phases of the scheduler thread that owns
+// the cores it served), then runs the oldest dispatched block as its core:
+// while work is ready no block waits for a hand-off between host threads.
+// Every wait spins briefly, then sleeps (never sched_yield).
 //
 // Not thread-safe: one RunProgram at a time per chip (Chip contract).
 #pragma once
