@@ -29,13 +29,16 @@ void Parker::Wait(uint32_t seen) {
     if (seq_.load(std::memory_order_acquire) != seen) return;
     Pause();
   }
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  // The kernel sleeps only while the word still holds `seen`: a Notify
-  // between the check and the sleep is not lost.
-  while (seq_.load(std::memory_order_seq_cst) == seen) {
+  // Counted before each sleep; Notify takes the count (exchange with 0)
+  // and wakes all, so nobody decrements. The kernel sleeps only while the
+  // word still holds `seen`: a Notify between the check and the sleep is
+  // not lost (it saw the count, or the check sees its new seq_).
+  while (true) {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (seq_.load(std::memory_order_seq_cst) != seen) return;
     ::syscall(SYS_futex, Word(&seq_), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+    if (seq_.load(std::memory_order_seq_cst) != seen) return;
   }
-  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void Parker::WakeAll() {

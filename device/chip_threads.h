@@ -23,9 +23,12 @@ namespace dfx::device {
 class Parker {
  public:
   uint32_t Seq() const { return seq_.load(std::memory_order_seq_cst); }
+  // Wakes every sleeper; a system call only when someone went to sleep
+  // since the last one (a sleeper woken but not yet running is not woken
+  // again: that was one futex call per Notify while it waited for a CPU).
   void Notify() {
     seq_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) WakeAll();
+    if (sleepers_.exchange(0, std::memory_order_seq_cst) > 0) WakeAll();
   }
   void Wait(uint32_t seen);
 
@@ -37,7 +40,7 @@ class Parker {
   static constexpr int kSpins = 128;
   void WakeAll();
   std::atomic<uint32_t> seq_{0};
-  std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint32_t> sleepers_{0};  // went to sleep since the last Notify
 };
 
 // The host threads of one chip, kept across dispatches (a dispatch used to
