@@ -388,6 +388,7 @@ class Engine final {
     if (swimlane_level_ >= 4) {
       uint64_t end = opt_.virtual_clock ? start + kSubmitCycles : NowCycles();
       swimlane_->RecordOrchPhase(0, static_cast<uint32_t>(submit_idx_), t.task_id, start, end);
+      orch_end_ = end;
     }
     ++submit_idx_;
   }
@@ -825,12 +826,18 @@ class Engine final {
     std::unique_lock<std::mutex> lock(mu_);
     std::string why;
     int batch = 0;
+    // Whether the last step submitted and the lock was kept since: the next
+    // submit then starts when that one ended (one clock read, not two).
+    bool chained = false;
     while (!failed_ && next_event_ < lp_.events.size()) {
       // A submit's start is recorded at swimlane level 4 only.
-      uint64_t start = swimlane_level_ >= 4 ? NowCycles() : 0;
+      uint64_t start = 0;
+      if (swimlane_level_ >= 4) start = chained ? orch_end_ : NowCycles();
       if (OrchestratorStep(start, &why)) {
+        chained = true;
         if (++batch >= kSubmitBatch) {
           batch = 0;
+          chained = false;
           lock.unlock();
           work_wake_.Notify();
           lock.lock();
@@ -838,6 +845,7 @@ class Engine final {
         continue;
       }
       batch = 0;
+      chained = false;
       ++stalls_;
       // Blocked on a ring: wait for the pool to retire something.
       while (!failed_) {
@@ -894,18 +902,23 @@ class Engine final {
       c.finished = false;
       ++retired;
     }
+    // Phases that follow one another share the clock read between them: the
+    // complete phase's end is the release's instant and the dispatch phase's
+    // start, and the dispatch phase ends at its last dispatch (as on the
+    // virtual clock). Each read costs the run's one lock that much longer.
+    uint64_t now = start;
     if (retired) {
-      RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, phase_time(), retired,
-                  at_start);
+      now = phase_time();
+      RecordPhase(thread, collectors::SchedPhaseKind::kComplete, start, now, retired, at_start);
     }
     if (reclaimed_ > reclaimed_before) {
-      const uint64_t now = phase_time();
       ReleasePhase(thread, reclaimed_before, now, now);
       reclaimed_notify_ = true;
     }
+    uint64_t last_dispatch = now;
     DispatchPhase(
-        thread, phase_time(), [this] { return NowCycles(); }, phase_time,
-        [this](int core) { started_.push_back(core); });
+        thread, now, [this, &last_dispatch] { return last_dispatch = NowCycles(); },
+        [&last_dispatch] { return last_dispatch; }, [this](int core) { started_.push_back(core); });
     ++loop_iter_[thread];
   }
 
@@ -996,6 +1009,7 @@ class Engine final {
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
+  uint64_t orch_end_ = 0;  // the last submit's end (swimlane level 4, real threads)
   uint64_t submitted_ = 0, completed_ = 0, stalls_ = 0;
   uint64_t first_dispatch_cycles_ = UINT64_MAX, last_retire_cycles_ = 0;
   uint64_t reclaimed_ = 0;  // task slots reclaimed (all rings)

@@ -276,17 +276,33 @@ TEST_F(EmulatorTest, AFewHostThreadsPlayEveryEmulatedCore) {
     }
     EXPECT_EQ(last_end.size(), 6u) << "every emulated core ran blocks";
 
+    std::set<uint64_t> dispatch_times;
+    for (const auto& [key, times] : dispatch_finish) dispatch_times.insert(times.first);
     ASSERT_EQ(j["aicpu_scheduler_phases"].size(), 2u);
     for (const Json& thread : j["aicpu_scheduler_phases"]) {
       EXPECT_FALSE(thread.empty());
       uint64_t prev_end = 0;
+      const Json* prev = nullptr;
       for (const Json& ph : thread) {
         EXPECT_GE(ph["start_cycles"].get<uint64_t>(), prev_end) << ph.dump();
+        // One pass's phases tile: each starts where the one before it in
+        // the same loop iteration ended, and a dispatch phase ends at the
+        // last dispatch it made.
+        if (prev != nullptr && (*prev)["loop_iter"] == ph["loop_iter"]) {
+          EXPECT_EQ(ph["start_cycles"], (*prev)["end_cycles"]) << prev->dump() << ph.dump();
+        }
+        if (ph["kind"] == "dispatch") {
+          EXPECT_TRUE(dispatch_times.count(ph["end_cycles"].get<uint64_t>())) << ph.dump();
+        }
         prev_end = ph["end_cycles"].get<uint64_t>();
+        prev = &ph;
       }
     }
     ASSERT_EQ(j["aicpu_orchestrator_phases"].size(), 1u);
-    EXPECT_EQ(j["aicpu_orchestrator_phases"][0].size(), lp->tasks.size());
+    const Json& submits = j["aicpu_orchestrator_phases"][0];
+    EXPECT_EQ(submits.size(), lp->tasks.size());
+    for (size_t i = 1; i < submits.size(); ++i)
+      EXPECT_GE(submits[i]["start_cycles"], submits[i - 1]["end_cycles"]) << submits[i].dump();
   }
 }
 
