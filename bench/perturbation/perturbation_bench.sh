@@ -12,9 +12,10 @@
 # run, collectors or not), its process wall time and its CPU time (user +
 # system; less disturbed than the wall by other load on a shared machine).
 # Prints min and median of makespan and wall and the median CPU per way, the
-# median ratios against `none`, and last one line per way that
-# bench/run_all.sh reads:
-#   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=.. cpu_ratio=..
+# median ratios against `none`, the median of the per-round wall ratios
+# ("paired": each way against `none` of the same round), and last one line
+# per way that bench/run_all.sh reads:
+#   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=.. paired_wall_ratio=.. cpu_ratio=..
 # Threads are not pinned: the emulator's 1 orchestrator + AICPU + 6 core
 # threads outnumber this machine's 2 cores, so pinning would only serialise
 # them; run it on an idle machine and read the min beside the median.
@@ -82,8 +83,16 @@ base_makespan=$(col none 1 | median)
 base_wall=$(col none 2 | median)
 base_cpu=$(col none 3 | median)
 div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
-printf '%-11s %14s %14s %10s %10s %10s %9s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" \
-  "cpu med" "ms ratio" "wall ratio" "cpu ratio"
+# The median over rounds of WAY's wall over its baseline's wall in the same
+# round: a round runs every way back to back, so a slow stretch of the
+# machine moves both sides of each pair, where it moves only one side of a
+# ratio of medians.
+paired() {
+  paste -d' ' <(col "$1" 2) <(col "$2" 2) | awk '$2 > 0 { printf "%.4f\n", $1 / $2 }' | median |
+    awk '{ printf "%.3f", $1 }'
+}
+printf '%-11s %14s %14s %10s %10s %10s %9s %9s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" \
+  "cpu med" "ms ratio" "wall ratio" "paired" "cpu ratio"
 summary=()
 for way in "${WAYS[@]}"; do
   ms_min=$(col "$way" 1 | min)
@@ -92,16 +101,18 @@ for way in "${WAYS[@]}"; do
   w_med=$(col "$way" 2 | median)
   c_med=$(col "$way" 3 | median)
   if [[ $way == *-before ]]; then
+    w_paired=$(paired "$way" none-before)
     ms_ratio=$(div "$ms_med" "$(col none-before 1 | median)")
     w_ratio=$(div "$w_med" "$(col none-before 2 | median)")
     c_ratio=$(div "$c_med" "$(col none-before 3 | median)")
   else
+    w_paired=$(paired "$way" none)
     ms_ratio=$(div "$ms_med" "$base_makespan")
     w_ratio=$(div "$w_med" "$base_wall")
     c_ratio=$(div "$c_med" "$base_cpu")
   fi
-  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx\n' "$way" "$ms_min" "$ms_med" \
-    "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$c_ratio"
-  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio cpu_ratio=$c_ratio")
+  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx %8sx\n' "$way" "$ms_min" "$ms_med" \
+    "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$w_paired" "$c_ratio"
+  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio paired_wall_ratio=$w_paired cpu_ratio=$c_ratio")
 done
 printf '%s\n' "${summary[@]}"
