@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -395,15 +396,34 @@ class Engine final {
 
   void FillTensorView(const LoweredArg& a, collectors::TensorView* v) const {
     v->tensor_id = a.tensor_id;
-    std::strncpy(v->dtype, DTypeName(lp_.buffers[a.buffer].dtype), sizeof(v->dtype) - 1);
-    v->ndims = static_cast<uint8_t>(a.shape.size());
-    uint32_t stride = 1;
-    for (int d = static_cast<int>(a.shape.size()) - 1; d >= 0; --d) {
-      v->shape[d] = a.shape[d];
-      v->strides[d] = stride;
-      stride *= a.shape[d];
+    const auto dtype = static_cast<size_t>(lp_.buffers[a.buffer].dtype);
+    if (dtype < dtype_fields_.size()) {
+      std::memcpy(v->dtype, dtype_fields_[dtype].data(), sizeof(v->dtype));
+    } else {
+      std::strncpy(v->dtype, DTypeName(lp_.buffers[a.buffer].dtype), sizeof(v->dtype) - 1);
     }
-    v->start_offset = a.offset;
+    FillViewShape(a.shape, a.offset, v);
+  }
+  // A contiguous view's shape, strides and offset (dims past the shape's
+  // are left as they are: nothing reads them).
+  static void FillViewShape(const Shape& shape, uint64_t offset, collectors::TensorView* v) {
+    v->ndims = static_cast<uint8_t>(shape.size());
+    uint32_t stride = 1;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      v->shape[d] = shape[d];
+      v->strides[d] = stride;
+      stride *= shape[d];
+    }
+    v->start_offset = offset;
+  }
+  // TensorView::dtype for each DType as strncpy leaves it (the name,
+  // NUL-padded), so a view copies 12 bytes instead of a string per arg.
+  using DTypeField = std::array<char, sizeof(collectors::TensorView::dtype)>;
+  static std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> DTypeFields() {
+    std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> fields{};
+    for (size_t i = 0; i < fields.size(); ++i)
+      std::strncpy(fields[i].data(), DTypeName(static_cast<DType>(i)), fields[i].size() - 1);
+    return fields;
   }
 
   void RecordDepGen(const LoweredTask& t) {
@@ -442,15 +462,12 @@ class Engine final {
       er.flag_wait = true;
       er.flag_retain = e.source != collectors::EdgeSource::kTensormap;
       er.overlap = e.overlap;
-      if (e.source != collectors::EdgeSource::kExplicit)
-        FillTensorView(t.args[e.arg], &er.consumer);
+      // The consumer's view is its arg's, filled above; the producer's is
+      // the same tensor over the range the producer wrote.
+      if (e.source != collectors::EdgeSource::kExplicit) er.consumer = rec.args[e.arg].view;
       if (e.source == collectors::EdgeSource::kTensormap) {
-        LoweredArg prod;
-        prod.tensor_id = t.args[e.arg].tensor_id;
-        prod.buffer = t.args[e.arg].buffer;
-        prod.shape = e.producer_shape;
-        prod.offset = e.producer_offset;
-        FillTensorView(prod, &er.producer);
+        er.producer = er.consumer;
+        FillViewShape(e.producer_shape, e.producer_offset, &er.producer);
       }
       edge_buf_.push_back(er);
     }
@@ -1006,6 +1023,7 @@ class Engine final {
   DeviceHeap* heaps_;                     // the chip's, one per ring
   uint8_t* heap_mem_[4] = {};             // this run's (heaps_[ring].mem once used)
   collectors::DepGenTaskRecord dep_rec_;  // RecordDepGen's, reused
+  const std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> dtype_fields_ = DTypeFields();
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
