@@ -19,6 +19,7 @@
 #include "collectors/internal/lazy_array.h"
 #include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
+#include "common/decimal.h"
 #include "common/json_stream.h"
 #include "common/log.h"
 
@@ -65,13 +66,32 @@ bool SameView(const TensorView& a, const TensorView& b) {
          std::equal(a.strides, a.strides + n, b.strides);
 }
 
-void WriteDims(internal::RecordText& x, const uint32_t* v, uint8_t n) {
-  x.Char('[');
-  for (uint8_t i = 0; i < n && i < kMaxDims; ++i) {
-    if (i) x.Char(',');
-    x.Int(v[i]);
+// The text of the last dims array written at one place of a record: the
+// same shapes and strides recur from task to task and edge to edge, and
+// copying their text is cheaper than formatting each number again (deps.json
+// writes up to four arrays per edge and two per arg).
+struct DimsText {
+  int n = -1;  // none yet
+  uint32_t v[kMaxDims] = {};
+  char text[2 + kMaxDims * (kMaxDecimalChars + 1)] = {};
+  size_t len = 0;
+};
+
+void WriteDims(internal::RecordText& x, const uint32_t* v, uint8_t ndims, DimsText& last) {
+  const int n = std::min<int>(ndims, kMaxDims);
+  if (n != last.n || !std::equal(v, v + n, last.v)) {
+    char* p = last.text;
+    *p++ = '[';
+    for (int i = 0; i < n; ++i) {
+      if (i) *p++ = ',';
+      p = WriteDecimal(p, v[i]);
+    }
+    *p++ = ']';
+    last.len = static_cast<size_t>(p - last.text);
+    last.n = n;
+    std::copy(v, v + n, last.v);
   }
-  x.Char(']');
+  x.Lit(std::string_view(last.text, last.len));
 }
 
 const char* SourceName(EdgeSource s) {
@@ -259,6 +279,8 @@ Status DepGenRecorder::Export(const fs::path& path) const {
   DFX_RETURN_IF_ERROR(w.Open(path));
   {
     internal::RecordText x(w);
+    DimsText arg_shape, arg_strides, consumer_shape, consumer_strides, producer_shape,
+        producer_strides;
     x.Lit("{\"tasks\":[");
     for (uint64_t t = 0; t < m.num_tasks; ++t) {
       const TaskHeader& h = m.tasks[t];
@@ -276,9 +298,9 @@ Status DepGenRecorder::Export(const fs::path& path) const {
           const TensorView& v = arg.view;
           x.Lit(",\"tensor_id\":\"").Int(v.tensor_id).Lit("\",\"dtype\":");
           x.Str(internal::FixedString(v.dtype)).Lit(",\"shape\":");
-          WriteDims(x, v.shape, v.ndims);
+          WriteDims(x, v.shape, v.ndims, arg_shape);
           x.Lit(",\"start_offset\":\"").Int(v.start_offset).Lit("\",\"strides\":");
-          WriteDims(x, v.strides, v.ndims);
+          WriteDims(x, v.strides, v.ndims, arg_strides);
         }
         x.Char('}');
       }
@@ -308,18 +330,18 @@ Status DepGenRecorder::Export(const fs::path& path) const {
         const TensorView& c = m.ConsumerOf(e);
         x.Lit(",\"tensor_id\":\"").Int(c.tensor_id).Lit("\",\"consumer_dtype\":");
         x.Str(internal::FixedString(c.dtype)).Lit(",\"consumer_shape\":");
-        WriteDims(x, c.shape, c.ndims);
+        WriteDims(x, c.shape, c.ndims, consumer_shape);
         x.Lit(",\"consumer_start_offset\":\"").Int(c.start_offset);
         x.Lit("\",\"consumer_strides\":");
-        WriteDims(x, c.strides, c.ndims);
+        WriteDims(x, c.strides, c.ndims, consumer_strides);
       }
       if (tensormap) {
         const TensorView& p = m.ProducerOf(e);
         x.Lit(",\"producer_shape\":");
-        WriteDims(x, p.shape, p.ndims);
+        WriteDims(x, p.shape, p.ndims, producer_shape);
         x.Lit(",\"producer_start_offset\":\"").Int(p.start_offset);
         x.Lit("\",\"producer_strides\":");
-        WriteDims(x, p.strides, p.ndims);
+        WriteDims(x, p.strides, p.ndims, producer_strides);
       }
       x.Char('}');
     }
