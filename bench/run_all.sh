@@ -36,7 +36,7 @@ if ((TINY)); then
 else
   CONV_TASKS=100000 CONV_REPEAT=3 GATHER=(--agents 4 --sizes 256 --reps 3)
   RTT=(--agents 64 --dispatches 10 --repeat 5) DEVICE=(--tasks 100000 --repeat 3)
-  RTT_AGENTS=64 L3=(8 10 10000 1) PERTURB=(100000 5)
+  RTT_AGENTS=64 L3=(8 10 10000 1) PERTURB=(100000 15)
 fi
 
 FAILED=0
