@@ -1,4 +1,5 @@
-// Integers as decimal text, written in place two digits at a time: the
+// Integers as decimal text, written in place two digits at a time (eight
+// at a time in 32-bit parts for values past 10^8): the
 // exporters' hot loop (deps.json and the swimlane records are mostly
 // integers). The same bytes as std::to_chars(p, end, v) in base 10, which
 // is not inlined and re-checks the room it was given on every call; the
@@ -21,7 +22,7 @@ inline constexpr char kPairs[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-inline int Digits(uint64_t v) {
+inline int Digits(uint32_t v) {
   int n = 1;
   for (;;) {
     if (v < 10) return n;
@@ -33,7 +34,9 @@ inline int Digits(uint64_t v) {
   }
 }
 
-[[gnu::always_inline]] inline char* WriteUnsigned(char* p, uint64_t v) {
+// v < 10^8, without leading zeros. 32-bit arithmetic: cheaper divisions
+// than the 64-bit ones the same loop would take on a uint64_t.
+[[gnu::always_inline]] inline char* WriteUpTo8(char* p, uint32_t v) {
   char* end = p + Digits(v);
   char* q = end;
   while (v >= 100) {
@@ -48,6 +51,37 @@ inline int Digits(uint64_t v) {
     q[-1] = static_cast<char>('0' + v);
   }
   return end;
+}
+
+// Exactly 8 digits, zero-padded (v < 10^8): four pairs at fixed places.
+[[gnu::always_inline]] inline char* Write8(char* p, uint32_t v) {
+  const uint32_t hi = v / 10000, lo = v % 10000;
+  std::memcpy(p, kPairs + static_cast<size_t>(hi / 100) * 2, 2);
+  std::memcpy(p + 2, kPairs + static_cast<size_t>(hi % 100) * 2, 2);
+  std::memcpy(p + 4, kPairs + static_cast<size_t>(lo / 100) * 2, 2);
+  std::memcpy(p + 6, kPairs + static_cast<size_t>(lo % 100) * 2, 2);
+  return p + 8;
+}
+
+// v >= 10^8: the 64-bit value cut into 8-digit parts (ids and hashes in
+// deps.json are 19-20 digits; cycle counts 12).
+[[gnu::noinline]] inline char* WriteLarge(char* p, uint64_t v) {
+  constexpr uint64_t k8 = 100000000, k16 = k8 * k8;
+  if (v < k16) {
+    const uint64_t hi = v / k8;
+    return Write8(WriteUpTo8(p, static_cast<uint32_t>(hi)), static_cast<uint32_t>(v - hi * k8));
+  }
+  const uint64_t top = v / k16;  // at most 1844
+  const uint64_t rest = v - top * k16;
+  const uint64_t mid = rest / k8;
+  p = WriteUpTo8(p, static_cast<uint32_t>(top));
+  p = Write8(p, static_cast<uint32_t>(mid));
+  return Write8(p, static_cast<uint32_t>(rest - mid * k8));
+}
+
+[[gnu::always_inline]] inline char* WriteUnsigned(char* p, uint64_t v) {
+  if (v < 100000000) return WriteUpTo8(p, static_cast<uint32_t>(v));
+  return WriteLarge(p, v);
 }
 
 }  // namespace decimal_internal
