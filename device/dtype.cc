@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 namespace dfx::device {
@@ -22,6 +23,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::kUInt64, "UINT64", 8},     {DType::kUInt16, "UINT16", 2},
     {DType::kUInt32, "UINT32", 4},     {DType::kBool, "BOOL", 1},
 };
+static_assert(std::size(kDTypes) == kDTypeCount, "one kDTypes entry per DType");
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // conversions for the emulated kernels. Pure functions; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,6 +25,8 @@ enum class DType : uint8_t {
   kUInt32,
   kBool,
 };
+// How many DTypes there are (kBool is the last).
+inline constexpr size_t kDTypeCount = static_cast<size_t>(DType::kBool) + 1;
 
 const char* DTypeName(DType t);  // "FLOAT32", ...
 std::optional<DType> ParseDType(std::string_view name);

@@ -396,12 +396,7 @@ class Engine final {
 
   void FillTensorView(const LoweredArg& a, collectors::TensorView* v) const {
     v->tensor_id = a.tensor_id;
-    const auto dtype = static_cast<size_t>(lp_.buffers[a.buffer].dtype);
-    if (dtype < dtype_fields_.size()) {
-      std::memcpy(v->dtype, dtype_fields_[dtype].data(), sizeof(v->dtype));
-    } else {
-      std::strncpy(v->dtype, DTypeName(lp_.buffers[a.buffer].dtype), sizeof(v->dtype) - 1);
-    }
+    std::memcpy(v->dtype, DTypeField(lp_.buffers[a.buffer].dtype).data(), sizeof(v->dtype));
     FillViewShape(a.shape, a.offset, v);
   }
   // A contiguous view's shape, strides and offset (dims past the shape's
@@ -416,14 +411,17 @@ class Engine final {
     }
     v->start_offset = offset;
   }
-  // TensorView::dtype for each DType as strncpy leaves it (the name,
-  // NUL-padded), so a view copies 12 bytes instead of a string per arg.
-  using DTypeField = std::array<char, sizeof(collectors::TensorView::dtype)>;
-  static std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> DTypeFields() {
-    std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> fields{};
-    for (size_t i = 0; i < fields.size(); ++i)
-      std::strncpy(fields[i].data(), DTypeName(static_cast<DType>(i)), fields[i].size() - 1);
-    return fields;
+  // TensorView::dtype of `t` as strncpy leaves it (the name, NUL-padded),
+  // made once per process, so a view copies 12 bytes instead of a string.
+  using DTypeText = std::array<char, sizeof(collectors::TensorView::dtype)>;
+  static const DTypeText& DTypeField(DType t) {
+    static const std::array<DTypeText, kDTypeCount> fields = [] {
+      std::array<DTypeText, kDTypeCount> f{};
+      for (size_t i = 0; i < f.size(); ++i)
+        std::strncpy(f[i].data(), DTypeName(static_cast<DType>(i)), f[i].size() - 1);
+      return f;
+    }();
+    return fields[static_cast<size_t>(t)];
   }
 
   void RecordDepGen(const LoweredTask& t) {
@@ -1023,7 +1021,6 @@ class Engine final {
   DeviceHeap* heaps_;                     // the chip's, one per ring
   uint8_t* heap_mem_[4] = {};             // this run's (heaps_[ring].mem once used)
   collectors::DepGenTaskRecord dep_rec_;  // RecordDepGen's, reused
-  const std::array<DTypeField, static_cast<size_t>(DType::kBool) + 1> dtype_fields_ = DTypeFields();
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
