@@ -384,7 +384,13 @@ class Engine final {
         tasks_[p].successors.push_back(index);
       }
     }
-    if (dep_gen_) RecordDepGen(t);
+    if (dep_gen_) {
+      if (defer_dep_gen_) {
+        dep_pending_.push_back(index);
+      } else {
+        RecordDepGen(t);
+      }
+    }
     if (ts.remaining_preds == 0) ready_[QueueOf(index)].push_back(index);
     if (swimlane_level_ >= 4) {
       uint64_t end = opt_.virtual_clock ? start + kSubmitCycles : NowCycles();
@@ -837,8 +843,18 @@ class Engine final {
   // and wakes sleeping pool threads for what it submitted.
   static constexpr int kSubmitBatch = 32;
 
+  // The dep_gen records of the submits made under the lock, written once it
+  // is released: they read only the lowered program, and the pool threads
+  // need the lock more than the orchestrator needs them written under it.
+  void FlushDepGen() {
+    for (int index : dep_pending_) RecordDepGen(lp_.tasks[index]);
+    dep_pending_.clear();
+  }
+
   void OrchestratorLoop() {
     std::unique_lock<std::mutex> lock(mu_);
+    defer_dep_gen_ = dep_gen_ != nullptr;
+    if (defer_dep_gen_) dep_pending_.reserve(kSubmitBatch);
     std::string why;
     int batch = 0;
     // Whether the last step submitted and the lock was kept since: the next
@@ -855,6 +871,7 @@ class Engine final {
           chained = false;
           lock.unlock();
           work_wake_.Notify();
+          FlushDepGen();
           lock.lock();
         }
         continue;
@@ -873,6 +890,7 @@ class Engine final {
         }
         lock.unlock();
         work_wake_.Notify();
+        FlushDepGen();
         orch_wake_.Wait(seen);
         lock.lock();
       }
@@ -880,6 +898,7 @@ class Engine final {
     orch_done_ = true;
     lock.unlock();
     work_wake_.Notify();
+    FlushDepGen();
   }
 
   // Whether scheduler thread `thread` has anything to do: a finished block
@@ -1022,6 +1041,10 @@ class Engine final {
   uint8_t* heap_mem_[4] = {};             // this run's (heaps_[ring].mem once used)
   collectors::DepGenTaskRecord dep_rec_;  // RecordDepGen's, reused
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
+  // Threaded mode: submits whose dep_gen records wait for the lock's release
+  // (OrchestratorLoop, FlushDepGen); orchestrator thread only.
+  bool defer_dep_gen_ = false;
+  std::vector<int> dep_pending_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
   uint64_t orch_end_ = 0;  // the last submit's end (swimlane level 4, real threads)
