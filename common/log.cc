@@ -26,6 +26,7 @@ class ConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   ConsoleSink() : tty_(::isatty(STDERR_FILENO) != 0) {}
 
+  bool tty() const { return tty_; }
   void SetStatus(const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!tty_) return;
@@ -89,9 +90,12 @@ void Init(const std::string& process_name, const std::string& level, bool honour
 }
 
 void SetStatusLine(const std::string& line) {
-  auto& sink = Sink();
-  if (!sink || spdlog::default_logger_raw()->level() == spdlog::level::off) return;
-  sink->SetStatus(line);
+  if (StatusLineShown()) Sink()->SetStatus(line);
+}
+
+bool StatusLineShown() {
+  const auto& sink = Sink();
+  return sink && sink->tty() && spdlog::default_logger_raw()->level() != spdlog::level::off;
 }
 
 }  // namespace dfx::log

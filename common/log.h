@@ -30,6 +30,9 @@ bool IsLevelName(const std::string& level);
 // terminal, cut to the terminal's width; "" removes it. A no-op otherwise,
 // and while the logger is off.
 void SetStatusLine(const std::string& line);
+// Whether SetStatusLine shows anything now (stderr is a terminal and the
+// logger is on): a caller need not keep a status line up to date otherwise.
+bool StatusLineShown();
 
 }  // namespace dfx::log
 

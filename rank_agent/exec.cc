@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "collectors/artifact_layout.h"
@@ -19,7 +20,10 @@ namespace {
 
 // The live progress line of an L2 run on a terminal (log::SetStatusLine):
 // loading the program, tasks done of the chip's run, writing the
-// artifacts; redrawn every 100 ms by its own thread, removed when done.
+// artifacts. Its own thread looks every 10 ms: a new stage (the run
+// starting, its last task done) is drawn at once, the counts within a
+// stage every 100 ms. So even a run shorter than 100 ms shows its task
+// count.
 class ProgressLine {
  public:
   ProgressLine(std::string label, std::shared_ptr<device::ChipProgress> progress)
@@ -38,19 +42,27 @@ class ProgressLine {
 
  private:
   void Loop() {
+    using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lock(mu_);
+    int drawn_stage = -1;
+    Clock::time_point drawn_at;
     do {
       const uint64_t total = progress_->tasks_total.load(std::memory_order_relaxed);
       const uint64_t done = progress_->tasks_done.load(std::memory_order_relaxed);
-      if (total == 0) {
+      const int stage = total == 0 ? 0 : done < total ? 1 : 2;
+      const Clock::time_point now = Clock::now();
+      if (stage == drawn_stage && now - drawn_at < std::chrono::milliseconds(100)) continue;
+      drawn_stage = stage;
+      drawn_at = now;
+      if (stage == 0) {
         log::SetStatusLine(fmt::format("{}: loading the program", label_));
-      } else if (done < total) {
+      } else if (stage == 1) {
         log::SetStatusLine(fmt::format("{}: {}/{} tasks ({:.0f}%)", label_, done, total,
                                        100.0 * static_cast<double>(done) / total));
       } else {
         log::SetStatusLine(fmt::format("{}: {} tasks done, writing the artifacts", label_, total));
       }
-    } while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; }));
+    } while (!cv_.wait_for(lock, std::chrono::milliseconds(10), [this] { return stop_; }));
   }
 
   const std::string label_;
@@ -82,7 +94,10 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
   auto chip = device::MakeEmulatedChip(chip_options);
   DispatchOutcome run;
   {
-    ProgressLine line(options.program_path.filename().string(), chip_options.progress);
+    // Only where the line shows: elsewhere its thread would wake for nothing.
+    std::optional<ProgressLine> line;
+    if (log::StatusLineShown())
+      line.emplace(options.program_path.filename().string(), chip_options.progress);
     run = RunDispatch(*chip, request);
   }
   if (run.failure == DispatchFailure::kRun) {
