@@ -45,6 +45,20 @@ void Parker::WakeAll() {
   ::syscall(SYS_futex, Word(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+RunMutex::RunMutex() {
+  pthread_mutexattr_t attr;
+  ::pthread_mutexattr_init(&attr);
+  ::pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+  ::pthread_mutex_init(&mu_, &attr);
+  ::pthread_mutexattr_destroy(&attr);
+}
+
+RunMutex::~RunMutex() { ::pthread_mutex_destroy(&mu_); }
+
+void RunMutex::lock() { ::pthread_mutex_lock(&mu_); }
+
+void RunMutex::unlock() { ::pthread_mutex_unlock(&mu_); }
+
 ChipThreads::~ChipThreads() {
   stop_.store(true, std::memory_order_seq_cst);
   for (auto& p : pool_) p->wake.Notify();

@@ -852,7 +852,7 @@ class Engine final {
   }
 
   void OrchestratorLoop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<RunMutex> lock(mu_);
     defer_dep_gen_ = dep_gen_ != nullptr;
     if (defer_dep_gen_) dep_pending_.reserve(kSubmitBatch);
     std::string why;
@@ -957,7 +957,7 @@ class Engine final {
   }
 
   void WorkerLoop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<RunMutex> lock(mu_);
     for (;;) {
       for (int t = 0; t < sched_threads_; ++t) SchedulePass(t);
       // The orchestrator waits for ring space, or for nothing to be in
@@ -1057,9 +1057,9 @@ class Engine final {
   bool orch_done_ = false;
   std::deque<int> started_;        // threaded: cores dispatched, not yet picked by a pool thread
   bool reclaimed_notify_ = false;  // threaded: ring slots were reclaimed since the last wake-up
-  std::mutex mu_;
-  Parker orch_wake_;  // the orchestrator waits here for ring space
-  Parker work_wake_;  // pool threads wait here for work
+  RunMutex mu_;                    // the run's one lock (threaded mode)
+  Parker orch_wake_;               // the orchestrator waits here for ring space
+  Parker work_wake_;               // pool threads wait here for work
 };
 
 EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {
