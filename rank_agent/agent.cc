@@ -212,6 +212,9 @@ struct RankAgent::Impl {
     uint64_t accepted_ns = 0;
   };
   std::vector<HeldAccept> held_accepts_;
+  // Dispatches waiting for their dispatch dir to have no file in flight
+  // (see OnDispatch), in arrival order.
+  std::deque<protocol::Dispatch> held_dispatches_;
   std::map<uint64_t, Unacked> unacked_;
   std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
 
@@ -683,6 +686,27 @@ struct RankAgent::Impl {
                    it->second.file.string(), ack.error);
     }
     unacked_.erase(it);
+    if (!held_dispatches_.empty()) ResumeHeldDispatches();
+  }
+
+  // Whether a file of dispatch dir `dir` is queued to be sent, or sent and
+  // not yet acknowledged.
+  bool DirInFlight(const fs::path& dir) const {
+    for (const auto& [id, u] : unacked_) {
+      if (u.dispatch_dir == dir) return true;
+    }
+    for (const SendItem& item : send_queue_) {
+      const auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&item);
+      if (t != nullptr && (*t)->dispatch_dir == dir) return true;
+    }
+    return false;
+  }
+
+  // Held dispatches whose dispatch dir is free now go on, in order.
+  void ResumeHeldDispatches() {
+    std::deque<protocol::Dispatch> held;
+    held.swap(held_dispatches_);
+    for (const protocol::Dispatch& d : held) OnDispatch(d);  // held again if still busy
   }
 
   void OnDispatch(const protocol::Dispatch& d) {
@@ -691,6 +715,18 @@ struct RankAgent::Impl {
       protocol::DispatchDone done{d.rank, d.k, protocol::DispatchStatus::kRejected,
                                   fmt::format("rank {} is not a chip of this agent", d.rank)};
       Send(ranks_.front(), done);
+      return;
+    }
+    // A later pass of a dispatch (the timing pass after the graph pass)
+    // writes into the same dispatch dir, and starting it empties the dir:
+    // it waits until the earlier pass's files there are sent and
+    // acknowledged. Else it removed files still to be sent, and the
+    // acknowledgement of an earlier name_map.json removed the new one.
+    if (DirInFlight(collectors::SessionSpoolDir(options_.spool_root, session_) /
+                    collectors::DispatchDirPath(d.rank, d.k))) {
+      DFX_LOG_DEBUG("rank {} d{}: held until the files of its dispatch dir are confirmed", d.rank,
+                    d.k);
+      held_dispatches_.push_back(d);
       return;
     }
     QueuedDispatch queued{d, nullptr};
@@ -727,6 +763,15 @@ struct RankAgent::Impl {
   void OnCancel(const protocol::Cancel& cancel) {
     ChipWorker* w = WorkerFor(cancel.rank);
     if (w == nullptr) return;
+    for (auto it = held_dispatches_.begin(); it != held_dispatches_.end(); ++it) {
+      if (it->rank == cancel.rank && it->k == cancel.k) {
+        held_dispatches_.erase(it);
+        send_queue_.emplace_back(DoneMarker{
+            protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
+                                   "cancelled before it started: " + cancel.reason}});
+        return;
+      }
+    }
     std::lock_guard<std::mutex> lock(w->mu);
     for (auto it = w->queue.begin(); it != w->queue.end(); ++it) {
       if (it->dispatch.k == cancel.k) {
@@ -776,6 +821,7 @@ struct RankAgent::Impl {
     programs_.Clear();  // a program is sent again to each session
     send_queue_.clear();
     held_accepts_.clear();
+    held_dispatches_.clear();
     unacked_.clear();
     credits_ = 0;
     bulk_ = protocol::DealerChannel();
@@ -1159,6 +1205,9 @@ struct RankAgent::Impl {
       if (attached_ && options_.mode != AgentMode::kRecover) SendProgress();
       CheckBulk(now);
       bool more = attached_ && PumpSends();
+      // A transfer given up (its file unreadable) frees its dispatch dir
+      // too; acknowledgements resume held dispatches at once (OnAck).
+      if (!held_dispatches_.empty()) ResumeHeldDispatches();
       // While the bulk path's handshake is pending, look again soon.
       int timeout_ms = more ? 0 : (bulk_pending_ ? 1 : IdleWaitMs(Now()));
       if (accepted_due_ms >= 0) timeout_ms = std::min(timeout_ms, accepted_due_ms);

@@ -352,6 +352,80 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   fs::remove_all(dir);
 }
 
+// The timing pass of a dispatch writes into the graph pass's dispatch dir
+// (the same rank and k), and starting it empties that dir: it waits until
+// the graph pass's files there are acknowledged. Run at once, it removed
+// files still to be acknowledged, and the late acknowledgement of the graph
+// pass's name_map.json removed the timing pass's new one before it was sent
+// (an L3 onboard run then failed with "3 of the 4 artifact(s) arrived").
+TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowledged) {
+  fs::path dir = TempDir("passes");
+  Context context;
+  FakeCoordinator coordinator(context, 0x7A);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
+  auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
+  send(Credit{1000});
+  // Reads until a DispatchDone (nullopt: none within `timeout_ms`), keeping
+  // each ended transfer's name and bytes; acknowledges them if `ack`.
+  std::map<uint64_t, std::string> names, data;
+  std::vector<uint64_t> ended;
+  auto until_done = [&](bool ack, int timeout_ms) -> std::optional<DispatchDone> {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto m = coordinator.NextWithin(20);
+      if (!m) continue;
+      Body& b = m->body;
+      if (auto* begin = std::get_if<ArtifactBegin>(&b)) names[begin->transfer_id] = begin->path;
+      if (auto* chunk = std::get_if<ArtifactChunk>(&b)) data[chunk->transfer_id] += chunk->data;
+      if (auto* end = std::get_if<ArtifactEnd>(&b)) {
+        Checksum64 sum;
+        sum.Update(data[end->transfer_id].data(), data[end->transfer_id].size());
+        EXPECT_EQ(sum.Digest(), end->checksum) << names[end->transfer_id];
+        ended.push_back(end->transfer_id);
+        if (ack) send(ArtifactAck{end->transfer_id, true, ""});
+      }
+      if (auto* done = std::get_if<DispatchDone>(&b)) return *done;
+    }
+    return std::nullopt;
+  };
+  const std::string text = ProgramText();
+  config::RunConfig graph_config;
+  graph_config.enable_dep_gen = true;
+  send(Dispatch{0x7A, 0, 0, "vec", text, graph_config, PassKind::kGraph});
+  std::optional<DispatchDone> graph_done = until_done(/*ack=*/false, 30000);
+  ASSERT_TRUE(graph_done.has_value());
+  ASSERT_EQ(graph_done->status, DispatchStatus::kOk) << graph_done->error;
+  // Its files are sent (or on their way) and not acknowledged: the timing
+  // pass is held, whatever arrives meanwhile.
+  config::RunConfig timing_config;
+  timing_config.enable_chip_swimlane = 2;
+  send(Dispatch{0x7A, 0, 0, "vec", text, timing_config, PassKind::kTiming});
+  EXPECT_FALSE(until_done(/*ack=*/false, 500).has_value())
+      << "the timing pass ran before the graph pass's files were acknowledged";
+  const fs::path d0 =
+      collectors::SessionSpoolDir(options.spool_root, 0x7A) / collectors::DispatchDirPath(0, 0);
+  EXPECT_TRUE(fs::exists(d0 / collectors::kDepsFile));
+  const size_t graph_files = ended.size();
+  EXPECT_EQ(graph_files, graph_done->artifact_count);
+  for (uint64_t id : ended) send(ArtifactAck{id, true, ""});
+  // Now it runs, and every file it names arrives whole.
+  auto timing_done = until_done(/*ack=*/true, 30000);
+  ASSERT_TRUE(timing_done.has_value());
+  EXPECT_EQ(timing_done->status, DispatchStatus::kOk) << timing_done->error;
+  // Its files were queued before its Done, so they ended before it.
+  EXPECT_EQ(ended.size(), graph_files + timing_done->artifact_count);
+  std::multiset<std::string> got;
+  for (uint64_t id : ended) got.insert(names[id]);
+  EXPECT_EQ(got.count(collectors::kDispatchNameMapFile), 2u);
+  EXPECT_EQ(got.count(collectors::kSwimlaneRecordsFile), 1u);
+  Status result = agent.Stop();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
 // An agent says it is alive with a Heartbeat of its own only when it sent
 // nothing else for an interval: while it answers the coordinator's pings
 // (or sends anything else) it adds none, and once the coordinator falls
