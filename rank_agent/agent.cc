@@ -702,7 +702,8 @@ struct RankAgent::Impl {
     return false;
   }
 
-  // Held dispatches whose dispatch dir is free now go on, in order.
+  // Held dispatches whose dispatch dir is free now go on, in order (one
+  // held again keeps those of its rank behind it).
   void ResumeHeldDispatches() {
     std::deque<protocol::Dispatch> held;
     held.swap(held_dispatches_);
@@ -722,8 +723,13 @@ struct RankAgent::Impl {
     // it waits until the earlier pass's files there are sent and
     // acknowledged. Else it removed files still to be sent, and the
     // acknowledgement of an earlier name_map.json removed the new one.
-    if (DirInFlight(collectors::SessionSpoolDir(options_.spool_root, session_) /
-                    collectors::DispatchDirPath(d.rank, d.k))) {
+    // Later dispatches to the rank wait behind it: a chip runs its
+    // dispatches in the order they came (device memory carries over).
+    const bool rank_held =
+        std::any_of(held_dispatches_.begin(), held_dispatches_.end(),
+                    [&d](const protocol::Dispatch& h) { return h.rank == d.rank; });
+    if (rank_held || DirInFlight(collectors::SessionSpoolDir(options_.spool_root, session_) /
+                                 collectors::DispatchDirPath(d.rank, d.k))) {
       DFX_LOG_DEBUG("rank {} d{}: held until the files of its dispatch dir are confirmed", d.rank,
                     d.k);
       held_dispatches_.push_back(d);

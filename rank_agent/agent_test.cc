@@ -403,6 +403,8 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   config::RunConfig timing_config;
   timing_config.enable_chip_swimlane = 2;
   send(Dispatch{0x7A, 0, 0, "vec", text, timing_config, PassKind::kTiming});
+  // The rank's next dispatch (another dir, nothing in flight) waits behind it.
+  send(Dispatch{0x7A, 0, 1, "vec", text, timing_config, PassKind::kTiming});
   EXPECT_FALSE(until_done(/*ack=*/false, 500).has_value())
       << "the timing pass ran before the graph pass's files were acknowledged";
   const fs::path d0 =
@@ -414,6 +416,7 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   // Now it runs, and every file it names arrives whole.
   auto timing_done = until_done(/*ack=*/true, 30000);
   ASSERT_TRUE(timing_done.has_value());
+  EXPECT_EQ(timing_done->k, 0u);
   EXPECT_EQ(timing_done->status, DispatchStatus::kOk) << timing_done->error;
   // Its files were queued before its Done, so they ended before it.
   EXPECT_EQ(ended.size(), graph_files + timing_done->artifact_count);
@@ -421,6 +424,10 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   for (uint64_t id : ended) got.insert(names[id]);
   EXPECT_EQ(got.count(collectors::kDispatchNameMapFile), 2u);
   EXPECT_EQ(got.count(collectors::kSwimlaneRecordsFile), 1u);
+  auto next_done = until_done(/*ack=*/true, 30000);
+  ASSERT_TRUE(next_done.has_value());
+  EXPECT_EQ(next_done->k, 1u);
+  EXPECT_EQ(next_done->status, DispatchStatus::kOk) << next_done->error;
   Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);
