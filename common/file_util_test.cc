@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "common/json.h"
+#include "common/testing/temp_dirs.h"
 
 namespace dfx {
 namespace {
@@ -18,6 +19,7 @@ fs::path TempDir() {
        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
+  RemoveTestDirAtExit(dir);
   return dir;
 }
 

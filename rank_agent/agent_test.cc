@@ -9,6 +9,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/testing/temp_dirs.h"
 #include "protocol/codec.h"
 #include "rank_agent/exec.h"
 #include "rank_agent/run_dispatch.h"
@@ -24,6 +25,7 @@ fs::path TempDir(const std::string& name) {
       fs::temp_directory_path() / ("agent_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(d);
   fs::create_directories(d);
+  RemoveTestDirAtExit(d);
   return d;
 }
 

@@ -113,14 +113,16 @@ TEST(SummaryTest, AboveEightRanksTheTableIsAggregatesPlusOutliers) {
       Data("straggler/spin_fast.json"), dir / "w",
       {"--ranks", "9", "--launcher", "local", "--virtual-clock", "--enable-chip-swimlane", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto table = View({"summary", (dir / "w/dfx_outputs").string()}, dir);
+  // Run from the work dir, so View's logs go beside it (dir/logs), not to
+  // the temp dir's own logs/.
+  auto table = View({"summary", (dir / "w/dfx_outputs").string()}, dir / "w");
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("\nall   9 ranks: span min "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find(" more rank(s): --format csv lists every one)"), std::string::npos);
   size_t rank_rows = 0;
   for (int k = 0; k < 9; ++k) rank_rows += Count(table.out, "\nr" + std::to_string(k) + " ");
   EXPECT_LE(rank_rows, 2u) << "only the slowest and the fastest\n" << table.out;
-  auto csv = View({"summary", (dir / "w/dfx_outputs").string(), "--format", "csv"}, dir);
+  auto csv = View({"summary", (dir / "w/dfx_outputs").string(), "--format", "csv"}, dir / "w");
   EXPECT_EQ(Count(csv.out, "\n"), 10u) << "every rank in the CSV\n" << csv.out;
   fs::remove_all(dir);
 }

@@ -20,6 +20,7 @@
 
 #include "common/file_util.h"
 #include "common/json.h"
+#include "common/testing/temp_dirs.h"
 
 namespace dfx::e2e {
 
@@ -131,6 +132,7 @@ inline fs::path TestDir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("dfx_e2e_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
+  RemoveTestDirAtExit(dir);
   return dir;
 }
 
