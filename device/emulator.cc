@@ -385,10 +385,11 @@ class Engine final {
       }
     }
     if (dep_gen_) {
-      if (defer_dep_gen_) {
-        dep_pending_.push_back(index);
-      } else {
+      // Threaded, the record waits for the lock's release (FlushDepGen).
+      if (opt_.virtual_clock) {
         RecordDepGen(t);
+      } else {
+        dep_pending_.push_back(index);
       }
     }
     if (ts.remaining_preds == 0) ready_[QueueOf(index)].push_back(index);
@@ -853,8 +854,7 @@ class Engine final {
 
   void OrchestratorLoop() {
     std::unique_lock<RunMutex> lock(mu_);
-    defer_dep_gen_ = dep_gen_ != nullptr;
-    if (defer_dep_gen_) dep_pending_.reserve(kSubmitBatch);
+    if (dep_gen_) dep_pending_.reserve(kSubmitBatch);
     std::string why;
     int batch = 0;
     // Whether the last step submitted and the lock was kept since: the next
@@ -1043,7 +1043,6 @@ class Engine final {
   std::vector<collectors::DepGenEdgeRecord> edge_buf_;
   // Threaded mode: submits whose dep_gen records wait for the lock's release
   // (OrchestratorLoop, FlushDepGen); orchestrator thread only.
-  bool defer_dep_gen_ = false;
   std::vector<int> dep_pending_;
   size_t next_event_ = 0;
   uint64_t submit_idx_ = 0;
