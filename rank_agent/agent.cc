@@ -686,7 +686,6 @@ struct RankAgent::Impl {
                    it->second.file.string(), ack.error);
     }
     unacked_.erase(it);
-    if (!held_dispatches_.empty()) ResumeHeldDispatches();
   }
 
   // Whether a file of dispatch dir `dir` is queued to be sent, or sent and
@@ -769,12 +768,15 @@ struct RankAgent::Impl {
   void OnCancel(const protocol::Cancel& cancel) {
     ChipWorker* w = WorkerFor(cancel.rank);
     if (w == nullptr) return;
+    const auto cancelled = [&] {
+      send_queue_.emplace_back(DoneMarker{
+          protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
+                                 "cancelled before it started: " + cancel.reason}});
+    };
     for (auto it = held_dispatches_.begin(); it != held_dispatches_.end(); ++it) {
       if (it->rank == cancel.rank && it->k == cancel.k) {
-        held_dispatches_.erase(it);
-        send_queue_.emplace_back(DoneMarker{
-            protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
-                                   "cancelled before it started: " + cancel.reason}});
+        held_dispatches_.erase(it);  // not accepted yet: nothing to release
+        cancelled();
         return;
       }
     }
@@ -783,9 +785,7 @@ struct RankAgent::Impl {
       if (it->dispatch.k == cancel.k) {
         w->queue.erase(it);
         ReleaseAccepted(cancel.rank, cancel.k);
-        send_queue_.emplace_back(DoneMarker{
-            protocol::DispatchDone{cancel.rank, cancel.k, protocol::DispatchStatus::kCancelled,
-                                   "cancelled before it started: " + cancel.reason}});
+        cancelled();
         return;
       }
     }
@@ -1211,8 +1211,8 @@ struct RankAgent::Impl {
       if (attached_ && options_.mode != AgentMode::kRecover) SendProgress();
       CheckBulk(now);
       bool more = attached_ && PumpSends();
-      // A transfer given up (its file unreadable) frees its dispatch dir
-      // too; acknowledgements resume held dispatches at once (OnAck).
+      // The one place held dispatches go on: after the acknowledgements this
+      // turn received and the transfers it gave up (an unreadable file).
       if (!held_dispatches_.empty()) ResumeHeldDispatches();
       // While the bulk path's handshake is pending, look again soon.
       int timeout_ms = more ? 0 : (bulk_pending_ ? 1 : IdleWaitMs(Now()));
