@@ -1169,15 +1169,21 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
     report->tasks_completed = engine->completed();
   }
   if (dfx) {
-    // The run's state is freed on another thread while the collectors
-    // export: neither touches the other's memory (recorders keep copies),
-    // and a one-file export leaves the host's other core idle. Freeing a
-    // 100k-task run's state is a few tens of ms.
-    std::jthread teardown([&engine, &lowered] {
-      engine.reset();
-      LoweredProgram freed = std::move(*lowered);
-    });
-    Status exported = dfx->ExportAll(run.ok(), &result.artifacts);
+    // The collectors export on a thread of their own while this one frees
+    // the run's state: neither touches the other's memory (recorders keep
+    // copies), and a one-file export leaves the host's other core idle.
+    // Freeing a 100k-task run's state is a few tens of ms of free() into
+    // the malloc arena of the thread that built it. The export must not
+    // share that arena: when it ran here with the frees on a second
+    // thread, each of its large allocations consolidated the other
+    // thread's freed chunks under the arena's lock (malloc_consolidate and
+    // unlink_chunk were a fifth of a level-1 export's samples, which took
+    // 40-60 ms for a 5.6 MB file). A new thread gets an arena of its own.
+    Status exported;
+    std::jthread exporter([&] { exported = dfx->ExportAll(run.ok(), &result.artifacts); });
+    engine.reset();
+    { LoweredProgram freed = std::move(*lowered); }
+    exporter.join();
     if (run.ok() && !exported.ok()) run = exported;
   }
   result.status = run;
