@@ -523,6 +523,30 @@ TEST(SecurityTest, DeepJsonIsRefusedByEveryFrontDoor) {
   fs::remove_all(dir);
 }
 
+// --- what a binary loads ------------------------------------------------------
+
+// A binary started in a directory that holds files named like the shared
+// libraries it needs neither loads them nor fails: no binary's RUNPATH has
+// an empty (current directory) or relative entry. CMake pads the build
+// tree's RUNPATH of installed targets with ':', an empty entry, so the
+// build tree's dfx-rank-agent once searched the directory it was started in
+// for Cap'n Proto, libzmq, Open MPI and libstdc++ before the system's: a
+// file there stopped it ("libcapnp-0.9.2.so: file too short") or, had it
+// been a library, would have run inside it.
+TEST(SecurityTest, NoBinaryLoadsALibraryFromTheDirectoryItStartsIn) {
+  fs::path dir = TestDir("sec_runpath");
+  for (const char* lib : {"libzmq.so.5", "libmpi.so.40", "libcapnp-0.9.2.so", "libfmt.so.9",
+                          "libspdlog.so.1.10", "libstdc++.so.6"}) {
+    std::ofstream(dir / lib) << "not a library";
+  }
+  for (const char* bin : {"dfx-coordinator", "dfx-rank-agent", "dfx-view"}) {
+    auto r = RunCommand({"env", "-C", dir.string(), Bin(bin), "--version"}, dir, 60);
+    EXPECT_EQ(r.exit_code, 0) << bin << ": " << r.err;
+    EXPECT_EQ(r.err.find("error while loading shared libraries"), std::string::npos) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
 // --- never delete or lose data silently ---------------------------------------------
 
 // work_dir/dfx_outputs/rank0 is a link to a directory outside work_dir:
