@@ -36,15 +36,19 @@ if ((TINY)); then
 else
   CONV_TASKS=100000 CONV_REPEAT=3 GATHER=(--agents 4 --sizes 256 --reps 3)
   RTT=(--agents 64 --dispatches 10 --repeat 5) DEVICE=(--tasks 100000 --repeat 3)
-  RTT_AGENTS=64 L3=(8 10 10000 1) PERTURB=(100000 15)
+  RTT_AGENTS=64 L3=(8 10 10000 1) PERTURB=(100000 25)
 fi
 
 FAILED=0
 # run NAME CMD...: runs one benchmark into $LOGS/NAME.log; on failure prints
-# the log to stderr and returns 1.
+# the log to stderr and returns 1. Each starts once the page cache's dirty
+# data is written back (sync): the 1M-task conversions leave ~10 GB of
+# traces behind them, and their writeback should not run under the
+# benchmarks after them (the collector row writes 160 MB per round).
 run() {
   local name=$1
   shift
+  sync
   echo "running $name: $*" >&2
   if ! "$@" >"$LOGS/$name.log" 2>&1; then
     echo "run_all.sh: $name FAILED ($*):" >&2
