@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "protocol/channel.h"
 #include "protocol/codec.h"
@@ -664,13 +665,22 @@ TEST(SecurityTest, GatherMarksACrashedRunInterrupted) {
 TEST(SecurityTest, ServeAgentsResetChipStateBetweenSessions) {
   fs::path dir = TestDir("sec_reset");
   Context context;
-  // A free loopback port for the successive coordinators.
+  // A free loopback port for the successive coordinators, below the
+  // kernel's ephemeral range: no port-0 bind or outgoing connection of a
+  // test running beside this one can take it while no coordinator holds it.
+  // With a port-0 probe the test failed once under ctest -j2 after 30 ms,
+  // the time a coordinator takes to fail with "Address already in use".
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
   std::string endpoint;
-  {
-    auto probe = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
-    ASSERT_TRUE(probe.ok());
-    endpoint = probe->endpoint();
+  std::mt19937 pick(std::random_device{}());
+  for (int attempt = 0; attempt < 100 && endpoint.empty(); ++attempt) {
+    const int port = std::uniform_int_distribution<int>(std::max(1024, ephemeral_low - 10000),
+                                                        std::max(1025, ephemeral_low) - 1)(pick);
+    const std::string candidate = "tcp://127.0.0.1:" + std::to_string(port);
+    if (RouterChannel::Bind(context, candidate).ok()) endpoint = candidate;
   }
+  ASSERT_FALSE(endpoint.empty()) << "no free loopback port below " << ephemeral_low;
   Process agent({Bin("dfx-rank-agent"), "serve", "--coordinator", endpoint, "--rank", "0",
                  "--spool", (dir / "spool").string(), "--heartbeat-timeout", "3"},
                 dir);
