@@ -169,14 +169,14 @@ TraceEvent& DispatchConverter::TaskSlice(TraceEvent& e, uint64_t event_id,
   e.Id(event_id).Name(label_head.json, label_head.raw, {tail, static_cast<size_t>(p - tail)});
   e.At(pid, tid, ts).Dur(dur);
   // "Task:<display>, FuncId:<int>, CoreId:<int>"
-  return e.Str("event-hint", EventText()
-                                 .Lit("Task:")
-                                 .Lit(display)
-                                 .Lit(", FuncId:")
-                                 .Int(func_id)
-                                 .Lit(", CoreId:")
-                                 .Int(core_id)
-                                 .view());
+  return e.PerTaskStr("event-hint", EventText()
+                                        .Lit("Task:")
+                                        .Lit(display)
+                                        .Lit(", FuncId:")
+                                        .Int(func_id)
+                                        .Lit(", CoreId:")
+                                        .Int(core_id)
+                                        .view());
 }
 
 std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {

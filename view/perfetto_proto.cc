@@ -384,8 +384,14 @@ uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
   return slot.iid;
 }
 
-void PerfettoTraceEncoder::PutEventName(std::string_view name) {
-  if (const uint64_t iid = Intern(names_, name)) {
+uint64_t PerfettoTraceEncoder::InternPerTask(Interner& table, std::string_view s) {
+  if (s == table.last_per_task) return Intern(table, s);
+  table.last_per_task.assign(s);
+  return 0;
+}
+
+void PerfettoTraceEncoder::PutEventName(std::string_view name, bool per_task) {
+  if (const uint64_t iid = per_task ? InternPerTask(names_, name) : Intern(names_, name)) {
     PutUint(*out_, f::kEventNameIid, iid);
   } else {
     PutBytes(*out_, f::kEventName, name);
@@ -485,8 +491,8 @@ size_t PerfettoTraceEncoder::BeginAnnotation(std::string_view key) {
   return a;
 }
 
-void PerfettoTraceEncoder::PutStringValue(std::string_view text) {
-  if (const uint64_t iid = Intern(strings_, text)) {
+void PerfettoTraceEncoder::PutStringValue(std::string_view text, bool per_task) {
+  if (const uint64_t iid = per_task ? InternPerTask(strings_, text) : Intern(strings_, text)) {
     PutUint(*out_, f::kAnnotationStringIid, iid);
   } else {
     PutBytes(*out_, f::kAnnotationString, text);
@@ -515,9 +521,10 @@ void PerfettoTraceEncoder::AnnotateNull(std::string_view key) {
   EndNested(*out_, BeginAnnotation(key));
 }
 
-void PerfettoTraceEncoder::AnnotateString(std::string_view key, std::string_view text) {
+void PerfettoTraceEncoder::AnnotateString(std::string_view key, std::string_view text,
+                                          bool per_task) {
   const size_t a = BeginAnnotation(key);
-  PutStringValue(text);
+  PutStringValue(text, per_task);
   EndNested(*out_, a);
 }
 
@@ -539,14 +546,14 @@ void PerfettoTraceEncoder::AnnotateInts(std::string_view key, const int64_t* val
 }
 
 void PerfettoTraceEncoder::BeginSlice(int pid, int tid, double ts_us, std::string_view cat,
-                                      std::string_view name) {
+                                      std::string_view name, bool per_task) {
   slice_track_ = ThreadUuid(pid, tid);
   slice_packet_ = BeginPacket(Nanos(ts_us), true, true);
   slice_event_ = BeginNested(*out_, f::kTrackEvent);
   PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
   PutUint(*out_, f::kEventTrackUuid, slice_track_);
   if (!cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, cat));
-  PutEventName(name);
+  PutEventName(name, per_task);
 }
 
 void PerfettoTraceEncoder::EndSlice(double ts_us, double dur_us) {

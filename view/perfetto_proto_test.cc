@@ -131,5 +131,45 @@ TEST(PerfettoTraceEncoderTest, InternsANameTheSecondTimeItIsSeen) {
   EXPECT_FALSE(enc.Event(bad).ok());
 }
 
+// A task's name (or hint) is looked up in the string cache only when it
+// repeats the one before it (a task's next SPMD block): the third of three
+// in a row is an iid, and a name that comes back after another task's is
+// written inline again, with no table entry.
+TEST(PerfettoTraceEncoderTest, InternsAPerTaskNameOnlyWhenItRepeatsTheOneBefore) {
+  std::string out;
+  PerfettoTraceEncoder enc(&out);
+  auto count = [&](const char* s, size_t from) {
+    size_t n = 0;
+    for (size_t at = out.find(s, from); at != std::string::npos; at = out.find(s, at + 1)) ++n;
+    return n;
+  };
+  auto slice = [&](std::string_view name) {
+    const size_t at = out.size();
+    enc.BeginSlice(4, 1, 1.0, "event", name, /*per_task=*/true);
+    enc.EndSlice(1.0, 2.0);
+    return at;
+  };
+  slice("add(t1)");
+  const size_t second = slice("add(t1)");
+  EXPECT_EQ(count("add(t1)", second), 1u);  // inline again, now in the cache
+  const size_t third = slice("add(t1)");
+  EXPECT_EQ(count("add(t1)", third), 1u);  // the InternedData entry, then its iid
+  const size_t fourth = slice("add(t1)");
+  EXPECT_EQ(count("add(t1)", fourth), 0u);  // the iid only
+  slice("mul(t2)");
+  const size_t back = slice("add(t1)");
+  EXPECT_EQ(count("add(t1)", back), 1u) << "after another task's name: inline, no lookup";
+  // A hint in the same way: inline each time it does not repeat.
+  const size_t hint = out.size();
+  enc.BeginSlice(4, 1, 2.0, "event", "mul(t2)", true);
+  enc.AnnotateString("event-hint", "Task:t2, FuncId:1, CoreId:0", true);
+  enc.EndSlice(2.0, 1.0);
+  enc.BeginSlice(4, 1, 3.0, "event", "sub(t3)", true);
+  enc.AnnotateString("event-hint", "Task:t3, FuncId:2, CoreId:0", true);
+  enc.EndSlice(3.0, 1.0);
+  EXPECT_EQ(count("Task:t2, FuncId:1, CoreId:0", hint), 1u);
+  EXPECT_EQ(count("Task:t3, FuncId:2, CoreId:0", hint), 1u);
+}
+
 }  // namespace
 }  // namespace dfx::view

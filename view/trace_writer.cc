@@ -223,7 +223,7 @@ void TraceEvent::Start(TraceWriter* trace, std::string* json, char ph, std::stri
   pid_ = tid_ = 0;
   ts_ = 0;
   dur_ = std::nan("");
-  has_dur_ = opened_ = skip_ = false;
+  has_dur_ = opened_ = skip_ = name_per_task_ = false;
 }
 
 void TraceEvent::FlushText() {
@@ -236,6 +236,7 @@ TraceEvent& TraceEvent::LongName(std::string_view json_head, std::string_view ra
   if (json_ == nullptr) {
     name_.assign(raw_head);
     name_.append(plain_tail);
+    name_per_task_ = !plain_tail.empty();
     return *this;
   }
   Room(10).Lit(R"(,"name":")");
@@ -254,13 +255,13 @@ void TraceEvent::Text(std::string_view s) {
   json_->append(s);
 }
 
-TraceEvent& TraceEvent::ProtoStr(std::string_view key, std::string_view text) {
+TraceEvent& TraceEvent::ProtoStr(std::string_view key, std::string_view text, bool per_task) {
   if (!Open()) return *this;
   if (ph_ == 'C') {
     Fail("proto trace: a counter arg that is not a number: " + std::string(key));
     return *this;
   }
-  trace_->proto_->AnnotateString(key, text);
+  trace_->proto_->AnnotateString(key, text, per_task);
   return *this;
 }
 
@@ -289,7 +290,7 @@ bool TraceEvent::Open() {
     return false;
   }
   if (ph_ == 'X') {
-    w.proto_->BeginSlice(pid_, tid_, ts_, cat_, name_);
+    w.proto_->BeginSlice(pid_, tid_, ts_, cat_, name_, name_per_task_);
   } else if (ph_ != 'C') {
     Fail(std::string("proto trace: no encoding for an event of phase '") + ph_ + "'");
     return false;

@@ -196,7 +196,9 @@ class TraceEvent {
     return *this;
   }
   // The name is `head` + `plain_tail`: `json_head` is the head's JSON string
-  // body (escaped, no quotes), `raw_head` its text.
+  // body (escaped, no quotes), `raw_head` its text. A name with a tail (a
+  // task slice's "<kernel>(<task>)") names one task: the proto trace does
+  // not look it up in its string cache (PerfettoTraceEncoder::InternPerTask).
   [[gnu::always_inline]] TraceEvent& Name(std::string_view json_head, std::string_view raw_head,
                                           std::string_view plain_tail) {
     assert(IsPlainText(plain_tail));
@@ -246,12 +248,18 @@ class TraceEvent {
     return *this;
   }
   [[gnu::always_inline]] TraceEvent& Str(std::string_view key, std::string_view plain) {
-    if (json_ == nullptr) return ProtoStr(key, plain);
+    if (json_ == nullptr) return ProtoStr(key, plain, false);
     assert(IsPlainText(plain));
     if (plain.size() <= kRoom / 2) return Key(key, plain.size() + 2).Lit("\"").Lit(plain).Lit("\"");
     Key(key, 1).Lit("\"");
     Text(plain);
     return Room(1).Lit("\"");
+  }
+  // Str for a text that belongs to one task (its hints), which the proto
+  // trace does not look up in its string cache; the JSON is the same.
+  [[gnu::always_inline]] TraceEvent& PerTaskStr(std::string_view key, std::string_view plain) {
+    if (json_ == nullptr) return ProtoStr(key, plain, true);
+    return Str(key, plain);
   }
   // An array of up to 8 integers ("key":[a,b,c]).
   template <typename Integer>
@@ -318,7 +326,7 @@ class TraceEvent {
   void ProtoInt(std::string_view key, int64_t v, bool is_unsigned);
   void ProtoNum(std::string_view key, double v);
   void ProtoInts(std::string_view key, const int64_t* v, size_t n);
-  TraceEvent& ProtoStr(std::string_view key, std::string_view text);
+  TraceEvent& ProtoStr(std::string_view key, std::string_view text, bool per_task);
   // Name in the proto trace, or one longer than the text buffer.
   TraceEvent& LongName(std::string_view json_head, std::string_view raw_head,
                        std::string_view plain_tail);
@@ -336,6 +344,7 @@ class TraceEvent {
   int pid_ = 0, tid_ = 0;
   double ts_ = 0, dur_ = 0;
   bool has_dur_ = false, opened_ = false, skip_ = false;
+  bool name_per_task_ = false;  // proto: the name has a tail (Name)
   char buf_[kRoom];
   char* p_ = buf_;
 };

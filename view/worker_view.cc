@@ -29,8 +29,8 @@ void DispatchConverter::EmitWorkerView() {
       if (trace_.proto()) {
         TaskSlice(trace_.Event('X', "event"), id, head, g.task_id, Pid(4), CoreTid(r.core_id),
                   T(ts), end - ts, func_id, r.core_id)
-            .Str("fanout-hint", fanout)
-            .Str("fanin-hint", fanin)
+            .PerTaskStr("fanout-hint", fanout)
+            .PerTaskStr("fanin-hint", fanin)
             .Num("duration-us", end - ts)
             .Num("kernel-duration-us", end - start)
             .Num("local_setup_us", start - ts)
