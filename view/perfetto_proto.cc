@@ -385,8 +385,10 @@ uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
 }
 
 uint64_t PerfettoTraceEncoder::InternPerTask(Interner& table, std::string_view s) {
-  if (s == table.last_per_task) return Intern(table, s);
-  table.last_per_task.assign(s);
+  for (const std::string& recent : table.recent_per_task) {
+    if (recent == s) return Intern(table, s);
+  }
+  table.recent_per_task[table.next_recent++ % table.recent_per_task.size()].assign(s);
   return 0;
 }
 

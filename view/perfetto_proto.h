@@ -34,6 +34,7 @@
 // One thread; the encoder appends packets to a caller-owned buffer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -251,11 +252,13 @@ class PerfettoTraceEncoder {
     Interner(uint32_t table_field, bool intern_first_use, size_t slots)
         : field(table_field), first_use(intern_first_use), cache(slots) {}
     uint32_t field;
-    bool first_use;             // intern on the first sighting (few distinct strings)
-    uint64_t next_iid = 1;      // per table; an iid is never given to two strings
-    std::vector<Slot> cache;    // a power of two
-    std::string pending;        // the entries new in the packet being built
-    std::string last_per_task;  // InternPerTask: the string it saw last
+    bool first_use;           // intern on the first sighting (few distinct strings)
+    uint64_t next_iid = 1;    // per table; an iid is never given to two strings
+    std::vector<Slot> cache;  // a power of two
+    std::string pending;      // the entries new in the packet being built
+    // InternPerTask: the strings it saw last (a slice's hints take three).
+    std::array<std::string, 4> recent_per_task;
+    size_t next_recent = 0;
   };
   // The track's uuid; a new one is described first (unnamed) unless
   // `describe` is false (the caller describes it).
@@ -271,10 +274,10 @@ class PerfettoTraceEncoder {
   // Intern for a string that names one task (a task slice's name, its
   // hints): such a string comes back only for the task's next row, right
   // after it (SPMD blocks), or much later in another view, long after the
-  // cache slot was reused. So it goes to Intern only when it repeats the
-  // string before it, and is otherwise written inline without a hash or a
-  // cache slot (Intern, its hash and its compares were 17% of a 100k-task
-  // proto conversion, nearly all misses on these).
+  // cache slot was reused. So it goes to Intern only when it is one of the
+  // last few such strings of its table, and is otherwise written inline
+  // without a hash or a cache slot (Intern, its hash and its compares were
+  // 17% of a 100k-task proto conversion, nearly all misses on these).
   uint64_t InternPerTask(Interner& table, std::string_view s);
   // The event's name as name_iid, or inline.
   void PutEventName(std::string_view name, bool per_task = false);

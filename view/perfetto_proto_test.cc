@@ -131,11 +131,12 @@ TEST(PerfettoTraceEncoderTest, InternsANameTheSecondTimeItIsSeen) {
   EXPECT_FALSE(enc.Event(bad).ok());
 }
 
-// A task's name (or hint) is looked up in the string cache only when it
-// repeats the one before it (a task's next SPMD block): the third of three
-// in a row is an iid, and a name that comes back after another task's is
-// written inline again, with no table entry.
-TEST(PerfettoTraceEncoderTest, InternsAPerTaskNameOnlyWhenItRepeatsTheOneBefore) {
+// A task's name (or hint) is looked up in the string cache only when it is
+// one of the last few such strings (a task's next SPMD block): the third of
+// three in a row is an iid, and so is a hint that alternates with others
+// (a slice's event-hint, fan-out and fan-in hints); a name that comes back
+// after several other tasks' is written inline again, with no lookup.
+TEST(PerfettoTraceEncoderTest, InternsAPerTaskStringOnlyWhenItRepeatsARecentOne) {
   std::string out;
   PerfettoTraceEncoder enc(&out);
   auto count = [&](const char* s, size_t from) {
@@ -156,19 +157,23 @@ TEST(PerfettoTraceEncoderTest, InternsAPerTaskNameOnlyWhenItRepeatsTheOneBefore)
   EXPECT_EQ(count("add(t1)", third), 1u);  // the InternedData entry, then its iid
   const size_t fourth = slice("add(t1)");
   EXPECT_EQ(count("add(t1)", fourth), 0u);  // the iid only
-  slice("mul(t2)");
+  for (const char* other : {"mul(t2)", "sub(t3)", "div(t4)", "neg(t5)"}) slice(other);
   const size_t back = slice("add(t1)");
-  EXPECT_EQ(count("add(t1)", back), 1u) << "after another task's name: inline, no lookup";
-  // A hint in the same way: inline each time it does not repeat.
-  const size_t hint = out.size();
-  enc.BeginSlice(4, 1, 2.0, "event", "mul(t2)", true);
-  enc.AnnotateString("event-hint", "Task:t2, FuncId:1, CoreId:0", true);
-  enc.EndSlice(2.0, 1.0);
-  enc.BeginSlice(4, 1, 3.0, "event", "sub(t3)", true);
-  enc.AnnotateString("event-hint", "Task:t3, FuncId:2, CoreId:0", true);
-  enc.EndSlice(3.0, 1.0);
-  EXPECT_EQ(count("Task:t2, FuncId:1, CoreId:0", hint), 1u);
-  EXPECT_EQ(count("Task:t3, FuncId:2, CoreId:0", hint), 1u);
+  EXPECT_EQ(count("add(t1)", back), 1u) << "after four other tasks' names: inline";
+  // Four SPMD blocks of one task: each has its own event-hint (its core),
+  // and the same fan-out hint: inline, inline, interned, then the iid only.
+  size_t block_at[4];
+  for (int b = 0; b < 4; ++b) {
+    block_at[b] = out.size();
+    enc.BeginSlice(4, 1, 2.0 + b, "event", "mul(t2)", true);
+    enc.AnnotateString("event-hint", "Task:t2, FuncId:1, CoreId:" + std::to_string(b), true);
+    enc.AnnotateString("fanout-hint", "2: [t7, t8]", true);
+    enc.EndSlice(2.0 + b, 1.0);
+  }
+  EXPECT_EQ(count("2: [t7, t8]", block_at[0]), 3u);
+  EXPECT_EQ(count("2: [t7, t8]", block_at[2]), 1u);                  // the InternedData entry
+  EXPECT_EQ(count("2: [t7, t8]", block_at[3]), 0u);                  // its iid
+  EXPECT_EQ(count("Task:t2, FuncId:1, CoreId:3", block_at[3]), 1u);  // inline
 }
 
 }  // namespace

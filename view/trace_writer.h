@@ -197,8 +197,9 @@ class TraceEvent {
   }
   // The name is `head` + `plain_tail`: `json_head` is the head's JSON string
   // body (escaped, no quotes), `raw_head` its text. A name with a tail (a
-  // task slice's "<kernel>(<task>)") names one task: the proto trace does
-  // not look it up in its string cache (PerfettoTraceEncoder::InternPerTask).
+  // task slice's "<kernel>(<task>)") names one task: the proto trace looks
+  // it up in its string cache only when it repeats a recent one
+  // (PerfettoTraceEncoder::InternPerTask).
   [[gnu::always_inline]] TraceEvent& Name(std::string_view json_head, std::string_view raw_head,
                                           std::string_view plain_tail) {
     assert(IsPlainText(plain_tail));
@@ -255,8 +256,8 @@ class TraceEvent {
     Text(plain);
     return Room(1).Lit("\"");
   }
-  // Str for a text that belongs to one task (its hints), which the proto
-  // trace does not look up in its string cache; the JSON is the same.
+  // Str for a text that belongs to one task (its hints): the proto trace
+  // treats it as a task's name (InternPerTask); the JSON is the same.
   [[gnu::always_inline]] TraceEvent& PerTaskStr(std::string_view key, std::string_view plain) {
     if (json_ == nullptr) return ProtoStr(key, plain, true);
     return Str(key, plain);
