@@ -13,14 +13,9 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path TempDir() {
-  fs::path dir =
-      fs::temp_directory_path() /
-      ("dfx_common_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  RemoveTestDirAtExit(dir);
-  return dir;
+  return FreshTestDir("dfx_common_test_" +
+                      std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 TEST(AtomicFileWriter, UncommittedWriterLeavesNoFileUnderFinalName) {

@@ -21,12 +21,7 @@ namespace fs = std::filesystem;
 using namespace dfx::protocol;
 
 fs::path TempDir(const std::string& name) {
-  fs::path d =
-      fs::temp_directory_path() / ("agent_test_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  RemoveTestDirAtExit(d);
-  return d;
+  return FreshTestDir("agent_test_" + std::to_string(::getpid()) + "_" + name);
 }
 
 std::string ProgramText() {

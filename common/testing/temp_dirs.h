@@ -1,21 +1,23 @@
 // Test scratch directories that do not outlive a passing test process.
-// Helpers that hand out plain paths under the system temp dir (e2e
-// TestDir, the common and agent tests' TempDir) and directories shared by
-// a file's tests (one run made for all of them) register each directory
-// here; it is removed when the process exits after all its tests passed.
-// A failed test's files stay for a look. Test code only.
+// The helpers that hand out plain paths under the system temp dir (e2e
+// TestDir, the common and agent tests' TempDir) get each directory from
+// FreshTestDir, which removes it when the process exits after all its
+// tests passed. A failed test's files stay for a look. Test code only.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <vector>
 
 namespace dfx {
 
-inline void RemoveTestDirAtExit(const std::filesystem::path& dir) {
+// `name` under the system temp dir, emptied and created now, and removed at
+// exit if every test of the process passed.
+inline std::filesystem::path FreshTestDir(const std::string& name) {
   struct Dirs {
     std::mutex mu;
     std::vector<std::filesystem::path> paths;
@@ -28,8 +30,12 @@ inline void RemoveTestDirAtExit(const std::filesystem::path& dir) {
     }
   };
   static Dirs dirs;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
   std::lock_guard<std::mutex> lock(dirs.mu);
   dirs.paths.push_back(dir);
+  return dir;
 }
 
 }  // namespace dfx

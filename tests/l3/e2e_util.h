@@ -129,11 +129,7 @@ inline CommandResult RunCommand(const std::vector<std::string>& argv, const fs::
 
 // A fresh directory for one test.
 inline fs::path TestDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("dfx_e2e_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  RemoveTestDirAtExit(dir);
-  return dir;
+  return FreshTestDir("dfx_e2e_" + std::to_string(::getpid()) + "_" + name);
 }
 
 // Every regular file under `dir`, relative, sorted.
