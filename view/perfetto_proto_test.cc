@@ -21,6 +21,13 @@ std::string Hex(const std::string& s) {
   return h;
 }
 
+// How many times `s` occurs in `out` from byte `from` on.
+size_t Occurrences(const std::string& out, std::string_view s, size_t from) {
+  size_t n = 0;
+  for (size_t at = out.find(s, from); at != std::string::npos; at = out.find(s, at + 1)) ++n;
+  return n;
+}
+
 TEST(ProtoWireTest, VarintsAreLittleEndianSevenBitGroups) {
   // Golden bytes from the protobuf encoding guide.
   const std::pair<uint64_t, const char*> cases[] = {
@@ -108,14 +115,7 @@ TEST(PerfettoTraceEncoderTest, InternsANameTheSecondTimeItIsSeen) {
   ASSERT_TRUE(ParseJsonTraceEvent(
                   R"({"ph":"X","cat":"event","name":"Task_1","pid":4,"tid":1,"ts":1,"dur":2})", &e)
                   .ok());
-  auto count = [&](size_t from) {
-    size_t n = 0;
-    for (size_t at = out.find("Task_1", from); at != std::string::npos;
-         at = out.find("Task_1", at + 1)) {
-      ++n;
-    }
-    return n;
-  };
+  auto count = [&](size_t from) { return Occurrences(out, "Task_1", from); };
   ASSERT_TRUE(enc.Event(e).ok());  // inline: a name drawn once costs no table entry
   EXPECT_EQ(count(0), 1u);
   const size_t first = out.size();
@@ -139,11 +139,7 @@ TEST(PerfettoTraceEncoderTest, InternsANameTheSecondTimeItIsSeen) {
 TEST(PerfettoTraceEncoderTest, InternsAPerTaskStringOnlyWhenItRepeatsARecentOne) {
   std::string out;
   PerfettoTraceEncoder enc(&out);
-  auto count = [&](const char* s, size_t from) {
-    size_t n = 0;
-    for (size_t at = out.find(s, from); at != std::string::npos; at = out.find(s, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](const char* s, size_t from) { return Occurrences(out, s, from); };
   auto slice = [&](std::string_view name) {
     const size_t at = out.size();
     enc.BeginSlice(4, 1, 1.0, "event", name, /*per_task=*/true);
