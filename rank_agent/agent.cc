@@ -727,8 +727,7 @@ struct RankAgent::Impl {
     const bool rank_held =
         std::any_of(held_dispatches_.begin(), held_dispatches_.end(),
                     [&d](const protocol::Dispatch& h) { return h.rank == d.rank; });
-    if (rank_held || DirInFlight(collectors::SessionSpoolDir(options_.spool_root, session_) /
-                                 collectors::DispatchDirPath(d.rank, d.k))) {
+    if (rank_held || DirInFlight(SessionDir() / collectors::DispatchDirPath(d.rank, d.k))) {
       DFX_LOG_DEBUG("rank {} d{}: held until the files of its dispatch dir are confirmed", d.rank,
                     d.k);
       held_dispatches_.push_back(d);
