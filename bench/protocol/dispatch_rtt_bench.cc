@@ -7,7 +7,11 @@
 // carries the program text and has it parsed (later ones go by hash): it is
 // warm-up, like the echo's first message, so it is left out of the
 // percentiles and reported apart. The baseline, in the same run: one ROUTER and N DEALER echo
-// threads over the same loopback TCP transport, each ping a 64-byte frame, N in flight at once.
+// threads over the same loopback TCP transport, each ping a 64-byte frame, N in flight at once
+// (issue 13's row). A second baseline, also in every pair: the same echo with each DEALER a
+// process of its own (this binary, --echo-peer), as each agent is: a ZeroMQ context, and so an
+// I/O thread, per peer, where the threads above share one. Neither speaks CURVE (an agent's
+// control channel does).
 //
 // On a loaded machine one pair of measurements says little (the bare p99
 // moved 2.5x between runs), so each agent count runs --repeat pairs, each
@@ -89,16 +93,58 @@ Percentiles Of(std::vector<uint64_t> ns) {
   return {at(0.5), at(0.99)};
 }
 
-RawResult RawRoundTrip(int agents, int rounds) {
+// One echo peer as a process of its own (`--echo-peer ENDPOINT ID`), the
+// way each agent is one: a ZeroMQ context (and so an I/O thread) of its
+// own. It echoes every frame until "stop", which it answers with the CPU
+// seconds it used from its first ping on; it also ends once its parent is
+// gone (the benchmark killed).
+int EchoPeer(const std::string& endpoint, const std::string& id) {
+  const pid_t parent = ::getppid();
+  dfx::protocol::Context context;
+  auto dealer = dfx::protocol::DealerChannel::Connect(context, endpoint, id);
+  if (!dealer.ok()) return 1;
+  (void)dealer->SendRaw("hello");
+  double cpu_start = -1;
+  while (::getppid() == parent) {
+    auto r = dealer->Receive(200);
+    if (!r.ok()) return 1;
+    if (!r->frame) continue;
+    if (r->frame->bytes.view() == "stop") {
+      const double used = cpu_start < 0 ? 0 : UsageSeconds(RUSAGE_SELF) - cpu_start;
+      (void)dealer->SendRaw(fmt::format("{:.6f}", used));
+      return 0;
+    }
+    if (cpu_start < 0) cpu_start = UsageSeconds(RUSAGE_SELF);
+    (void)dealer->SendRaw(r->frame->bytes);
+  }
+  return 0;
+}
+
+// The bare echo: `rounds` rounds of one 64-byte ping to each of `agents`
+// DEALER peers at once. `processes`: each peer a process of its own (the
+// agents' shape: one context and I/O thread each); otherwise a thread of
+// this process, all sharing its one I/O thread.
+RawResult RawRoundTrip(int agents, int rounds, bool processes) {
   dfx::protocol::Context context;
   auto router = dfx::protocol::RouterChannel::Bind(context, "tcp://127.0.0.1:0");
   if (!router.ok()) return {};
   std::atomic<bool> stop{false};
   std::vector<std::thread> echoes;
+  std::vector<pid_t> peers;
   for (int a = 0; a < agents; ++a) {
-    echoes.emplace_back([&, a] {
-      auto dealer = dfx::protocol::DealerChannel::Connect(context, router->endpoint(),
-                                                          fmt::format("echo-{}", a));
+    const std::string id = fmt::format("echo-{}", a);
+    if (processes) {
+      std::string self = "/proc/self/exe", flag = "--echo-peer", endpoint = router->endpoint(),
+                  name = id;
+      char* argv[] = {self.data(), flag.data(), endpoint.data(), name.data(), nullptr};
+      pid_t pid = -1;
+      if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environ) == 0) {
+        peers.push_back(pid);
+      }
+      continue;
+    }
+    echoes.emplace_back([&, id] {
+      auto dealer = dfx::protocol::DealerChannel::Connect(context, router->endpoint(), id);
       if (!dealer.ok()) return;
       (void)dealer->SendRaw("hello");
       while (!stop) {
@@ -108,9 +154,19 @@ RawResult RawRoundTrip(int agents, int rounds) {
     });
   }
   std::vector<std::string> ids;
-  while (static_cast<int>(ids.size()) < agents) {
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  while (static_cast<int>(ids.size()) < agents && Clock::now() < give_up) {
     auto r = router->Receive(1000);
     if (r.ok() && r->frame) ids.push_back(r->frame->identity);
+  }
+  if (static_cast<int>(ids.size()) < agents) {
+    stop = true;
+    for (auto& t : echoes) t.join();
+    for (pid_t pid : peers) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    return {};
   }
   std::vector<uint64_t> samples;
   const std::string ping(64, 'p');
@@ -130,9 +186,20 @@ RawResult RawRoundTrip(int agents, int rounds) {
       ++got;
     }
   }
-  const double cpu = UsageSeconds(RUSAGE_SELF) - cpu_before;
+  double cpu = UsageSeconds(RUSAGE_SELF) - cpu_before;
   stop = true;
   for (auto& t : echoes) t.join();
+  // Each peer process answers "stop" with its CPU over the rounds.
+  for (const auto& id : processes ? ids : std::vector<std::string>{})
+    (void)router->SendRaw(id, "stop");
+  for (size_t got = 0; got < peers.size();) {
+    auto r = router->Receive(5000);
+    if (!r.ok() || !r->frame) break;
+    if (r->frame->bytes.size() == 64) continue;  // a ping still on its way
+    cpu += std::atof(r->frame->bytes.str().c_str());
+    ++got;
+  }
+  for (pid_t pid : peers) ::waitpid(pid, nullptr, 0);
   return {Of(samples), cpu * 1e6 / (double(agents) * rounds)};
 }
 
@@ -308,6 +375,7 @@ RunResult RunOnce(const fs::path& dir, int agents, int chips, int dispatches, in
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--echo-peer") return EchoPeer(argv[2], argv[3]);
   std::vector<int> counts = {1, 4, 16, 64};
   int dispatches = 20;
   int chips = 1;
@@ -352,19 +420,22 @@ int main(int argc, char** argv) {
                   .c_str());
   // Percentiles are medians over the pairs; p50 x / p99 x are the medians
   // of the per-pair ratios (issue 13's row is the p99 ratio).
-  std::printf("%-6s %-5s %9s %9s %10s %10s %7s %7s %9s %8s %5s %8s %8s %7s\n", "agents", "chips",
-              "zmq p50", "zmq p99", "disp p50", "disp p99", "p50 x", "p99 x", "fanout50", "RSS MB",
-              "fds", "ms/disp", "ms/MiB", "wall s");
+  // "proc": the bare echo with each peer a process of its own, as agents are.
+  std::printf("%-6s %-5s %9s %9s %10s %10s %7s %7s %9s %8s %5s %8s %8s %7s %10s %7s\n", "agents",
+              "chips", "zmq p50", "zmq p99", "disp p50", "disp p99", "p50 x", "p99 x", "fanout50",
+              "RSS MB", "fds", "ms/disp", "ms/MiB", "wall s", "proc p99", "p99 x p");
   bool all_ok = true;
   for (int n : counts) {
     std::vector<double> zmq50, zmq99, disp50, disp99, x50, x99, fanout, wall;
     std::vector<double> raw_cpu, tree_cpu, coord_cpu, all99, x99_all;
+    std::vector<double> proc99, xproc99, proc_cpu;
     uint64_t peak_rss_kb = 0;
     int peak_fds = 0;
     bool ok = true;
     const double extra = double(n) * chips * (dispatches - 1);
     for (int rep = 0; rep < repeat; ++rep) {
-      RawResult raw = RawRoundTrip(n, dispatches * 5);
+      RawResult raw = RawRoundTrip(n, dispatches * 5, false);
+      RawResult proc = RawRoundTrip(n, dispatches * 5, true);
       // Marginal CPU per dispatch: `dispatches` rounds minus one.
       RunResult one = RunOnce(dir, n, chips, 1, 16, {});
       RunResult many = RunOnce(dir, n, chips, dispatches, 16, {});
@@ -380,6 +451,10 @@ int main(int argc, char** argv) {
       fanout.push_back(many.fan_out.p50_us);
       wall.push_back(many.use.wall_s);
       raw_cpu.push_back(raw.cpu_us_per_rtt);
+      proc99.push_back(proc.rtt.p99_us);
+      if (proc.rtt.p99_us > 0) xproc99.push_back(many.dispatch.p99_us / proc.rtt.p99_us);
+      proc_cpu.push_back(proc.cpu_us_per_rtt);
+      ok &= proc.rtt.p99_us > 0;
       tree_cpu.push_back((many.use.tree_cpu_s - one.use.tree_cpu_s) * 1e6 / extra);
       coord_cpu.push_back((many.use.cpu_s - one.use.cpu_s) * 1e6 / extra);
       peak_rss_kb = std::max(peak_rss_kb, many.use.peak_rss_kb);
@@ -387,11 +462,13 @@ int main(int argc, char** argv) {
       std::printf(
           "       pair %d: zmq p50/p99 %.0f/%.0f us, dispatch p50/p99 %.0f/%.0f us, p99 x %.2f "
           "(with first dispatches: p99 %.0f us, %.2f x); CPU per round trip: bare %.0f us, "
-          "dispatch %.0f us\n",
+          "dispatch %.0f us; bare echo from %d processes: p50/p99 %.0f/%.0f us, p99 x %.2f, CPU "
+          "per round trip %.0f us\n",
           rep + 1, raw.rtt.p50_us, raw.rtt.p99_us, many.dispatch.p50_us, many.dispatch.p99_us,
           raw.rtt.p99_us > 0 ? many.dispatch.p99_us / raw.rtt.p99_us : 0, many.all.p99_us,
           raw.rtt.p99_us > 0 ? many.all.p99_us / raw.rtt.p99_us : 0, raw.cpu_us_per_rtt,
-          tree_cpu.back());
+          tree_cpu.back(), n, proc.rtt.p50_us, proc.rtt.p99_us,
+          proc.rtt.p99_us > 0 ? many.dispatch.p99_us / proc.rtt.p99_us : 0, proc.cpu_us_per_rtt);
       std::fflush(stdout);
     }
     // Marginal CPU per MiB gathered: rounds with a full args dump, once.
@@ -404,16 +481,23 @@ int main(int argc, char** argv) {
     peak_rss_kb = std::max(peak_rss_kb, dump.use.peak_rss_kb);
     peak_fds = std::max(peak_fds, dump.use.peak_fds);
     std::printf(
-        "%-6d %-5d %9.0f %9.0f %10.0f %10.0f %7.1f %7.1f %9.0f %8.1f %5d %8.3f %8.2f %7.1f%s\n", n,
-        chips, Median(zmq50), Median(zmq99), Median(disp50), Median(disp99), Median(x50),
+        "%-6d %-5d %9.0f %9.0f %10.0f %10.0f %7.1f %7.1f %9.0f %8.1f %5d %8.3f %8.2f %7.1f %10.0f "
+        "%7.2f%s\n",
+        n, chips, Median(zmq50), Median(zmq99), Median(disp50), Median(disp99), Median(x50),
         Median(x99), Median(fanout), peak_rss_kb / 1024.0, peak_fds, Median(coord_cpu) / 1e3,
-        per_mib_ms, Median(wall), ok ? "" : "  (RUN FAILED)");
+        per_mib_ms, Median(wall), Median(proc99), Median(xproc99), ok ? "" : "  (RUN FAILED)");
     std::printf(
         "       p99 x over %zu pair(s): median %.2f, min %.2f, max %.2f (each rank's first "
         "dispatch, which carries the program, left out; with it: p99 %.0f us, median %.2f x)\n",
         x99.size(), Median(x99), x99.empty() ? 0 : *std::min_element(x99.begin(), x99.end()),
         x99.empty() ? 0 : *std::max_element(x99.begin(), x99.end()), Median(all99),
         Median(x99_all));
+    std::printf(
+        "       p99 x against the bare echo from %d processes, over %zu pair(s): median %.2f, min "
+        "%.2f, max %.2f; its CPU per round trip %.0f us\n",
+        n, xproc99.size(), Median(xproc99),
+        xproc99.empty() ? 0 : *std::min_element(xproc99.begin(), xproc99.end()),
+        xproc99.empty() ? 0 : *std::max_element(xproc99.begin(), xproc99.end()), Median(proc_cpu));
     const double bare = Median(raw_cpu), disp = Median(tree_cpu);
     std::printf(
         "       CPU per round trip (medians): bare echo %.0f us (its whole process), dispatch "
