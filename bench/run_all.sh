@@ -120,10 +120,19 @@ fi
 # baseline cell also gives the like-with-like ratio against raw ZeroMQ whose
 # receiver writes every frame to the same directory (raw+disk), and the same
 # gather forced over CURVE (DFX_BULK_TRANSPORT=curve).
+# The same once more with --warm-pages: each case's page cache from pages
+# this VM touched a moment before (on this machine a cold page's first touch
+# traps to the host: bench/README.md, "Cold pages"), which is what a host
+# without that cost (bare metal) gives every write.
+WARM="not measured"
+if run gather_warm "$BUILD/bench/gather/gather_bench" "${GATHER[@]}" --no-curve --warm-pages; then
+  read -r _ _ _ _ wg wr _ wd _ < <(grep -E '^[0-9]' "$LOGS/gather_warm.log" | tail -1)
+  WARM="$wg MB/s, ${wr}x raw, ${wd}x raw+disk"
+fi
 if run gather "$BUILD/bench/gather/gather_bench" "${GATHER[@]}"; then
   read -r _ mib raw rawdisk gathered R rmin RD rdmin _ _ _ _ _ _ gcurve _ < <(grep -E '^[0-9]' "$LOGS/gather.log" | tail -1)
   row "gather ${GATHER[1]} agents x $mib MiB" \
-    "raw ZeroMQ over ipc, same processes: $raw MB/s (median of ${GATHER[5]}; min ratio ${rmin//[\[\]]/}x; vs raw+disk $rawdisk MB/s: ${RD}x, min ${rdmin//[\[\]]/}x; gather over CURVE: $gcurve MB/s)" \
+    "raw ZeroMQ over ipc, same processes: $raw MB/s (median of ${GATHER[5]}; min ratio ${rmin//[\[\]]/}x; vs raw+disk $rawdisk MB/s: ${RD}x, min ${rdmin//[\[\]]/}x; gather over CURVE: $gcurve MB/s; with warm pages: $WARM)" \
     "$gathered MB/s" "${R}x" ">= 0.9x" "$(met "$R" '>=' 0.9)"
 else
   row "gather" "-" "FAILED" "-" "-" "-"
@@ -138,8 +147,11 @@ if run dispatch_rtt "$BUILD/bench/protocol/dispatch_rtt_bench" "${RTT[@]}"; then
   PAIRS=$(grep -E "p99 x over" "$L" | tail -1 |
     sed -E 's/.*over ([0-9]+) pair.*min ([0-9.]+),.*with it: p99 ([0-9]+) us, median ([0-9.]+) x.*/\1 pairs, min \2x; with each rank'"'"'s first dispatch (program load): \4x/')
   CPU=$(grep -E "CPU per round trip" "$L" | tail -1 | sed -E 's/.*bare echo (-?[0-9]+) us.*dispatch (-?[0-9]+) us.*/\1 vs \2 us/')
+  # The same echo with each peer a process of its own, as the agents are.
+  PROC=$(grep -E "against the bare echo from" "$L" | tail -1 |
+    sed -E 's/.*from ([0-9]+) processes.*median ([0-9.]+), min ([0-9.]+),.*its CPU per round trip (-?[0-9]+) us.*/\2x (min \3x; its CPU per round trip \4 us)/')
   row "dispatch round trip, $RTT_AGENTS agents, one-task program" \
-    "bare ZeroMQ ROUTER/DEALER p99: $zmq99 us (medians)" \
+    "bare ZeroMQ ROUTER/DEALER p99: $zmq99 us (medians; one process, a DEALER thread per peer); against the same echo from $RTT_AGENTS processes: $PROC" \
     "p99 $disp99 us; CPU per round trip, bare vs dispatch: $CPU" "${R}x (median of $PAIRS)" \
     "<= 2x" "$(met "$R" '<=' 2)"
 else
