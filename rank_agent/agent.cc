@@ -631,6 +631,18 @@ struct RankAgent::Impl {
             if (t.sum) t.sum = ChecksumPrefix(t.fd, t.offset);
             return false;
           }
+          // A recovery reads a spool written long before (clean pages),
+          // once: drop what was sent from the page cache. Its pages go back
+          // to the free lists while still warm, and a coordinator on this
+          // host writes the gathered copy into them (on a VM whose balloon
+          // hands pages free for ~2 s back to the host, a cold page costs a
+          // trap to the host on first touch: bench/README.md, "Cold
+          // pages"). Not in a live run: its spool is freshly written
+          // (dirty), and dropping it would first write it back to disk.
+          if (options_.mode == AgentMode::kRecover) {
+            (void)::posix_fadvise(t.fd, static_cast<off_t>(at), static_cast<off_t>(n),
+                                  POSIX_FADV_DONTNEED);
+          }
           t.offset += n;
           --credits_;
           bytes_sent_[{t.rank, t.k}] += n;
