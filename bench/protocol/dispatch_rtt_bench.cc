@@ -192,14 +192,20 @@ RawResult RawRoundTrip(int agents, int rounds, bool processes) {
   // Each peer process answers "stop" with its CPU over the rounds.
   for (const auto& id : processes ? ids : std::vector<std::string>{})
     (void)router->SendRaw(id, "stop");
-  for (size_t got = 0; got < peers.size();) {
+  size_t answered = 0;
+  while (answered < peers.size()) {
     auto r = router->Receive(5000);
     if (!r.ok() || !r->frame) break;
     if (r->frame->bytes.size() == 64) continue;  // a ping still on its way
     cpu += std::atof(r->frame->bytes.str().c_str());
-    ++got;
+    ++answered;
   }
-  for (pid_t pid : peers) ::waitpid(pid, nullptr, 0);
+  // A peer that never answered is ended (its pid is still ours: not yet reaped).
+  for (pid_t pid : peers) {
+    if (answered < peers.size()) ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+  if (answered < peers.size()) return {};
   return {Of(samples), cpu * 1e6 / (double(agents) * rounds)};
 }
 
