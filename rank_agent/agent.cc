@@ -639,7 +639,7 @@ struct RankAgent::Impl {
           // trap to the host on first touch: bench/README.md, "Cold
           // pages"). Not in a live run: its spool is freshly written
           // (dirty), and dropping it would first write it back to disk.
-          if (options_.mode == AgentMode::kRecover) {
+          if (gather_requested_) {  // a recovery (recover mode, or a serve agent's spool)
             (void)::posix_fadvise(t.fd, static_cast<off_t>(at), static_cast<off_t>(n),
                                   POSIX_FADV_DONTNEED);
           }
