@@ -639,8 +639,12 @@ struct RankAgent::Impl {
           // trap to the host on first touch: bench/README.md, "Cold
           // pages"). Not in a live run: its spool is freshly written
           // (dirty), and dropping it would first write it back to disk.
+          // The range is everything sent so far (to the end of the file
+          // with the last chunk): the kernel drops only whole folios, and
+          // a large folio can straddle a chunk's bounds.
           if (gather_requested_) {  // a recovery (recover mode, or a serve agent's spool)
-            (void)::posix_fadvise(t.fd, static_cast<off_t>(at), static_cast<off_t>(n),
+            const uint64_t done = at + n;
+            (void)::posix_fadvise(t.fd, 0, done >= t.size ? 0 : static_cast<off_t>(done),
                                   POSIX_FADV_DONTNEED);
           }
           t.offset += n;

@@ -1,6 +1,9 @@
 #include "rank_agent/agent.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -425,6 +428,77 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   ASSERT_TRUE(next_done.has_value());
   EXPECT_EQ(next_done->k, 1u);
   EXPECT_EQ(next_done->status, DispatchStatus::kOk) << next_done->error;
+  Status result = agent.Stop();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
+// Pages of `file` in the page cache (mincore of a mapping of it).
+size_t ResidentPages(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st {};
+  ::fstat(fd, &st);
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return 0;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((size + page - 1) / page);
+  size_t resident = 0;
+  if (::mincore(map, size, in.data()) == 0) {
+    for (unsigned char c : in) resident += c & 1;
+  }
+  ::munmap(map, size);
+  return resident;
+}
+
+// A recovery reads a spool written long before, once: what it has sent
+// leaves the page cache as it goes (so a coordinator on the host writes
+// the gathered copy into those pages, not beside them), and the file
+// itself stays until it is acknowledged.
+TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
+  fs::path dir = TempDir("dropbehind");
+  Context context;
+  FakeCoordinator coordinator(context, 0x7B);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  options.mode = AgentMode::kRecover;
+  const fs::path d0 =
+      collectors::SessionSpoolDir(options.spool_root, 0x7B) / collectors::DispatchDirPath(0, 0);
+  const fs::path file = d0 / "args_dump/args.bin";
+  fs::create_directories(file.parent_path());
+  const std::string bytes(8 << 20, 'a');
+  ASSERT_TRUE(WriteFileAtomic(file, bytes).ok());
+  {  // written back and read once: clean pages in the cache, as a spool from a past run
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fdatasync(fd), 0);
+    ::close(fd);
+    ASSERT_TRUE(ReadFile(file).ok());
+  }
+  const size_t pages = bytes.size() / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (ResidentPages(file) < pages / 2) {
+    GTEST_SKIP() << "this file system keeps no page cache for " << file << " to drop";
+  }
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
+  ASSERT_TRUE(coordinator.Send(Credit{1000}));
+  ASSERT_TRUE(coordinator.Send(GatherRequest{0x7B}));
+  std::string got;
+  std::optional<ArtifactEnd> end;
+  for (int i = 0; i < 600 && !end; ++i) {
+    auto m = coordinator.NextWithin(50);
+    if (!m) continue;
+    if (auto* chunk = std::get_if<ArtifactChunk>(&m->body)) got += chunk->data;
+    if (auto* e = std::get_if<ArtifactEnd>(&m->body)) end = *e;
+  }
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(got.size(), bytes.size());
+  EXPECT_TRUE(got == bytes);
+  // Every chunk sent, none acknowledged: the spool keeps the file, not its pages.
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_LT(ResidentPages(file), pages / 8) << "of " << pages << " pages";
   Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);
