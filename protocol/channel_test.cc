@@ -1,6 +1,7 @@
 #include "protocol/channel.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,14 +89,23 @@ TEST_F(LocalPeersTest, RefusesAWrongTokenAnUnknownUserAndAnotherPid) {
 
 // A process of another uid reaching the socket (here the directory is
 // opened up on purpose) is refused by its kernel credentials, token or not.
-TEST_F(LocalPeersTest, RefusesAnotherUidEvenWithTheToken) {
+// The peer is forked before this process starts any thread: a child forked
+// from a process with ZeroMQ's threads running can deadlock on a lock one
+// of them held at the fork (this test once hung in CI until its timeout),
+// so it waits for the endpoint on a pipe instead.
+TEST(LocalPeersUidTest, RefusesAnotherUidEvenWithTheToken) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a peer as another uid";
-  std::filesystem::permissions(dir_, std::filesystem::perms::all);
-  std::filesystem::permissions(dir_ + "/s", std::filesystem::perms::all);
-  router_.AdmitLocalPeer("rank-0.1", "secret-token", 0);  // any pid
+  int endpoint_pipe[2];
+  ASSERT_EQ(::pipe(endpoint_pipe), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    ::close(endpoint_pipe[1]);
+    std::string endpoint;
+    char buf[256];
+    ssize_t n;
+    while ((n = ::read(endpoint_pipe[0], buf, sizeof buf)) > 0) endpoint.append(buf, n);
+    if (endpoint.empty()) ::_exit(5);  // the parent gave up before binding
     // As nobody: a fresh context, send, wait a little, leave.
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
     {
@@ -103,21 +113,60 @@ TEST_F(LocalPeersTest, RefusesAnotherUidEvenWithTheToken) {
       SocketOptions o;
       o.plain_client = std::make_pair(std::string("rank-0.1"), std::string("secret-token"));
       o.linger_ms = 0;
-      auto dealer = DealerChannel::Connect(context, router_.endpoint(), "rank-0.1", o);
+      auto dealer = DealerChannel::Connect(context, endpoint, "rank-0.1", o);
       if (!dealer.ok()) ::_exit(4);
       (void)dealer->SendRaw("hello");
       (void)dealer->Receive(1500);
     }
     ::_exit(0);
   }
-  auto got = ReceiveWithin(router_, 2000);
+  ::close(endpoint_pipe[0]);
+  // Ends the child however this test ends (it is ours: not reaped yet).
+  struct Peer {
+    pid_t pid;
+    int pipe_fd;
+    ~Peer() {
+      if (pipe_fd >= 0) ::close(pipe_fd);
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } peer{child, endpoint_pipe[1]};
+  char dir[] = "/tmp/dfx-chan-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  Context context;
+  SocketOptions o;
+  o.local_peers_only = true;
+  auto router = RouterChannel::Bind(context, "ipc://" + cleanup.dir + "/s", o);
+  ASSERT_TRUE(router.ok()) << router.status().ToString();
+  std::filesystem::permissions(cleanup.dir, std::filesystem::perms::all);
+  std::filesystem::permissions(cleanup.dir + "/s", std::filesystem::perms::all);
+  router->AdmitLocalPeer("rank-0.1", "secret-token", 0);  // any pid
+  const std::string endpoint = router->endpoint();
+  ASSERT_EQ(::write(peer.pipe_fd, endpoint.data(), endpoint.size()),
+            static_cast<ssize_t>(endpoint.size()));
+  ::close(peer.pipe_fd);
+  peer.pipe_fd = -1;
+  auto got = ReceiveWithin(*router, 2000);
+  // The peer leaves after 1.5 s; 30 s is a hang.
   int status = 0;
-  ::waitpid(child, &status, 0);
+  pid_t reaped = 0;
+  for (int waited_ms = 0; waited_ms < 30000 && reaped == 0; waited_ms += 10) {
+    reaped = ::waitpid(child, &status, WNOHANG);
+    if (reaped == 0) ::usleep(10000);
+  }
+  ASSERT_EQ(reaped, child) << "the peer of uid 65534 did not exit within 30 s";
+  peer.pid = -1;
   ASSERT_TRUE(WIFEXITED(status)) << status;
   ASSERT_EQ(WEXITSTATUS(status), 0);
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE(got->frame.has_value()) << "a peer of uid 65534 was admitted";
-  auto refused = router_.TakeRefusals();
+  auto refused = router->TakeRefusals();
   EXPECT_GE(refused.count, 1u);
   EXPECT_NE(refused.last.find("uid 65534"), std::string::npos) << refused.last;
 }
