@@ -23,23 +23,34 @@ Result<Polled> ReceiveWithin(RouterChannel& router, int ms) {
 }
 
 // The local bulk path's socket (local_peers_only): an ipc:// ROUTER in a
-// private directory; `Send` from a PLAIN dealer with `user`/`token`.
-class LocalPeersTest : public ::testing::Test {
- protected:
-  void SetUp() override {
+// private directory under /tmp (short: ipc paths are bounded), removed
+// with it.
+struct LocalRouter {
+  LocalRouter() : dir(PrivateDir()), router(BindIn(context, dir)) {}
+  ~LocalRouter() {
+    if (router.ok()) router->Close();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  static std::string PrivateDir() {
     char dir[] = "/tmp/dfx-chan-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    return ::mkdtemp(dir) != nullptr ? dir : "";
+  }
+  static Result<RouterChannel> BindIn(Context& context, const std::string& dir) {
+    if (dir.empty()) return Internal(std::string("mkdtemp failed: ") + std::strerror(errno));
     SocketOptions o;
     o.local_peers_only = true;
-    auto router = RouterChannel::Bind(context_, "ipc://" + dir_ + "/s", o);
-    ASSERT_TRUE(router.ok()) << router.status().ToString();
-    router_ = std::move(*router);
+    return RouterChannel::Bind(context, "ipc://" + dir + "/s", o);
   }
-  void TearDown() override {
-    router_.Close();
-    std::filesystem::remove_all(dir_);
-  }
+  std::string dir;
+  Context context;
+  Result<RouterChannel> router;
+};
+
+// `Exchange`s a frame from a PLAIN dealer with `user`/`token` over a LocalRouter.
+class LocalPeersTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(local_.router.ok()) << local_.router.status().ToString(); }
+  RouterChannel& router() { return *local_.router; }
   // What the router got from a dealer presenting user/token (nullopt: nothing
   // within `ms`), and how many handshakes it refused meanwhile.
   std::optional<Frame> Exchange(const std::string& user, const std::string& token, int ms,
@@ -47,20 +58,18 @@ class LocalPeersTest : public ::testing::Test {
     SocketOptions o;
     o.plain_client = std::make_pair(user, token);
     o.linger_ms = 0;
-    auto dealer = DealerChannel::Connect(context_, router_.endpoint(), user, o);
+    auto dealer = DealerChannel::Connect(local_.context, router().endpoint(), user, o);
     EXPECT_TRUE(dealer.ok());
     EXPECT_TRUE(dealer->SendRaw("hello").ok());
-    auto got = ReceiveWithin(router_, ms);
-    *refused = router_.TakeRefusals();
+    auto got = ReceiveWithin(router(), ms);
+    *refused = router().TakeRefusals();
     return got.ok() ? got->frame : std::nullopt;
   }
-  Context context_;
-  RouterChannel router_;
-  std::string dir_;
+  LocalRouter local_;
 };
 
 TEST_F(LocalPeersTest, AdmitsTheOfferedTokenFromItsPidAsItsUser) {
-  router_.AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
+  router().AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
   HandshakeRefusals refused;
   auto frame = Exchange("rank-0.1", "secret-token", 10000, &refused);
   ASSERT_TRUE(frame.has_value());
@@ -70,8 +79,8 @@ TEST_F(LocalPeersTest, AdmitsTheOfferedTokenFromItsPidAsItsUser) {
 }
 
 TEST_F(LocalPeersTest, RefusesAWrongTokenAnUnknownUserAndAnotherPid) {
-  router_.AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
-  router_.AdmitLocalPeer("rank-1.1", "other-token", static_cast<uint32_t>(::getpid()) + 1);
+  router().AdmitLocalPeer("rank-0.1", "secret-token", static_cast<uint32_t>(::getpid()));
+  router().AdmitLocalPeer("rank-1.1", "other-token", static_cast<uint32_t>(::getpid()) + 1);
   struct Case {
     std::string user, token, why;
   };
@@ -133,19 +142,11 @@ TEST(LocalPeersUidTest, RefusesAnotherUidEvenWithTheToken) {
       }
     }
   } peer{child, endpoint_pipe[1]};
-  char dir[] = "/tmp/dfx-chan-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
-  Context context;
-  SocketOptions o;
-  o.local_peers_only = true;
-  auto router = RouterChannel::Bind(context, "ipc://" + cleanup.dir + "/s", o);
+  LocalRouter local;
+  auto& router = local.router;
   ASSERT_TRUE(router.ok()) << router.status().ToString();
-  std::filesystem::permissions(cleanup.dir, std::filesystem::perms::all);
-  std::filesystem::permissions(cleanup.dir + "/s", std::filesystem::perms::all);
+  std::filesystem::permissions(local.dir, std::filesystem::perms::all);
+  std::filesystem::permissions(local.dir + "/s", std::filesystem::perms::all);
   router->AdmitLocalPeer("rank-0.1", "secret-token", 0);  // any pid
   const std::string endpoint = router->endpoint();
   ASSERT_EQ(::write(peer.pipe_fd, endpoint.data(), endpoint.size()),
