@@ -295,8 +295,8 @@ struct GatherResult {
   bool ok = false;
 };
 
-// --warm-pages: before each case, write a file of `bytes` (a little more
-// than the case writes) into `dir` and delete it, so the page cache the
+// --warm-pages: before each case, write a file a little larger than the
+// `bytes` the case writes into `dir` and delete it, so the page cache the
 // case then fills is made of pages this guest touched a moment ago. On a
 // VM whose balloon reports free pages to the host (virtio-balloon free
 // page reporting, this machine), pages free for ~2 s are handed back and
@@ -310,7 +310,7 @@ void WarmPages(const fs::path& dir, uint64_t bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   std::vector<char> block(1 << 20, 'w');
-  for (uint64_t done = 0; done < bytes; done += block.size()) {
+  for (uint64_t done = 0; done < bytes + bytes / 8; done += block.size()) {
     if (::write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) break;
   }
   ::close(fd);
@@ -335,7 +335,7 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each,
     }
   }
   ::sync();  // the generated spool's writeback must not overlap the timed gather
-  if (warm_pages) WarmPages(dir, bytes_each * agents + bytes_each * agents / 8);
+  if (warm_pages) WarmPages(dir, bytes_each * agents);
   dfx::Json record;
   record["session"] = dfx::Hex64(session);
   record["spool"] = fs::absolute(spool).string();
@@ -496,7 +496,7 @@ int main(int argc, char** argv) {
           [&] { r = RawZmqThroughput(agents, bytes, {}); },
           [&] { g = RunGather(dir, agents, bytes); },
           [&] {
-            if (warm_pages) WarmPages(dir, bytes * agents + bytes * agents / 8);
+            if (warm_pages) WarmPages(dir, bytes * agents);
             rd = RawZmqThroughput(agents, bytes, dir);
           },
       };

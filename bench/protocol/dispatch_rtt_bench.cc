@@ -190,8 +190,9 @@ RawResult RawRoundTrip(int agents, int rounds, bool processes) {
   stop = true;
   for (auto& t : echoes) t.join();
   // Each peer process answers "stop" with its CPU over the rounds.
-  for (const auto& id : processes ? ids : std::vector<std::string>{})
-    (void)router->SendRaw(id, "stop");
+  if (processes) {
+    for (const auto& id : ids) (void)router->SendRaw(id, "stop");
+  }
   size_t answered = 0;
   while (answered < peers.size()) {
     auto r = router->Receive(5000);
