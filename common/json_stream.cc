@@ -44,6 +44,23 @@ Status JsonPullReader::OpenAt(const std::filesystem::path& path, uint64_t offset
   return Status::Ok();
 }
 
+bool JsonPullReader::SkipTo(uint64_t offset) {
+  if (!ok()) return false;
+  if (offset < bytes_read()) {
+    return Fail(fmt::format("cannot skip back to byte {}", offset));
+  }
+  if (offset <= consumed_ + len_) {  // in the buffer
+    pos_ = static_cast<size_t>(offset - consumed_);
+    return true;
+  }
+  if (file_ == nullptr || std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0) {
+    return Fail(fmt::format("cannot seek to byte {}", offset));
+  }
+  consumed_ = offset;
+  pos_ = len_ = 0;
+  return true;
+}
+
 bool JsonPullReader::Fail(const std::string& message) {
   if (status_.ok()) {
     status_ = InvalidArgument(fmt::format("{}: at byte {}: {}", path_, bytes_read(), message));

@@ -76,6 +76,10 @@ class JsonPullReader {
   bool ReadNull();
   // Skips one value of any kind.
   bool Skip();
+  // Goes on reading at byte `offset` (not before bytes_read()) inside the
+  // same container: for a caller that read the value up to there by other
+  // means (offset: right after it). The value counts as read.
+  bool SkipTo(uint64_t offset);
   // Reads one value into a DOM (use for small subtrees such as `metadata`).
   bool ReadJson(Json* out);
 

@@ -180,6 +180,36 @@ TEST(JsonPullReaderTest, ReadUint64ArrayReadsAsReadNumberDoes) {
   }
 }
 
+// A value read by other means is skipped by offset: within the buffer, or
+// past it (the reader buffers 1 MiB), and the reader goes on in its object.
+TEST(JsonPullReaderTest, SkipToGoesOnAfterAValueReadByOtherMeans) {
+  for (size_t filler : {size_t{10}, size_t{3} << 20}) {
+    const std::string big = "[\"" + std::string(filler, 'x') + "\"]";
+    auto p = WriteTemp("pull_skipto", R"({"a": )" + big + R"(, "b": 7})");
+    JsonPullReader r;
+    ASSERT_TRUE(r.Open(p).ok());
+    ASSERT_TRUE(r.BeginObject());
+    std::string key;
+    ASSERT_TRUE(r.NextKey(&key));
+    r.Peek();
+    const uint64_t at = r.bytes_read();
+    EXPECT_EQ(at, 6u);
+    ASSERT_TRUE(r.SkipTo(at + big.size())) << r.status().message();
+    ASSERT_TRUE(r.NextKey(&key)) << filler << ": " << r.status().message();
+    EXPECT_EQ(key, "b");
+    JsonNumber n;
+    ASSERT_TRUE(r.ReadNumber(&n));
+    EXPECT_EQ(n.AsInt64(), 7);
+    EXPECT_FALSE(r.NextKey(&key));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    // Never back.
+    EXPECT_FALSE(r.SkipTo(at));
+    EXPECT_NE(r.status().message().find("cannot skip back to byte 6"), std::string::npos)
+        << r.status().message();
+    std::filesystem::remove(p);
+  }
+}
+
 TEST(JsonPullReaderTest, ErrorNamesFileAndByteOffset) {
   auto p = WriteTemp("pull_bad", R"({"a": [1, 2 3]})");
   JsonPullReader r;

@@ -186,7 +186,7 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
   // complete→ready and submit→dispatch, dispatch flows. A task's first
   // submit: from orch_end_, or (orch_cursor_) the submits read again in
   // file order, which is task order, beside the groups.
-  std::optional<collectors::OrchPhaseStream> submits;
+  std::optional<collectors::OrchPhaseStreamAhead> submits;
   size_t submit_pool = 0;
   collectors::OrchPhase submit;
   bool have_submit = false;

@@ -1,4 +1,4 @@
-#include "view/sched_phase_scan.h"
+#include "collectors/swimlane/sched_phase_scan.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,9 @@
 namespace dfx::view {
 namespace {
 
+using collectors::FastForEachSchedPhase;
+using collectors::kFastSchedPhaseWindow;
+using collectors::kMaxFastSchedPhase;
 using collectors::ReadSwimlaneRecords;
 using collectors::SchedPhase;
 using collectors::SwimlaneReadOptions;

@@ -3,8 +3,9 @@
 // scheduler thread dispatches a core, and the --overhead counter tracks. The
 // phases are streamed from the records file (ForEachSchedPhase): once to
 // collect what the other views need (ScanSchedPhases), once to draw them;
-// both passes read with the fast reader of sched_phase_scan.h when the first
-// could read every phase with it.
+// both passes read with the fast reader of collectors/swimlane/sched_phase_scan.h
+// when the first could read every phase with it, on a thread of its own
+// (FastForEachSchedPhaseAhead) while this one draws.
 #include "view/dispatch_converter.h"
 
 #include <fmt/format.h>
@@ -14,11 +15,12 @@
 #include <iterator>
 #include <limits>
 
+#include "collectors/swimlane/sched_phase_scan.h"
 #include "view/overhead.h"
-#include "view/sched_phase_scan.h"
 
 namespace dfx::view {
 
+using collectors::FastForEachSchedPhaseAhead;
 using collectors::PhaseKind;
 using collectors::PhaseName;
 using collectors::SchedPhase;
@@ -78,7 +80,7 @@ bool IsDrawnPhase(PhaseKind k) {
 Status DispatchConverter::ForEachSchedPhase(
     const std::function<void(size_t, const SchedPhase&)>& fn) {
   if (!fast_phases_) return d_.ForEachSchedPhase(fn);
-  DFX_ASSIGN_OR_RETURN(bool whole, FastForEachSchedPhase(d_, fn));
+  DFX_ASSIGN_OR_RETURN(bool whole, FastForEachSchedPhaseAhead(d_, fn));
   if (whole) return Status::Ok();
   return FailedPrecondition(
       d_.path.string() +
@@ -114,7 +116,7 @@ Status DispatchConverter::ScanSchedPhases() {
     }
   };
   if (d_.sched_phases_streamed) {
-    DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhase(d_, collect));
+    DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhaseAhead(d_, collect));
     if (!fast_phases_) {
       has_resolve_.assign(nt, false);
       complete_bars_.Reset(nt, d_.num_sched_phases);

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "collectors/swimlane/sched_phase_scan.h"
 #include "common/json_stream.h"
 
 namespace dfx::collectors {
@@ -218,11 +219,35 @@ Status SwimlaneRecords::ForEachSchedPhase(
 
 Status SwimlaneRecords::ForEachOrchPhase(
     const std::function<void(size_t, const OrchPhase&)>& fn) const {
-  OrchPhaseStream stream(*this);
   size_t pool = 0;
   OrchPhase p;
+  if (orch_phases_streamed) {  // read from the file: parsed on the other core
+    OrchPhaseStreamAhead stream(*this);
+    while (stream.Next(&pool, &p)) fn(pool, p);
+    return stream.status();
+  }
+  OrchPhaseStream stream(*this);
   while (stream.Next(&pool, &p)) fn(pool, p);
   return stream.status();
+}
+
+OrchPhaseStreamAhead::OrchPhaseStreamAhead(const SwimlaneRecords& records)
+    : ahead_([&records](const Prefetch<std::pair<size_t, OrchPhase>>::Push& push) {
+        OrchPhaseStream stream(records);
+        size_t pool = 0;
+        OrchPhase p;
+        while (stream.Next(&pool, &p)) {
+          if (!push({pool, p})) return Status::Ok();  // the consumer stopped
+        }
+        return stream.status();
+      }) {}
+
+bool OrchPhaseStreamAhead::Next(size_t* pool, OrchPhase* phase) {
+  std::pair<size_t, OrchPhase> item;
+  if (!ahead_.Next(&item)) return false;
+  *pool = item.first;
+  *phase = item.second;
+  return true;
 }
 
 bool SwimlaneRecords::HasOrchPhases() const {
@@ -371,6 +396,26 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       data.sched_phases.clear();
       data.num_sched_threads = 0;
       data.num_sched_phases = 0;
+      if (options.stream_sched_phases) {
+        // The fast reader's pointer scans, then on after the value; the
+        // generic reader below only when a phase is outside its subset.
+        BaseTracker fast_base = base;
+        uint64_t phases = 0;
+        DFX_ASSIGN_OR_RETURN(
+            FastSchedScan scan,
+            FastScanSchedPhases(path, data.sched_phases_offset, [&](size_t, const SchedPhase& p) {
+              fast_base.See(p.start);
+              fast_base.See(p.end);
+              ++phases;
+            }));
+        if (scan.whole && r.SkipTo(scan.end_offset)) {
+          base = fast_base;
+          data.num_sched_threads = scan.lanes;
+          data.num_sched_phases = phases;
+          continue;
+        }
+        if (!r.ok()) return r.status();
+      }
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
         ++data.num_sched_threads;

@@ -18,10 +18,12 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/json.h"
 #include "common/json_stream.h"
+#include "common/prefetch.h"
 #include "common/status.h"
 
 namespace dfx::collectors {
@@ -244,6 +246,20 @@ class OrchPhaseStream {
   bool in_pool_ = false;    // inside a pool's array
   size_t pool_ = 0;         // pools begun so far (the current one is pool_ - 1)
   size_t index_ = 0;        // in memory: next phase of the current pool
+};
+
+// An OrchPhaseStream read on a thread of its own (common/prefetch.h): Next
+// hands out phases the other core has parsed already. For a converter that
+// draws each phase as it comes; stopping early (destroying it) stops the
+// reading.
+class OrchPhaseStreamAhead {
+ public:
+  explicit OrchPhaseStreamAhead(const SwimlaneRecords& records);
+  bool Next(size_t* pool, OrchPhase* phase);
+  Status status() const { return ahead_.status(); }
+
+ private:
+  Prefetch<std::pair<size_t, OrchPhase>> ahead_;
 };
 
 // Reads and joins a records file. Errors name the file and what was wrong,

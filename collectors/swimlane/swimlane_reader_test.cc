@@ -131,6 +131,43 @@ TEST(ReadSwimlaneRecordsTest, StreamedSchedulerPhasesMatchTheKeptOnes) {
   EXPECT_EQ(a->base_cycles, b->base_cycles);
 }
 
+// The first pass reads streamed phases with the fast reader and goes on
+// after them; a phase outside its subset sends it to the generic reader.
+// Either way the counts, the base time and what follows the phases are
+// those of a read that keeps the phases.
+TEST(ReadSwimlaneRecordsTest, TheFirstPassCountsStreamedPhasesAsAKeepingReadDoes) {
+  for (const std::string extra : {"", R"(, "note": "outside the fast subset")"}) {
+    auto p = WriteTemp("fastpass", R"({"chip_swimlane_level": 3,
+      "aicpu_scheduler_phases": [
+        [{"kind": "dispatch", "start_cycles": 500, "end_cycles": 600, "loop_iter": 1,
+          "tasks_processed": 0)" + extra +
+                                       R"(}],
+        [{"kind": "complete", "start_cycles": 700, "end_cycles": 800, "loop_iter": 2,
+          "tasks_processed": 1}, {"kind": "idle", "start_cycles": 800, "end_cycles": 900,
+          "loop_iter": 3, "tasks_processed": 0}],
+        []],
+      "metadata": {"clock_freq_hz": 50000000, "core_types": ["aic"], "core_to_thread": [1]},
+      "aicore_tasks": [[0, 1, 1, 1000, 1100, 0]], "aicpu_tasks": [[0, 1, 990, 1150]]})");
+    SwimlaneReadOptions streamed;
+    streamed.stream_sched_phases = true;
+    auto kept = ReadSwimlaneRecords(p);
+    auto fast = ReadSwimlaneRecords(p, streamed);
+    std::filesystem::remove(p);
+    ASSERT_TRUE(kept.ok()) << kept.status().message();
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    EXPECT_EQ(fast->num_sched_threads, 3u) << "the empty third lane counts";
+    EXPECT_EQ(kept->num_sched_threads, 3u);
+    EXPECT_EQ(fast->num_sched_phases, 3u);
+    EXPECT_EQ(fast->base_cycles, 500u) << "the earliest time is a phase's";
+    EXPECT_EQ(kept->base_cycles, 500u);
+    ASSERT_EQ(fast->tasks.size(), 1u) << "the rows after the phases are read";
+    EXPECT_EQ(fast->Start(fast->tasks[0]), 1000u);
+    EXPECT_EQ(fast->Finish(fast->tasks[0]), 1150u);
+    EXPECT_EQ(kept->tasks.size(), 1u);
+    EXPECT_EQ(fast->core_types, kept->core_types);
+  }
+}
+
 TEST(ReadSwimlaneRecordsTest, RejectsCoreIdsBeyondSixteenBits) {
   auto p = WriteTemp("bigcore", R"({"chip_swimlane_level": 1,
     "metadata": {"clock_freq_hz": 50000000}, "aicore_tasks": [[70000, 1, 1, 10, 20, 0]]})");

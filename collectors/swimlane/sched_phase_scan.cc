@@ -1,17 +1,16 @@
-#include "view/sched_phase_scan.h"
+#include "collectors/swimlane/sched_phase_scan.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-namespace dfx::view {
+#include "common/prefetch.h"
 
-using collectors::ParsePhaseKind;
-using collectors::SchedPhase;
-using collectors::SwimlaneRecords;
+namespace dfx::collectors {
 
 namespace {
 
@@ -22,11 +21,18 @@ constexpr size_t kMaxPhase = 4096;   // longest phase (with the blanks before it
 // of the subset contains, so every scan stops at the end of what was read).
 class Window {
  public:
-  explicit Window(std::FILE* f) : f_(f), buf_(kWindow + 1), end_(buf_.data()) { *end_ = '\0'; }
+  // `offset`: where f is (the file offset of the first byte read).
+  Window(std::FILE* f, uint64_t offset)
+      : f_(f), buf_(kWindow + 1), end_(buf_.data()), origin_(offset) {
+    *end_ = '\0';
+  }
   const char* begin() const { return buf_.data(); }
+  // The file offset of p.
+  uint64_t Offset(const char* p) const { return origin_ + static_cast<uint64_t>(p - buf_.data()); }
   // Makes at least kMaxPhase bytes (or the rest of the file) readable from p.
   bool Fill(const char*& p) {
     if (static_cast<size_t>(end_ - p) >= kMaxPhase || eof_) return true;
+    origin_ = Offset(p);
     const size_t keep = static_cast<size_t>(end_ - p);
     std::memmove(buf_.data(), p, keep);
     const size_t got = std::fread(buf_.data() + keep, 1, kWindow - keep, f_);
@@ -44,6 +50,7 @@ class Window {
   std::FILE* f_;
   std::vector<char> buf_;
   char* end_;
+  uint64_t origin_;  // the file offset of buf_[0]
   bool eof_ = false;
 };
 
@@ -177,30 +184,36 @@ struct FileCloser {
 
 }  // namespace
 
-Result<bool> FastForEachSchedPhase(const SwimlaneRecords& records,
-                                   const std::function<void(size_t, const SchedPhase&)>& fn) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(records.path.c_str(), "rb"));
-  if (f == nullptr ||
-      std::fseek(f.get(), static_cast<long>(records.sched_phases_offset), SEEK_SET) != 0) {
-    return NotFound(records.path.string() +
-                    ": cannot read the scheduler phases: " + std::strerror(errno));
+Result<FastSchedScan> FastScanSchedPhases(
+    const std::filesystem::path& path, uint64_t offset,
+    const std::function<void(size_t, const SchedPhase&)>& fn) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (f == nullptr || std::fseek(f.get(), static_cast<long>(offset), SEEK_SET) != 0) {
+    return NotFound(path.string() + ": cannot read the scheduler phases: " + std::strerror(errno));
   }
   const auto read_error = [&] {
-    return Internal(records.path.string() + ": read failed: " + std::strerror(errno));
+    return Internal(path.string() + ": read failed: " + std::strerror(errno));
   };
-  Window w(f.get());
+  Window w(f.get(), offset);
   std::string scratch;
+  FastSchedScan scan;  // not whole until the value's ']'
+  const auto whole = [&](const char* end) {
+    scan.whole = true;
+    scan.end_offset = w.Offset(end);
+    return scan;
+  };
   const char* p = w.begin();
   if (!w.Fill(p)) return read_error();
   // [ [phase, ...], ... ]
   Blanks(p);
-  if (*p != '[') return false;
+  if (*p != '[') return scan;
   ++p;
   Blanks(p);
-  if (*p == ']') return true;
+  if (*p == ']') return whole(p + 1);
   for (size_t t = 0;; ++t) {
-    if (*p != '[') return false;
+    if (*p != '[') return scan;
     ++p;
+    scan.lanes = t + 1;
     if (!w.Fill(p)) return read_error();
     Blanks(p);
     if (*p != ']') {
@@ -208,22 +221,45 @@ Result<bool> FastForEachSchedPhase(const SwimlaneRecords& records,
         if (!w.Fill(p)) return read_error();
         Blanks(p);
         SchedPhase ph;
-        if (!Phase(p, &ph, &scratch)) return false;
+        if (!Phase(p, &ph, &scratch)) return scan;
         fn(t, ph);
         Blanks(p);
         if (*p == ']') break;
-        if (*p != ',') return false;
+        if (*p != ',') return scan;
         ++p;
       }
     }
     ++p;  // the lane's ']'
     if (!w.Fill(p)) return read_error();
     Blanks(p);
-    if (*p == ']') return true;
-    if (*p != ',') return false;
+    if (*p == ']') return whole(p + 1);
+    if (*p != ',') return scan;
     ++p;
     Blanks(p);
   }
 }
 
-}  // namespace dfx::view
+Result<bool> FastForEachSchedPhase(const SwimlaneRecords& records,
+                                   const std::function<void(size_t, const SchedPhase&)>& fn) {
+  DFX_ASSIGN_OR_RETURN(FastSchedScan scan,
+                       FastScanSchedPhases(records.path, records.sched_phases_offset, fn));
+  return scan.whole;
+}
+
+Result<bool> FastForEachSchedPhaseAhead(const SwimlaneRecords& records,
+                                        const std::function<void(size_t, const SchedPhase&)>& fn) {
+  using Item = std::pair<size_t, SchedPhase>;
+  bool whole = false;  // written by the reader, read once the stream ended
+  Prefetch<Item> ahead([&](const Prefetch<Item>::Push& push) {
+    Result<bool> read = FastForEachSchedPhase(records, [&](size_t t, const SchedPhase& p) {
+      push({t, p});
+    });
+    if (!read.ok()) return read.status();
+    whole = read.value();
+    return Status::Ok();
+  });
+  DFX_RETURN_IF_ERROR(ahead.ForEach([&](const Item& item) { fn(item.first, item.second); }));
+  return whole;
+}
+
+}  // namespace dfx::collectors
