@@ -113,12 +113,14 @@ inline bool Triple(const char*& p, int16_t out[3]) {
   }
 }
 
-bool Is(const char* s, size_t n, const char* key) {
-  return std::strlen(key) == n && std::memcmp(s, key, n) == 0;
+// Whether [s, s + n) is `key`: a compare of a known size, inlined.
+template <size_t N>
+inline bool Is(const char* s, size_t n, const char (&key)[N]) {
+  return n == N - 1 && std::memcmp(s, key, N - 1) == 0;
 }
 
 // One phase object, as ReadSwimlaneRecords' ReadSchedPhase reads it.
-bool Phase(const char*& p, SchedPhase* ph, std::string* scratch) {
+bool Phase(const char*& p, SchedPhase* ph) {
   if (*p != '{') return false;
   ++p;
   Blanks(p);
@@ -139,8 +141,7 @@ bool Phase(const char*& p, SchedPhase* ph, std::string* scratch) {
       const char* s;
       size_t n;
       if (!PlainString(p, &s, &n)) return false;
-      scratch->assign(s, n);
-      ph->kind = ParsePhaseKind(*scratch);
+      ph->kind = ParsePhaseKind({s, n});
     } else if (Is(key, len, "shared_at_start")) {
       if (!Triple(p, ph->shared_at_start)) return false;
       ph->has_depths = true;
@@ -195,7 +196,6 @@ Result<FastSchedScan> FastScanSchedPhases(
     return Internal(path.string() + ": read failed: " + std::strerror(errno));
   };
   Window w(f.get(), offset);
-  std::string scratch;
   FastSchedScan scan;  // not whole until the value's ']'
   const auto whole = [&](const char* end) {
     scan.whole = true;
@@ -221,7 +221,7 @@ Result<FastSchedScan> FastScanSchedPhases(
         if (!w.Fill(p)) return read_error();
         Blanks(p);
         SchedPhase ph;
-        if (!Phase(p, &ph, &scratch)) return scan;
+        if (!Phase(p, &ph)) return scan;
         fn(t, ph);
         Blanks(p);
         if (*p == ']') break;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "collectors/swimlane/sched_phase_scan.h"
@@ -15,7 +16,7 @@ namespace {
 
 struct PhaseName_ {
   PhaseKind kind;
-  const char* name;
+  std::string_view name;  // a literal: .data() ends in '\0'
 };
 constexpr PhaseName_ kPhaseNames[] = {
     {PhaseKind::kComplete, "complete"},
@@ -122,12 +123,12 @@ bool ReadOrchPhase(JsonPullReader& r, bool host, OrchPhase* p) {
 
 const char* PhaseName(PhaseKind kind) {
   for (const auto& e : kPhaseNames) {
-    if (e.kind == kind) return e.name;
+    if (e.kind == kind) return e.name.data();
   }
   return "other";
 }
 
-PhaseKind ParsePhaseKind(const std::string& name) {
+PhaseKind ParsePhaseKind(std::string_view name) {
   if (name == "fanout") return PhaseKind::kResolve;
   if (name == "prestage") return PhaseKind::kEarlyDispatch;
   for (const auto& e : kPhaseNames) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -83,7 +84,7 @@ enum class PhaseKind : uint8_t {
   kOther,
 };
 const char* PhaseName(PhaseKind kind);
-PhaseKind ParsePhaseKind(const std::string& name);
+PhaseKind ParsePhaseKind(std::string_view name);
 
 struct SchedPhase {
   PhaseKind kind = PhaseKind::kOther;
