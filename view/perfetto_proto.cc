@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -367,8 +368,32 @@ void PerfettoTraceEncoder::EndPacket(size_t packet) {
   EndNested(*out_, packet);
 }
 
+namespace {
+
+// The cache slot of `s`: multiply-xorshift over 8-byte words, inline
+// (std::hash's out-of-line murmur was 4.7% of a level-4 proto conversion's
+// instructions). Only picks a slot: a collision costs a miss, not a wrong iid.
+inline uint64_t SlotHash(std::string_view s) {
+  uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i < s.size(); ++i, k += 8) {
+    tail |= uint64_t{static_cast<unsigned char>(s[i])} << k;
+  }
+  h = (h ^ tail) * 0x94D049BB133111EBull;
+  return h ^ (h >> 32);
+}
+
+}  // namespace
+
 uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
-  Interner::Slot& slot = table.cache[std::hash<std::string_view>{}(s) & (table.cache.size() - 1)];
+  Interner::Slot& slot = table.cache[SlotHash(s) & (table.cache.size() - 1)];
   if (slot.text != s) {
     slot.text.assign(s);
     slot.iid = 0;
