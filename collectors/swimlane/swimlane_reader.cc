@@ -220,16 +220,18 @@ Status SwimlaneRecords::ForEachSchedPhase(
 
 Status SwimlaneRecords::ForEachOrchPhase(
     const std::function<void(size_t, const OrchPhase&)>& fn) const {
-  size_t pool = 0;
-  OrchPhase p;
+  const auto drain = [&fn](auto& stream) {
+    size_t pool = 0;
+    OrchPhase p;
+    while (stream.Next(&pool, &p)) fn(pool, p);
+    return Status(stream.status());
+  };
   if (orch_phases_streamed) {  // read from the file: parsed on the other core
     OrchPhaseStreamAhead stream(*this);
-    while (stream.Next(&pool, &p)) fn(pool, p);
-    return stream.status();
+    return drain(stream);
   }
   OrchPhaseStream stream(*this);
-  while (stream.Next(&pool, &p)) fn(pool, p);
-  return stream.status();
+  return drain(stream);
 }
 
 OrchPhaseStreamAhead::OrchPhaseStreamAhead(const SwimlaneRecords& records)
