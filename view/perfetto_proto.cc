@@ -23,6 +23,9 @@ using proto_wire::PutUint;
 namespace {
 
 constexpr uint32_t kSequenceId = 1;
+// Room for the Trace.packet tag (one byte: field 1) and a length of up to
+// 2^63 in front of a packet's body.
+constexpr size_t kPacketHeadroom = 1 + proto_wire::kMaxVarintBytes;
 constexpr int kMaxDepth = 16;  // of an "args" value (ours nest 2 deep)
 
 // A cursor over one event of our own JSON trace. Every method returns false
@@ -177,7 +180,7 @@ bool ParseInt(std::string_view text, int* v) {
 
 // A JSON number's text as a DebugAnnotation value: an integer literal as
 // int (uint past int64), anything else as double.
-bool PutNumberValue(std::string& out, std::string_view num) {
+bool PutNumberValue(proto_wire::Buffer& out, std::string_view num) {
   bool integer = true;
   for (char ch : num) integer &= ch != '.' && ch != 'e' && ch != 'E';
   if (integer) {
@@ -261,12 +264,12 @@ uint64_t PerfettoTraceEncoder::ProcessUuid(int pid, bool describe) {
   if (added) ++next_uuid_;
   if (added && describe) {
     const size_t p = BeginPacket(0, false, false);
-    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
-    PutUint(*out_, f::kTrackUuid, it->second);
-    const size_t proc = BeginNested(*out_, f::kTrackProcess);
-    PutInt(*out_, f::kPid, pid);
-    EndNested(*out_, proc);
-    EndNested(*out_, d);
+    const size_t d = BeginNested(packet_, f::kTrackDescriptor);
+    PutUint(packet_, f::kTrackUuid, it->second);
+    const size_t proc = BeginNested(packet_, f::kTrackProcess);
+    PutInt(packet_, f::kPid, pid);
+    EndNested(packet_, proc);
+    EndNested(packet_, d);
     EndPacket(p);
   }
   return it->second;
@@ -278,13 +281,13 @@ uint64_t PerfettoTraceEncoder::ThreadUuid(int pid, int tid, bool describe) {
   if (added) ProcessUuid(pid);
   if (added && describe) {
     const size_t p = BeginPacket(0, false, false);
-    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
-    PutUint(*out_, f::kTrackUuid, it->second);
-    const size_t thread = BeginNested(*out_, f::kTrackThread);
-    PutInt(*out_, f::kPid, pid);
-    PutInt(*out_, f::kTid, tid);
-    EndNested(*out_, thread);
-    EndNested(*out_, d);
+    const size_t d = BeginNested(packet_, f::kTrackDescriptor);
+    PutUint(packet_, f::kTrackUuid, it->second);
+    const size_t thread = BeginNested(packet_, f::kTrackThread);
+    PutInt(packet_, f::kPid, pid);
+    PutInt(packet_, f::kTid, tid);
+    EndNested(packet_, thread);
+    EndNested(packet_, d);
     EndPacket(p);
   }
   return it->second;
@@ -297,13 +300,13 @@ uint64_t PerfettoTraceEncoder::CounterUuid(int pid, std::string_view name) {
     it = tracks.emplace(std::string(name), next_uuid_++).first;
     const uint64_t parent = ProcessUuid(pid);
     const size_t p = BeginPacket(0, false, false);
-    const size_t d = BeginNested(*out_, f::kTrackDescriptor);
-    PutUint(*out_, f::kTrackUuid, it->second);
-    PutUint(*out_, f::kTrackParentUuid, parent);
-    PutBytes(*out_, f::kTrackName, name);
-    const size_t counter = BeginNested(*out_, f::kTrackCounter);
-    EndNested(*out_, counter);
-    EndNested(*out_, d);
+    const size_t d = BeginNested(packet_, f::kTrackDescriptor);
+    PutUint(packet_, f::kTrackUuid, it->second);
+    PutUint(packet_, f::kTrackParentUuid, parent);
+    PutBytes(packet_, f::kTrackName, name);
+    const size_t counter = BeginNested(packet_, f::kTrackCounter);
+    EndNested(packet_, counter);
+    EndNested(packet_, d);
     EndPacket(p);
   }
   return it->second;
@@ -312,45 +315,46 @@ uint64_t PerfettoTraceEncoder::CounterUuid(int pid, std::string_view name) {
 void PerfettoTraceEncoder::Process(int pid, std::string_view name, int sort_index) {
   const uint64_t uuid = ProcessUuid(pid, false);
   const size_t p = BeginPacket(0, false, false);
-  const size_t d = BeginNested(*out_, f::kTrackDescriptor);
-  PutUint(*out_, f::kTrackUuid, uuid);
-  const size_t proc = BeginNested(*out_, f::kTrackProcess);
-  PutInt(*out_, f::kPid, pid);
-  PutInt(*out_, f::kLegacySortIndex, sort_index);
-  PutBytes(*out_, f::kProcessName, name);
-  EndNested(*out_, proc);
-  EndNested(*out_, d);
+  const size_t d = BeginNested(packet_, f::kTrackDescriptor);
+  PutUint(packet_, f::kTrackUuid, uuid);
+  const size_t proc = BeginNested(packet_, f::kTrackProcess);
+  PutInt(packet_, f::kPid, pid);
+  PutInt(packet_, f::kLegacySortIndex, sort_index);
+  PutBytes(packet_, f::kProcessName, name);
+  EndNested(packet_, proc);
+  EndNested(packet_, d);
   EndPacket(p);
 }
 
 void PerfettoTraceEncoder::Thread(int pid, int tid, std::string_view name, int sort_index) {
   const uint64_t uuid = ThreadUuid(pid, tid, false);
   const size_t p = BeginPacket(0, false, false);
-  const size_t d = BeginNested(*out_, f::kTrackDescriptor);
-  PutUint(*out_, f::kTrackUuid, uuid);
-  const size_t thread = BeginNested(*out_, f::kTrackThread);
-  PutInt(*out_, f::kPid, pid);
-  PutInt(*out_, f::kTid, tid);
-  if (sort_index >= 0) PutInt(*out_, f::kLegacySortIndex, sort_index);
-  PutBytes(*out_, f::kThreadName, name);
-  EndNested(*out_, thread);
-  EndNested(*out_, d);
+  const size_t d = BeginNested(packet_, f::kTrackDescriptor);
+  PutUint(packet_, f::kTrackUuid, uuid);
+  const size_t thread = BeginNested(packet_, f::kTrackThread);
+  PutInt(packet_, f::kPid, pid);
+  PutInt(packet_, f::kTid, tid);
+  if (sort_index >= 0) PutInt(packet_, f::kLegacySortIndex, sort_index);
+  PutBytes(packet_, f::kThreadName, name);
+  EndNested(packet_, thread);
+  EndNested(packet_, d);
   EndPacket(p);
 }
 
 // --- packets and interning ---------------------------------------------------------
 
 size_t PerfettoTraceEncoder::BeginPacket(int64_t ts_ns, bool has_ts, bool interning) {
-  const size_t p = BeginNested(*out_, f::kTracePacket);
-  if (has_ts) PutUint(*out_, f::kTimestamp, static_cast<uint64_t>(ts_ns));
-  PutUint(*out_, f::kTrustedPacketSequenceId, kSequenceId);
+  packet_.clear();
+  packet_.Advance(packet_.Reserve(kPacketHeadroom) + kPacketHeadroom);
+  if (has_ts) PutUint(packet_, f::kTimestamp, static_cast<uint64_t>(ts_ns));
+  PutUint(packet_, f::kTrustedPacketSequenceId, kSequenceId);
   if (interning) {
-    PutUint(*out_, f::kSequenceFlags,
+    PutUint(packet_, f::kSequenceFlags,
             first_packet_ ? f::kSeqIncrementalStateCleared | f::kSeqNeedsIncrementalState
                           : f::kSeqNeedsIncrementalState);
     first_packet_ = false;
   }
-  return p;
+  return kPacketHeadroom;
 }
 
 void PerfettoTraceEncoder::EndPacket(size_t packet) {
@@ -358,43 +362,92 @@ void PerfettoTraceEncoder::EndPacket(size_t packet) {
   bool any = false;
   for (const Interner* t : tables) any |= !t->pending.empty();
   if (any) {
-    const size_t d = BeginNested(*out_, f::kInternedData);
+    const size_t d = BeginNested(packet_, f::kInternedData);
     for (Interner* t : tables) {
-      out_->append(t->pending);
+      packet_.Append(t->pending.view());
       t->pending.clear();
     }
-    EndNested(*out_, d);
+    EndNested(packet_, d);
   }
-  EndNested(*out_, packet);
+  // The Trace.packet tag and length, right in front of the body.
+  const uint64_t len = packet_.size() - packet;
+  char* header = packet_.data() + packet - 1 - proto_wire::VarintBytes(len);
+  proto_wire::WriteVarint(
+      proto_wire::WriteTag(header, f::kTracePacket, proto_wire::kLengthDelimited), len);
+  out_->append(header, static_cast<size_t>(packet_.data() + packet_.size() - header));
+  packet_.clear();
 }
 
 namespace {
 
+inline uint64_t Load64(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+inline uint64_t Load32(const char* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
 // The cache slot of `s`: multiply-xorshift over 8-byte words, inline
 // (std::hash's out-of-line murmur was 4.7% of a level-4 proto conversion's
-// instructions). Only picks a slot: a collision costs a miss, not a wrong iid.
+// instructions). The last word overlaps the one before it, and a string
+// under 8 bytes is read in at most two loads, so a short string (most keys
+// and names) costs no byte loop. Only picks a slot: a collision costs a
+// miss, not a wrong iid.
 inline uint64_t SlotHash(std::string_view s) {
-  uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
+  const char* p = s.data();
+  const size_t n = s.size();
+  uint64_t h = n * 0x9E3779B97F4A7C15ull;
+  uint64_t last = 0;
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      h = (h ^ Load64(p + i)) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    }
+    last = Load64(p + n - 8);
+  } else if (n >= 4) {
+    last = (Load32(p) << 32) | Load32(p + n - 4);
+  } else if (n > 0) {
+    last = (uint64_t{static_cast<unsigned char>(p[0])} << 16) |
+           (uint64_t{static_cast<unsigned char>(p[n / 2])} << 8) |
+           static_cast<unsigned char>(p[n - 1]);
   }
-  uint64_t tail = 0;
-  for (size_t k = 0; i < s.size(); ++i, k += 8) {
-    tail |= uint64_t{static_cast<unsigned char>(s[i])} << k;
+  // splitmix64's finalizer: every input bit reaches the slot's low bits (a
+  // task name's last characters sit in the last word's top bytes).
+  h ^= last;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
+}
+
+// a == b, inline for the short strings the caches mostly compare (memcmp
+// was a call per lookup).
+inline bool SameText(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n > 16) return std::memcmp(a.data(), b.data(), n) == 0;
+  if (n >= 8) {
+    return Load64(a.data()) == Load64(b.data()) &&
+           Load64(a.data() + n - 8) == Load64(b.data() + n - 8);
   }
-  h = (h ^ tail) * 0x94D049BB133111EBull;
-  return h ^ (h >> 32);
+  if (n >= 4) {
+    return Load32(a.data()) == Load32(b.data()) &&
+           Load32(a.data() + n - 4) == Load32(b.data() + n - 4);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
   Interner::Slot& slot = table.cache[SlotHash(s) & (table.cache.size() - 1)];
-  if (slot.text != s) {
+  if (!SameText(slot.text, s)) {
     slot.text.assign(s);
     slot.iid = 0;
     if (!table.first_use) return 0;
@@ -411,7 +464,7 @@ uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
 
 uint64_t PerfettoTraceEncoder::InternPerTask(Interner& table, std::string_view s) {
   for (const std::string& recent : table.recent_per_task) {
-    if (recent == s) return Intern(table, s);
+    if (SameText(recent, s)) return Intern(table, s);
   }
   table.recent_per_task[table.next_recent++ % table.recent_per_task.size()].assign(s);
   return 0;
@@ -419,9 +472,9 @@ uint64_t PerfettoTraceEncoder::InternPerTask(Interner& table, std::string_view s
 
 void PerfettoTraceEncoder::PutEventName(std::string_view name, bool per_task) {
   if (const uint64_t iid = per_task ? InternPerTask(names_, name) : Intern(names_, name)) {
-    PutUint(*out_, f::kEventNameIid, iid);
+    PutUint(packet_, f::kEventNameIid, iid);
   } else {
-    PutBytes(*out_, f::kEventName, name);
+    PutBytes(packet_, f::kEventName, name);
   }
 }
 
@@ -433,7 +486,7 @@ namespace {
 // (its name already written).
 class AnnotationWriter {
  public:
-  AnnotationWriter(std::string& out, std::function<uint64_t(std::string_view)> intern_string)
+  AnnotationWriter(proto_wire::Buffer& out, std::function<uint64_t(std::string_view)> intern_string)
       : out_(out), intern_string_(std::move(intern_string)) {}
 
   bool Value(Scanner& s, int depth) {
@@ -483,7 +536,7 @@ class AnnotationWriter {
   }
 
  private:
-  std::string& out_;
+  proto_wire::Buffer& out_;
   std::function<uint64_t(std::string_view)> intern_string_;
   std::string text_, key_;
 };
@@ -494,7 +547,7 @@ Status PerfettoTraceEncoder::Annotations(std::string_view args) {
   Scanner s(args);
   if (!s.Consume('{')) return Internal("proto trace: args is not an object");
   if (s.Consume('}')) return Status::Ok();
-  AnnotationWriter writer(*out_, [this](std::string_view v) { return Intern(strings_, v); });
+  AnnotationWriter writer(packet_, [this](std::string_view v) { return Intern(strings_, v); });
   std::string_view key;
   std::string key_storage;
   do {
@@ -506,106 +559,120 @@ Status PerfettoTraceEncoder::Annotations(std::string_view args) {
       return Internal("proto trace: bad args value of \"" + std::string(key) +
                       "\": " + std::string(args.substr(0, 200)));
     }
-    EndNested(*out_, a);
+    EndNested(packet_, a);
   } while (s.Consume(','));
   if (!s.Consume('}')) return Internal("proto trace: args not closed");
   return Status::Ok();
 }
 
 size_t PerfettoTraceEncoder::BeginAnnotation(std::string_view key) {
-  const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
-  PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, key));
+  const size_t a = BeginNested(packet_, f::kEventDebugAnnotations);
+  PutUint(packet_, f::kAnnotationNameIid, Intern(annotation_names_, key));
   return a;
 }
 
 void PerfettoTraceEncoder::PutStringValue(std::string_view text, bool per_task) {
   if (const uint64_t iid = per_task ? InternPerTask(strings_, text) : Intern(strings_, text)) {
-    PutUint(*out_, f::kAnnotationStringIid, iid);
+    PutUint(packet_, f::kAnnotationStringIid, iid);
   } else {
-    PutBytes(*out_, f::kAnnotationString, text);
+    PutBytes(packet_, f::kAnnotationString, text);
   }
 }
 
 void PerfettoTraceEncoder::AnnotateInt(std::string_view key, int64_t v) {
   const size_t a = BeginAnnotation(key);
-  PutInt(*out_, f::kAnnotationInt, v);
-  EndNested(*out_, a);
+  PutInt(packet_, f::kAnnotationInt, v);
+  EndNested(packet_, a);
 }
 
 void PerfettoTraceEncoder::AnnotateUint(std::string_view key, uint64_t v) {
   const size_t a = BeginAnnotation(key);
-  PutUint(*out_, f::kAnnotationUint, v);
-  EndNested(*out_, a);
+  PutUint(packet_, f::kAnnotationUint, v);
+  EndNested(packet_, a);
 }
 
 void PerfettoTraceEncoder::AnnotateDouble(std::string_view key, double v) {
   const size_t a = BeginAnnotation(key);
-  PutDouble(*out_, f::kAnnotationDouble, v);
-  EndNested(*out_, a);
+  PutDouble(packet_, f::kAnnotationDouble, v);
+  EndNested(packet_, a);
 }
 
 void PerfettoTraceEncoder::AnnotateNull(std::string_view key) {
-  EndNested(*out_, BeginAnnotation(key));
+  EndNested(packet_, BeginAnnotation(key));
 }
 
 void PerfettoTraceEncoder::AnnotateString(std::string_view key, std::string_view text,
                                           bool per_task) {
   const size_t a = BeginAnnotation(key);
   PutStringValue(text, per_task);
-  EndNested(*out_, a);
+  EndNested(packet_, a);
 }
 
 bool PerfettoTraceEncoder::AnnotateNumberText(std::string_view key, std::string_view text) {
   const size_t a = BeginAnnotation(key);
-  if (!PutNumberValue(*out_, text)) return false;
-  EndNested(*out_, a);
+  if (!PutNumberValue(packet_, text)) return false;
+  EndNested(packet_, a);
   return true;
 }
 
 void PerfettoTraceEncoder::AnnotateInts(std::string_view key, const int64_t* values, size_t n) {
   const size_t a = BeginAnnotation(key);
   for (size_t i = 0; i < n; ++i) {
-    const size_t entry = BeginNested(*out_, f::kAnnotationArrayValues);
-    PutInt(*out_, f::kAnnotationInt, values[i]);
-    EndNested(*out_, entry);
+    const size_t entry = BeginNested(packet_, f::kAnnotationArrayValues);
+    PutInt(packet_, f::kAnnotationInt, values[i]);
+    EndNested(packet_, entry);
   }
-  EndNested(*out_, a);
+  EndNested(packet_, a);
 }
 
 void PerfettoTraceEncoder::BeginSlice(int pid, int tid, double ts_us, std::string_view cat,
                                       std::string_view name, bool per_task) {
   slice_track_ = ThreadUuid(pid, tid);
   slice_packet_ = BeginPacket(Nanos(ts_us), true, true);
-  slice_event_ = BeginNested(*out_, f::kTrackEvent);
-  PutUint(*out_, f::kEventType, f::kTypeSliceBegin);
-  PutUint(*out_, f::kEventTrackUuid, slice_track_);
-  if (!cat.empty()) PutUint(*out_, f::kEventCategoryIids, Intern(categories_, cat));
+  slice_event_ = BeginNested(packet_, f::kTrackEvent);
+  PutUint(packet_, f::kEventType, f::kTypeSliceBegin);
+  PutUint(packet_, f::kEventTrackUuid, slice_track_);
+  if (!cat.empty()) PutUint(packet_, f::kEventCategoryIids, Intern(categories_, cat));
   PutEventName(name, per_task);
 }
 
 void PerfettoTraceEncoder::EndSlice(double ts_us, double dur_us) {
-  EndNested(*out_, slice_event_);
+  EndNested(packet_, slice_event_);
   EndPacket(slice_packet_);
   const int64_t begin = Nanos(ts_us);
   const int64_t end = std::max(begin, Nanos(ts_us + (std::isnan(dur_us) ? 0.0 : dur_us)));
   const size_t p = BeginPacket(end, true, false);
-  const size_t te = BeginNested(*out_, f::kTrackEvent);
-  PutUint(*out_, f::kEventType, f::kTypeSliceEnd);
-  PutUint(*out_, f::kEventTrackUuid, slice_track_);
-  EndNested(*out_, te);
+  const size_t te = BeginNested(packet_, f::kTrackEvent);
+  PutUint(packet_, f::kEventType, f::kTypeSliceEnd);
+  PutUint(packet_, f::kEventTrackUuid, slice_track_);
+  EndNested(packet_, te);
   EndPacket(p);
 }
 
 std::pair<size_t, size_t> PerfettoTraceEncoder::BeginCounter(int pid, std::string_view name,
                                                              std::string_view key, double ts_us) {
-  counter_name_.assign(name);
-  counter_name_.push_back(' ');
-  counter_name_.append(key);
-  const uint64_t track = CounterUuid(pid, counter_name_);
+  uint64_t track = 0;
+  for (const RecentCounter& r : recent_counters_) {
+    if (r.uuid != 0 && r.pid == pid && SameText(r.name, name) && SameText(r.key, key)) {
+      track = r.uuid;
+      break;
+    }
+  }
+  if (track == 0) {
+    counter_name_.assign(name);
+    counter_name_.push_back(' ');
+    counter_name_.append(key);
+    track = CounterUuid(pid, counter_name_);
+    RecentCounter& r = recent_counters_[next_recent_counter_++ % recent_counters_.size()];
+    r.pid = pid;
+    r.name.assign(name);
+    r.key.assign(key);
+    r.uuid = track;
+  }
   const size_t p = BeginPacket(Nanos(ts_us), true, false);
-  const size_t te = BeginNested(*out_, f::kTrackEvent);
-  PutUint(*out_, f::kEventType, f::kTypeCounter);
-  PutUint(*out_, f::kEventTrackUuid, track);
+  const size_t te = BeginNested(packet_, f::kTrackEvent);
+  PutUint(packet_, f::kEventType, f::kTypeCounter);
+  PutUint(packet_, f::kEventTrackUuid, track);
   return {p, te};
 }
 
@@ -618,11 +685,11 @@ bool PerfettoTraceEncoder::CounterNumberText(int pid, std::string_view name, std
   if (!integer && !ParseDouble(num, &d)) return false;
   const auto [p, te] = BeginCounter(pid, name, key, ts_us);
   if (integer) {
-    PutInt(*out_, f::kEventCounterValue, i);
+    PutInt(packet_, f::kEventCounterValue, i);
   } else {
-    PutDouble(*out_, f::kEventDoubleCounterValue, d);
+    PutDouble(packet_, f::kEventDoubleCounterValue, d);
   }
-  EndNested(*out_, te);
+  EndNested(packet_, te);
   EndPacket(p);
   return true;
 }
@@ -630,8 +697,8 @@ bool PerfettoTraceEncoder::CounterNumberText(int pid, std::string_view name, std
 void PerfettoTraceEncoder::CounterInt(int pid, std::string_view name, std::string_view key,
                                       double ts_us, int64_t v) {
   const auto [p, te] = BeginCounter(pid, name, key, ts_us);
-  PutInt(*out_, f::kEventCounterValue, v);
-  EndNested(*out_, te);
+  PutInt(packet_, f::kEventCounterValue, v);
+  EndNested(packet_, te);
   EndPacket(p);
 }
 
@@ -668,37 +735,38 @@ void PerfettoTraceEncoder::FlowEnd(bool start, uint64_t flow_id, std::string_vie
                                    int tid, double ts_us) {
   const uint64_t track = ThreadUuid(pid, tid);
   const size_t p = BeginPacket(Nanos(ts_us), true, true);
-  const size_t te = BeginNested(*out_, f::kTrackEvent);
-  PutUint(*out_, f::kEventTrackUuid, track);
-  PutUint(*out_, f::kEventCategoryIids, Intern(categories_, "flow"));
+  const size_t te = BeginNested(packet_, f::kTrackEvent);
+  PutUint(packet_, f::kEventTrackUuid, track);
+  if (flow_category_iid_ == 0) flow_category_iid_ = Intern(categories_, "flow");
+  PutUint(packet_, f::kEventCategoryIids, flow_category_iid_);
   PutEventName(name);
-  const size_t legacy = BeginNested(*out_, f::kEventLegacyEvent);
-  PutUint(*out_, f::kLegacyPhase, start ? 's' : 'f');
-  PutUint(*out_, f::kLegacyUnscopedId, flow_id);
-  if (!start) PutUint(*out_, f::kLegacyBindToEnclosing, 1);
-  EndNested(*out_, legacy);
-  EndNested(*out_, te);
+  const size_t legacy = BeginNested(packet_, f::kEventLegacyEvent);
+  PutUint(packet_, f::kLegacyPhase, start ? 's' : 'f');
+  PutUint(packet_, f::kLegacyUnscopedId, flow_id);
+  if (!start) PutUint(packet_, f::kLegacyBindToEnclosing, 1);
+  EndNested(packet_, legacy);
+  EndNested(packet_, te);
   EndPacket(p);
 }
 
 void PerfettoTraceEncoder::Metadata(std::string_view json) {
   const uint64_t track = next_uuid_++;
   size_t p = BeginPacket(0, false, false);
-  size_t d = BeginNested(*out_, f::kTrackDescriptor);
-  PutUint(*out_, f::kTrackUuid, track);
-  PutBytes(*out_, f::kTrackName, "Trace metadata");
-  EndNested(*out_, d);
+  size_t d = BeginNested(packet_, f::kTrackDescriptor);
+  PutUint(packet_, f::kTrackUuid, track);
+  PutBytes(packet_, f::kTrackName, "Trace metadata");
+  EndNested(packet_, d);
   EndPacket(p);
   p = BeginPacket(0, true, true);
-  const size_t te = BeginNested(*out_, f::kTrackEvent);
-  PutUint(*out_, f::kEventType, f::kTypeInstant);
-  PutUint(*out_, f::kEventTrackUuid, track);
+  const size_t te = BeginNested(packet_, f::kTrackEvent);
+  PutUint(packet_, f::kEventType, f::kTypeInstant);
+  PutUint(packet_, f::kEventTrackUuid, track);
   PutEventName("trace metadata");
-  const size_t a = BeginNested(*out_, f::kEventDebugAnnotations);
-  PutUint(*out_, f::kAnnotationNameIid, Intern(annotation_names_, "metadata"));
-  PutBytes(*out_, f::kAnnotationLegacyJson, json);
-  EndNested(*out_, a);
-  EndNested(*out_, te);
+  const size_t a = BeginNested(packet_, f::kEventDebugAnnotations);
+  PutUint(packet_, f::kAnnotationNameIid, Intern(annotation_names_, "metadata"));
+  PutBytes(packet_, f::kAnnotationLegacyJson, json);
+  EndNested(packet_, a);
+  EndNested(packet_, te);
   EndPacket(p);
 }
 

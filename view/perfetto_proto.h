@@ -34,11 +34,13 @@
 // One thread; the encoder appends packets to a caller-owned buffer.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,66 +55,135 @@ namespace proto_wire {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
-inline void PutVarint(std::string& out, uint64_t v) {
-  if (v < 0x80) {  // most tags, lengths, iids and small values
-    out.push_back(static_cast<char>(v));
-    return;
+inline constexpr size_t kMaxVarintBytes = 10;
+
+// A byte buffer written through a raw cursor: each Put reserves its worst
+// case (one compare) and stores its bytes. (Through std::string, every byte
+// was a push_back that checked the capacity and rewrote the length and the
+// terminator: PutVarint alone was 6% of a level-4 proto conversion's
+// instructions.) Memory: the largest size it held.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  size_t size() const { return static_cast<size_t>(cur_ - begin_); }
+  bool empty() const { return cur_ == begin_; }
+  char* data() { return begin_; }
+  const char* data() const { return begin_; }
+  std::string_view view() const { return {begin_, size()}; }
+  void clear() { cur_ = begin_; }
+
+  // Room for at least `n` more bytes; returns the cursor. Write there, then
+  // Advance to the end of what was written.
+  char* Reserve(size_t n) {
+    if (static_cast<size_t>(end_ - cur_) < n) Grow(n);
+    return cur_;
   }
-  char buf[10];
-  size_t n = 0;
+  void Advance(char* cursor) { cur_ = cursor; }
+  void Append(std::string_view s) {
+    char* p = Reserve(s.size());
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());
+    cur_ = p + s.size();
+  }
+  void Push(char c) {
+    *Reserve(1) = c;
+    ++cur_;
+  }
+
+ private:
+  void Grow(size_t n) {
+    const size_t used = size();
+    size_t cap = std::max<size_t>(256, 2 * static_cast<size_t>(end_ - begin_));
+    while (cap - used < n) cap *= 2;
+    auto bigger = std::make_unique<char[]>(cap);
+    if (used != 0) std::memcpy(bigger.get(), begin_, used);
+    storage_ = std::move(bigger);
+    begin_ = storage_.get();
+    cur_ = begin_ + used;
+    end_ = begin_ + cap;
+  }
+  std::unique_ptr<char[]> storage_;
+  char* begin_ = nullptr;
+  char* cur_ = nullptr;
+  char* end_ = nullptr;
+};
+
+// Raw writers: `p` has room (see Buffer::Reserve); each returns the end.
+inline char* WriteVarint(char* p, uint64_t v) {
   while (v >= 0x80) {
-    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  buf[n++] = static_cast<char>(v);
-  out.append(buf, n);
+  *p++ = static_cast<char>(v);
+  return p;
 }
-inline void PutTag(std::string& out, uint32_t field, WireType type) {
-  PutVarint(out, (uint64_t{field} << 3) | type);
+inline size_t VarintBytes(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+inline char* WriteTag(char* p, uint32_t field, WireType type) {
+  return WriteVarint(p, (uint64_t{field} << 3) | type);
+}
+
+inline void PutVarint(Buffer& out, uint64_t v) {
+  out.Advance(WriteVarint(out.Reserve(kMaxVarintBytes), v));
+}
+inline void PutTag(Buffer& out, uint32_t field, WireType type) {
+  out.Advance(WriteTag(out.Reserve(kMaxVarintBytes), field, type));
 }
 // uint32/uint64/int32/int64/bool/enum fields (negative ints take 10 bytes, as
 // protobuf encodes them).
-inline void PutUint(std::string& out, uint32_t field, uint64_t v) {
-  PutTag(out, field, kVarint);
-  PutVarint(out, v);
+inline void PutUint(Buffer& out, uint32_t field, uint64_t v) {
+  char* p = out.Reserve(2 * kMaxVarintBytes);
+  out.Advance(WriteVarint(WriteTag(p, field, kVarint), v));
 }
-inline void PutInt(std::string& out, uint32_t field, int64_t v) {
+inline void PutInt(Buffer& out, uint32_t field, int64_t v) {
   PutUint(out, field, static_cast<uint64_t>(v));
 }
-inline void PutFixed64(std::string& out, uint32_t field, uint64_t v) {
-  PutTag(out, field, kFixed64);
-  char buf[8];
-  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.append(buf, 8);
+inline void PutFixed64(Buffer& out, uint32_t field, uint64_t v) {
+  char* p = WriteTag(out.Reserve(kMaxVarintBytes + 8), field, kFixed64);
+  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.Advance(p);
 }
-inline void PutDouble(std::string& out, uint32_t field, double v) {
+inline void PutDouble(Buffer& out, uint32_t field, double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
   PutFixed64(out, field, bits);
 }
-inline void PutBytes(std::string& out, uint32_t field, std::string_view v) {
-  PutTag(out, field, kLengthDelimited);
-  PutVarint(out, v.size());
-  out.append(v);
+inline void PutBytes(Buffer& out, uint32_t field, std::string_view v) {
+  char* p = out.Reserve(2 * kMaxVarintBytes + v.size());
+  p = WriteVarint(WriteTag(p, field, kLengthDelimited), v.size());
+  if (!v.empty()) std::memcpy(p, v.data(), v.size());
+  out.Advance(p + v.size());
 }
 
 // A length-delimited submessage written in place: Begin writes the tag and a
 // one-byte length, End patches the length (moving the body when it needs more
 // bytes). Nest freely; the body is whatever is appended in between.
-inline size_t BeginNested(std::string& out, uint32_t field) {
-  PutTag(out, field, kLengthDelimited);
-  out.push_back('\0');
+inline size_t BeginNested(Buffer& out, uint32_t field) {
+  char* p = WriteTag(out.Reserve(kMaxVarintBytes + 1), field, kLengthDelimited);
+  *p++ = '\0';
+  out.Advance(p);
   return out.size();
 }
-inline void EndNested(std::string& out, size_t body_begin) {
+inline void EndNested(Buffer& out, size_t body_begin) {
   const uint64_t len = out.size() - body_begin;
   if (len < 0x80) {
-    out[body_begin - 1] = static_cast<char>(len);
+    out.data()[body_begin - 1] = static_cast<char>(len);
     return;
   }
-  std::string prefix;
-  PutVarint(prefix, len);
-  out.replace(body_begin - 1, 1, prefix);
+  const size_t extra = VarintBytes(len) - 1;
+  char* end = out.Reserve(extra);
+  char* body = out.data() + body_begin;
+  std::memmove(body + extra, body, len);
+  WriteVarint(body - 1, len);
+  out.Advance(end + extra);
 }
 
 }  // namespace proto_wire
@@ -252,10 +323,10 @@ class PerfettoTraceEncoder {
     Interner(uint32_t table_field, bool intern_first_use, size_t slots)
         : field(table_field), first_use(intern_first_use), cache(slots) {}
     uint32_t field;
-    bool first_use;           // intern on the first sighting (few distinct strings)
-    uint64_t next_iid = 1;    // per table; an iid is never given to two strings
-    std::vector<Slot> cache;  // a power of two
-    std::string pending;      // the entries new in the packet being built
+    bool first_use;              // intern on the first sighting (few distinct strings)
+    uint64_t next_iid = 1;       // per table; an iid is never given to two strings
+    std::vector<Slot> cache;     // a power of two
+    proto_wire::Buffer pending;  // the entries new in the packet being built
     // InternPerTask: the strings it saw last (a slice's hints take three).
     std::array<std::string, 4> recent_per_task;
     size_t next_recent = 0;
@@ -265,8 +336,10 @@ class PerfettoTraceEncoder {
   uint64_t ProcessUuid(int pid, bool describe = true);
   uint64_t ThreadUuid(int pid, int tid, bool describe = true);
   uint64_t CounterUuid(int pid, std::string_view name);
-  // Begins a TracePacket at `ts_ns`; with `interning` it is on the sequence.
+  // Begins a TracePacket at `ts_ns` in packet_ (one at a time); with
+  // `interning` it is on the sequence.
   size_t BeginPacket(int64_t ts_ns, bool has_ts, bool interning);
+  // Ends it and appends it, with its tag and length, to *out_.
   void EndPacket(size_t packet);
   // The iid of `s` in `table`, adding it to the pending InternedData; 0
   // when `s` is to be written inline (seen for the first time).
@@ -293,6 +366,9 @@ class PerfettoTraceEncoder {
                                          double ts_us);
 
   std::string* out_;
+  // The packet being built: its body starts at kPacketHeadroom, leaving room
+  // to write the Trace.packet tag and length in front of it once known.
+  proto_wire::Buffer packet_;
   std::map<int, uint64_t> process_uuids_;
   std::map<std::pair<int, int>, uint64_t> thread_uuids_;
   std::map<int, std::map<std::string, uint64_t, std::less<>>> counter_uuids_;  // pid, name
@@ -305,6 +381,18 @@ class PerfettoTraceEncoder {
   size_t slice_packet_ = 0, slice_event_ = 0;  // the slice begun by BeginSlice
   uint64_t slice_track_ = 0;
   std::string counter_name_;  // scratch: "<name> <key>"
+  // The counter tracks used last (a view writes a few in turn, e.g. one per
+  // queue): found without building their name or searching counter_uuids_.
+  struct RecentCounter {
+    int pid = 0;
+    std::string name, key;
+    uint64_t uuid = 0;  // 0: empty
+  };
+  std::array<RecentCounter, 4> recent_counters_;
+  size_t next_recent_counter_ = 0;
+  // The "flow" category's iid, interned at the first flow arrow (an iid
+  // stays valid for the whole sequence).
+  uint64_t flow_category_iid_ = 0;
 };
 
 }  // namespace dfx::view
