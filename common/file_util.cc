@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -101,6 +102,9 @@ AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept
     final_path_ = std::move(other.final_path_);
     temp_path_ = std::move(other.temp_path_);
     bytes_written_ = other.bytes_written_;
+    drop_behind_ = other.drop_behind_;
+    max_stall_ms_ = other.max_stall_ms_;
+    dropped_to_ = other.dropped_to_;
     other.file_ = nullptr;
   }
   return *this;
@@ -138,6 +142,8 @@ Status AtomicFileWriter::Open(const fs::path& final_path, mode_t mode) {
     return Internal(temp_path_.string() + ": cannot open for writing: " + std::strerror(err));
   }
   bytes_written_ = 0;
+  drop_behind_ = false;
+  dropped_to_ = 0;
   return Status::Ok();
 }
 
@@ -146,8 +152,34 @@ Status AtomicFileWriter::Write(std::string_view data) {
   if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
     return Internal(temp_path_.string() + ": write failed: " + std::strerror(errno));
   }
+  const uint64_t from = bytes_written_;
   bytes_written_ += data.size();
+  if (drop_behind_ && !data.empty()) {
+    if (std::fflush(file_) != 0) {
+      return Internal(temp_path_.string() + ": write failed: " + std::strerror(errno));
+    }
+    DropBehind(from);
+  }
   return Status::Ok();
+}
+
+void AtomicFileWriter::DropBehind(uint64_t from) {
+  const int fd = ::fileno(file_);
+  const auto start = std::chrono::steady_clock::now();
+  if (::sync_file_range(fd, static_cast<off64_t>(from), static_cast<off64_t>(bytes_written_ - from),
+                        SYNC_FILE_RANGE_WRITE) != 0 ||
+      std::chrono::steady_clock::now() - start > std::chrono::milliseconds(max_stall_ms_)) {
+    drop_behind_ = false;  // no such thing here, or the device falls behind
+    return;
+  }
+  if (bytes_written_ <= kDropBehindLag) return;
+  // Again from one lag further back: what was still under writeback at the
+  // last call (the kernel drops only clean, whole folios) gets another chance.
+  const uint64_t to = bytes_written_ - kDropBehindLag;
+  const uint64_t begin = dropped_to_ > kDropBehindLag ? dropped_to_ - kDropBehindLag : 0;
+  ::posix_fadvise(fd, static_cast<off_t>(begin), static_cast<off_t>(to - begin),
+                  POSIX_FADV_DONTNEED);
+  dropped_to_ = to;
 }
 
 Status AtomicFileWriter::Commit() {

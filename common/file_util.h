@@ -60,6 +60,22 @@ class AtomicFileWriter {
   // (O_NOFOLLOW), and the file gets exactly `mode` (0600 for secrets).
   Status Open(const std::filesystem::path& final_path, mode_t mode = 0644);
   Status Write(std::string_view data);
+  // For a large file written once and not read back soon (a trace): each
+  // Write from now on starts the writeback of what it wrote, and drops from
+  // the page cache what is on disk and more than kDropBehindLag bytes back.
+  // The file then holds a few MiB of page cache instead of all its bytes,
+  // and its pages are reused while still warm: on a VM whose balloon takes
+  // free pages back, a first touch of a page traps to the host (writing a
+  // 1.1 GB file: 3.1-3.6 s of system time buffered, 0.4-0.5 s this way).
+  // Stops by itself, leaving the rest to the page cache, when the device
+  // falls behind: when a start of writeback blocks for more than
+  // `max_stall_ms` (the device's queue is full).
+  static constexpr uint64_t kDropBehindLag = 8 << 20;
+  static constexpr int kDropBehindMaxStallMs = 50;
+  void SetDropBehind(bool on, int max_stall_ms = kDropBehindMaxStallMs) {
+    drop_behind_ = on;
+    max_stall_ms_ = max_stall_ms;
+  }
   Status Commit();
   // Removes the temporary file without renaming.
   void Abort();
@@ -69,10 +85,16 @@ class AtomicFileWriter {
   const std::filesystem::path& temp_path() const { return temp_path_; }
 
  private:
+  // Starts the writeback of [from, bytes_written_) and drops what is behind.
+  void DropBehind(uint64_t from);
+
   std::FILE* file_ = nullptr;
   std::filesystem::path final_path_;
   std::filesystem::path temp_path_;
   uint64_t bytes_written_ = 0;
+  bool drop_behind_ = false;
+  int max_stall_ms_ = kDropBehindMaxStallMs;
+  uint64_t dropped_to_ = 0;  // DropBehind advised the page cache up to here
 };
 
 // Streaming 64-bit checksum (XXH64, seed 0) of a byte stream.

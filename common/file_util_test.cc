@@ -1,10 +1,12 @@
 #include "common/file_util.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/json.h"
+#include "common/testing/page_cache.h"
 #include "common/testing/temp_dirs.h"
 
 namespace dfx {
@@ -36,6 +38,69 @@ TEST(AtomicFileWriter, CommitRenamesIntoPlace) {
   auto text = ReadFile(dir / "x.txt");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, "hello");
+}
+
+// A trace written with drop-behind keeps only its last few MiB in the page
+// cache once they are on disk, and every byte in the file.
+TEST(AtomicFileWriter, DropBehindLeavesWhatIsOnDiskOutOfThePageCache) {
+  fs::path dir = TempDir();
+  const fs::path path = dir / "trace.bin";
+  if (InMemoryFileSystem(dir)) GTEST_SKIP() << dir << " is in memory: no pages to drop";
+  constexpr size_t kMiB = 1 << 20;
+  constexpr size_t kHalf = 2 * AtomicFileWriter::kDropBehindLag;  // 16 MiB
+  std::string expected;
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  w.SetDropBehind(true, /*max_stall_ms=*/60'000);  // a loaded machine's stall is not the device's
+  auto write_mib = [&](char fill) {
+    const std::string piece(kMiB, fill);
+    expected += piece;
+    return w.Write(piece);
+  };
+  for (size_t i = 0; i < kHalf / kMiB; ++i) ASSERT_TRUE(write_mib(static_cast<char>('a' + i)).ok());
+  // Everything so far on disk (clean pages): the writes below drop it, however
+  // slowly this disk wrote back what the writer asked it to.
+  {
+    const int fd = ::open(w.temp_path().c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fdatasync(fd), 0);
+    ::close(fd);
+  }
+  // The last lag has not been advised yet: cached, unless this file system
+  // keeps no page cache at all.
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t lag_pages = AtomicFileWriter::kDropBehindLag / page;
+  if (ResidentPages(w.temp_path(), kHalf - AtomicFileWriter::kDropBehindLag,
+                    AtomicFileWriter::kDropBehindLag) < lag_pages / 2) {
+    GTEST_SKIP() << "this file system keeps no page cache for " << path << " to drop";
+  }
+  for (size_t i = 0; i < kHalf / kMiB; ++i) ASSERT_TRUE(write_mib(static_cast<char>('A' + i)).ok());
+  ASSERT_TRUE(w.Commit().ok());
+  const size_t first_half_pages = kHalf / page;
+  EXPECT_LT(ResidentPages(path, 0, kHalf), first_half_pages / 8) << "of " << first_half_pages;
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->size(), expected.size());
+  EXPECT_TRUE(*got == expected);
+}
+
+// Without it (every other file: a spool is read back soon), the pages stay.
+TEST(AtomicFileWriter, WithoutDropBehindTheWrittenPagesStayCached) {
+  fs::path dir = TempDir();
+  const fs::path path = dir / "spool.bin";
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  const std::string piece(1 << 20, 'x');
+  for (int i = 0; i < 24; ++i) ASSERT_TRUE(w.Write(piece).ok());
+  ASSERT_TRUE(w.Commit().ok());
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fdatasync(fd), 0);
+    ::close(fd);
+  }
+  const size_t pages = (24u << 20) / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GT(ResidentPages(path), pages / 2) << "of " << pages;
 }
 
 TEST(Checksum64, FileChecksumMatchesStreamedChecksum) {

@@ -549,6 +549,7 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool ba
     gzip_->out.resize(kChunkBytes);
   }
   if (status_.ok() && background) {
+    file_.SetDropBehind(true);
     background_ = std::make_unique<Background>();
     Background& bg = *background_;
     for (size_t i = 1; i < kBackgroundChunks; ++i) {

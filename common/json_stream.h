@@ -127,6 +127,9 @@ class JsonPullReader {
 // calls, which copy every byte into the page cache, overlap the formatting.
 // At most kBackgroundChunks chunks exist at a time (the caller waits for a
 // free one), so memory stays bounded. The caller's side is still one thread.
+// A background writer's file is one written once and not read back soon (a
+// trace): it keeps only its last few MiB in the page cache
+// (AtomicFileWriter::SetDropBehind).
 class ChunkedWriter {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;

@@ -2,10 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <linux/magic.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +11,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/testing/page_cache.h"
 #include "common/testing/temp_dirs.h"
 #include "protocol/codec.h"
 #include "rank_agent/exec.h"
@@ -435,26 +433,6 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   fs::remove_all(dir);
 }
 
-// Pages of `file` in the page cache (mincore of a mapping of it).
-size_t ResidentPages(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct stat st {};
-  ::fstat(fd, &st);
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return 0;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> in((size + page - 1) / page);
-  size_t resident = 0;
-  if (::mincore(map, size, in.data()) == 0) {
-    for (unsigned char c : in) resident += c & 1;
-  }
-  ::munmap(map, size);
-  return resident;
-}
-
 // A recovery reads a spool written long before, once: what it has sent
 // leaves the page cache as it goes (so a coordinator on the host writes
 // the gathered copy into those pages, not beside them), and the file
@@ -480,9 +458,7 @@ TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
     ASSERT_TRUE(ReadFile(file).ok());
   }
   const size_t pages = bytes.size() / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  struct statfs fs_info {};
-  ASSERT_EQ(::statfs(file.c_str(), &fs_info), 0);
-  if (fs_info.f_type == TMPFS_MAGIC || fs_info.f_type == RAMFS_MAGIC) {
+  if (InMemoryFileSystem(file)) {
     GTEST_SKIP() << file << " is in memory (tmpfs/ramfs): its pages cannot be dropped";
   }
   if (ResidentPages(file) < pages / 2) {
