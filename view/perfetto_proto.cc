@@ -445,26 +445,39 @@ inline bool SameText(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s) {
-  Interner::Slot& slot = table.cache[SlotHash(s) & (table.cache.size() - 1)];
+uint64_t PerfettoTraceEncoder::Intern(Interner& table, std::string_view s, bool hot) {
+  const uint64_t hash = SlotHash(s);
+  Interner::Hot* entry = nullptr;
+  if (hot && s.size() <= Interner::kHotBytes) {
+    entry = &table.hot[(hash >> 32) & (table.hot.size() - 1)];
+    if (entry->iid != 0 && SameText(std::string_view(entry->text, entry->size), s)) {
+      return entry->iid;
+    }
+  }
+  Interner::Slot& slot = table.cache[hash & (table.cache.size() - 1)];
   if (!SameText(slot.text, s)) {
     slot.text.assign(s);
     slot.iid = 0;
     if (!table.first_use) return 0;
-  } else if (slot.iid != 0) {
-    return slot.iid;
   }
-  slot.iid = table.next_iid++;
-  const size_t entry = BeginNested(table.pending, table.field);
-  PutUint(table.pending, 1, slot.iid);  // iid
-  PutBytes(table.pending, 2, s);        // name / str
-  EndNested(table.pending, entry);
+  if (slot.iid == 0) {
+    slot.iid = table.next_iid++;
+    const size_t e = BeginNested(table.pending, table.field);
+    PutUint(table.pending, 1, slot.iid);  // iid
+    PutBytes(table.pending, 2, s);        // name / str
+    EndNested(table.pending, e);
+  }
+  if (entry != nullptr) {
+    entry->iid = slot.iid;
+    entry->size = static_cast<uint8_t>(s.size());
+    std::memcpy(entry->text, s.data(), s.size());
+  }
   return slot.iid;
 }
 
 uint64_t PerfettoTraceEncoder::InternPerTask(Interner& table, std::string_view s) {
   for (const std::string& recent : table.recent_per_task) {
-    if (SameText(recent, s)) return Intern(table, s);
+    if (SameText(recent, s)) return Intern(table, s, /*hot=*/false);
   }
   table.recent_per_task[table.next_recent++ % table.recent_per_task.size()].assign(s);
   return 0;
