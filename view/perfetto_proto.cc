@@ -276,7 +276,12 @@ uint64_t PerfettoTraceEncoder::ProcessUuid(int pid, bool describe) {
 }
 
 uint64_t PerfettoTraceEncoder::ThreadUuid(int pid, int tid, bool describe) {
+  ThreadSlot& slot = thread_slots_[(static_cast<uint32_t>(pid) * 0x9E3779B1u ^
+                                    static_cast<uint32_t>(tid) * 0x85EBCA77u) >>
+                                   24];
+  if (slot.uuid != 0 && slot.pid == pid && slot.tid == tid) return slot.uuid;
   auto [it, added] = thread_uuids_.try_emplace({pid, tid}, next_uuid_);
+  slot = {pid, tid, it->second};
   if (added) ++next_uuid_;
   if (added) ProcessUuid(pid);
   if (added && describe) {

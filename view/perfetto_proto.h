@@ -385,6 +385,13 @@ class PerfettoTraceEncoder {
   proto_wire::Buffer packet_;
   std::map<int, uint64_t> process_uuids_;
   std::map<std::pair<int, int>, uint64_t> thread_uuids_;
+  // In front of thread_uuids_ (looked up for every slice and flow arrow):
+  // the uuids last found, direct-mapped by (pid, tid).
+  struct ThreadSlot {
+    int pid = 0, tid = 0;
+    uint64_t uuid = 0;  // 0: empty
+  };
+  std::array<ThreadSlot, 256> thread_slots_;
   std::map<int, std::map<std::string, uint64_t, std::less<>>> counter_uuids_;  // pid, name
   uint64_t next_uuid_ = 1;
   Interner categories_{perfetto_field::kInternedEventCategories, true, 256};
