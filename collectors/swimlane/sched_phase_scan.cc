@@ -179,18 +179,66 @@ bool Phase(const char*& p, SchedPhase* ph) {
   }
 }
 
+// One device orchestrator phase, as ReadSwimlaneRecords' ReadOrchPhase
+// reads the collector's shape ({"submit_idx", "task_id", "start_cycles",
+// "end_cycles"}, non-negative integers). Any other key or value: false.
+bool Orch(const char*& p, OrchPhase* ph) {
+  if (*p != '{') return false;
+  ++p;
+  Blanks(p);
+  if (*p == '}') {
+    ++p;
+    return true;
+  }
+  for (;;) {
+    const char* key;
+    size_t len;
+    uint64_t v = 0;
+    if (!PlainString(p, &key, &len)) return false;
+    Blanks(p);
+    if (*p != ':') return false;
+    ++p;
+    Blanks(p);
+    if (!Uint(p, &v)) return false;
+    if (Is(key, len, "start_cycles")) {
+      ph->start = v;
+    } else if (Is(key, len, "end_cycles")) {
+      ph->end = v;
+    } else if (Is(key, len, "task_id")) {
+      ph->task_id = static_cast<int64_t>(v);
+    } else if (Is(key, len, "submit_idx")) {
+      ph->submit_idx = static_cast<int64_t>(v);
+    } else {
+      return false;
+    }
+    Blanks(p);
+    if (*p == '}') {
+      ++p;
+      return true;
+    }
+    if (*p != ',') return false;
+    ++p;
+    Blanks(p);
+  }
+}
+
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
 }  // namespace
 
-Result<FastSchedScan> FastScanSchedPhases(
-    const std::filesystem::path& path, uint64_t offset,
-    const std::function<void(size_t, const SchedPhase&)>& fn) {
+namespace {
+
+// [[phase, ...], ...] at `offset`: each phase read by parse(p, &phase) and
+// given to fn(lane, phase), until the value's end or the first byte outside
+// the subset.
+template <typename PhaseT, typename Parse, typename Fn>
+Result<FastSchedScan> ScanLanes(const std::filesystem::path& path, uint64_t offset,
+                                const char* what, Parse parse, const Fn& fn) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (f == nullptr || std::fseek(f.get(), static_cast<long>(offset), SEEK_SET) != 0) {
-    return NotFound(path.string() + ": cannot read the scheduler phases: " + std::strerror(errno));
+    return NotFound(path.string() + ": cannot read the " + what + ": " + std::strerror(errno));
   }
   const auto read_error = [&] {
     return Internal(path.string() + ": read failed: " + std::strerror(errno));
@@ -220,9 +268,9 @@ Result<FastSchedScan> FastScanSchedPhases(
       for (;;) {
         if (!w.Fill(p)) return read_error();
         Blanks(p);
-        SchedPhase ph;
-        if (!Phase(p, &ph)) return scan;
-        fn(t, ph);
+        PhaseT ph;
+        if (!parse(p, &ph)) return scan;
+        if (!fn(t, ph)) return scan;  // the caller stopped: not whole
         Blanks(p);
         if (*p == ']') break;
         if (*p != ',') return scan;
@@ -237,6 +285,27 @@ Result<FastSchedScan> FastScanSchedPhases(
     ++p;
     Blanks(p);
   }
+}
+
+}  // namespace
+
+Result<FastSchedScan> FastScanSchedPhases(
+    const std::filesystem::path& path, uint64_t offset,
+    const std::function<void(size_t, const SchedPhase&)>& fn) {
+  // Through a lambda, so that the parse inlines (a function pointer did not).
+  return ScanLanes<SchedPhase>(
+      path, offset, "scheduler phases", [](const char*& p, SchedPhase* ph) { return Phase(p, ph); },
+      [&fn](size_t t, const SchedPhase& ph) {
+        fn(t, ph);
+        return true;
+      });
+}
+
+Result<FastSchedScan> FastScanOrchPhases(const std::filesystem::path& path, uint64_t offset,
+                                         const std::function<bool(size_t, const OrchPhase&)>& fn) {
+  return ScanLanes<OrchPhase>(
+      path, offset, "orchestrator phases",
+      [](const char*& p, OrchPhase* ph) { return Orch(p, ph); }, fn);
 }
 
 Result<bool> FastForEachSchedPhase(const SwimlaneRecords& records,

@@ -1,4 +1,4 @@
-// A fast reader for the scheduler phases of a records file (artifacts.md
+// A fast reader for the scheduler and orchestrator phases of a records file (artifacts.md
 // §2: aicpu_scheduler_phases). With SwimlaneReadOptions::stream_sched_phases
 // the phases are not kept: ReadSwimlaneRecords' first pass reads them once
 // (for the base time and the counts), and the converter streams them twice
@@ -50,6 +50,16 @@ struct FastSchedScan {
 // goes on reading after end_offset); the converter through the two below.
 Result<FastSchedScan> FastScanSchedPhases(const std::filesystem::path& path, uint64_t offset,
                                           const std::function<void(size_t, const SchedPhase&)>& fn);
+
+// The same for the device orchestrator phases (aicpu_orchestrator_phases)
+// at byte `offset`, in the collector's shape:
+//   {"submit_idx": N, "task_id": N, "start_cycles": N, "end_cycles": N}
+// (the keys in any order; non-negative integers only). fn returns false to
+// stop (the scan is then not whole). ReadSwimlaneRecords' first pass reads
+// streamed orchestrator phases with it, and so do the streams after a first
+// pass that read them all this way (SwimlaneRecords::orch_phases_fast).
+Result<FastSchedScan> FastScanOrchPhases(const std::filesystem::path& path, uint64_t offset,
+                                         const std::function<bool(size_t, const OrchPhase&)>& fn);
 
 // Calls fn(thread, phase) for each phase of `records` (read with
 // stream_sched_phases), in file order. true: every phase was read; false: a

@@ -236,6 +236,26 @@ Status SwimlaneRecords::ForEachOrchPhase(
 
 OrchPhaseStreamAhead::OrchPhaseStreamAhead(const SwimlaneRecords& records)
     : ahead_([&records](const Prefetch<std::pair<size_t, OrchPhase>>::Push& push) {
+        if (records.orch_phases_fast) {  // pools numbered on across the values, as below
+          size_t first_pool = 0;
+          for (const uint64_t offset : records.orch_phases_offsets) {
+            bool stopped = false;
+            DFX_ASSIGN_OR_RETURN(
+                FastSchedScan scan,
+                FastScanOrchPhases(records.path, offset, [&](size_t t, const OrchPhase& p) {
+                  stopped = !push({first_pool + t, p});
+                  return !stopped;
+                }));
+            if (stopped) return Status::Ok();  // the consumer stopped
+            if (!scan.whole) {
+              return FailedPrecondition(records.path.string() +
+                                        ": the orchestrator phases changed while being read (the "
+                                        "first pass read them whole); convert again");
+            }
+            first_pool += scan.lanes;
+          }
+          return Status::Ok();
+        }
         OrchPhaseStream stream(records);
         size_t pool = 0;
         OrchPhase p;
@@ -442,8 +462,37 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       auto& target = host ? host_orch : data.orch_phases;
       if (stream) {
         r.Peek();
+        if (data.orch_phases_offsets.empty()) data.orch_phases_fast = true;
         data.orch_phases_offsets.push_back(r.bytes_read());
         data.orch_phases_streamed = true;
+        // The fast reader, then on after the value, as for the scheduler
+        // phases; the generic reader below only for a phase outside its subset.
+        BaseTracker fast_base = base;
+        int64_t fast_last = last_orch_task;
+        bool fast_sorted = data.orch_phases_sorted_by_task;
+        uint64_t phases = 0;
+        DFX_ASSIGN_OR_RETURN(FastSchedScan scan,
+                             FastScanOrchPhases(path, data.orch_phases_offsets.back(),
+                                                [&](size_t, const OrchPhase& p) {
+                                                  fast_base.See(p.start);
+                                                  fast_base.See(p.end);
+                                                  if (p.task_id >= 0) {
+                                                    if (p.task_id < fast_last) fast_sorted = false;
+                                                    fast_last = p.task_id;
+                                                  }
+                                                  ++phases;
+                                                  return true;
+                                                }));
+        if (scan.whole && r.SkipTo(scan.end_offset)) {
+          base = fast_base;
+          last_orch_task = fast_last;
+          data.orch_phases_sorted_by_task = fast_sorted;
+          data.num_streamed_orch_pools += scan.lanes;
+          data.num_streamed_orch_phases += phases;
+          continue;
+        }
+        if (!r.ok()) return r.status();
+        data.orch_phases_fast = false;
       }
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
@@ -631,6 +680,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       // to the host's, which are in memory.
       data.orch_phases = std::move(host_orch);
       data.orch_phases_streamed = false;
+      data.orch_phases_fast = false;
       data.orch_phases_offsets.clear();
       data.num_streamed_orch_pools = 0;
       data.num_streamed_orch_phases = 0;

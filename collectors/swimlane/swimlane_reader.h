@@ -139,6 +139,9 @@ struct SwimlaneRecords {
   std::vector<uint64_t> orch_phases_offsets;  // each aicpu_orchestrator_phases value (streamed)
   size_t num_streamed_orch_pools = 0;
   uint64_t num_streamed_orch_phases = 0;
+  // Streamed, and the first pass read every value with the fast reader
+  // (FastScanOrchPhases): the streams read them with it too.
+  bool orch_phases_fast = false;
   // The orchestrator phases' task ids (those >= 0) never decrease in file
   // order (pool after pool): the first phase of a task is found by one
   // forward scan beside the task-sorted rows.

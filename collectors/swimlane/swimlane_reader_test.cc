@@ -168,6 +168,62 @@ TEST(ReadSwimlaneRecordsTest, TheFirstPassCountsStreamedPhasesAsAKeepingReadDoes
   }
 }
 
+// The same for streamed orchestrator phases: the first pass reads them with
+// the fast reader (FastScanOrchPhases) and goes on after them, or with the
+// generic reader when a phase is outside its subset (a key it does not
+// know, a negative task id). Either way the counts, the base time, whether
+// the phases are in task order and the phases the converter streams are
+// those of a read that keeps them.
+TEST(ReadSwimlaneRecordsTest, TheFirstPassCountsStreamedOrchestratorPhasesAsAKeepingReadDoes) {
+  // Lane 0: the collector's shape over several 1 MiB windows; lane 1: task
+  // ids out of order; lane 2: empty.
+  std::string lane0;
+  for (int i = 0; i < 40000; ++i) {
+    lane0 += fmt::format(
+        R"({}{{"submit_idx": {}, "task_id": {}, "start_cycles": {}, "end_cycles": {}}})",
+        i > 0 ? ",\n      " : "", i, i, 2000 + 10 * i, 2005 + 10 * i);
+  }
+  for (const std::string extra :
+       {"", R"(, "note": "outside the fast subset")", R"(, "task_id": -1)"}) {
+    auto p = WriteTemp("fastorch", R"({"chip_swimlane_level": 3,
+      "aicpu_orchestrator_phases": [
+        [)" + lane0 + R"(],
+        [{"submit_idx": 7, "task_id": 9, "end_cycles": 640, "start_cycles": 450},
+         {"task_id": 3, "submit_idx": 8, "start_cycles": 700, "end_cycles": 800)" +
+                                       extra + R"(}],
+        []],
+      "metadata": {"clock_freq_hz": 50000000, "core_types": ["aic"], "core_to_thread": [1]},
+      "aicore_tasks": [[0, 1, 1, 1000, 1100, 0]], "aicpu_tasks": [[0, 1, 990, 1150]]})");
+    SwimlaneReadOptions streamed;
+    streamed.stream_orch_phases = true;
+    auto kept = ReadSwimlaneRecords(p);
+    auto fast = ReadSwimlaneRecords(p, streamed);
+    ASSERT_TRUE(kept.ok()) << kept.status().message();
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    EXPECT_TRUE(fast->orch_phases_streamed);
+    EXPECT_EQ(fast->num_streamed_orch_pools, 3u) << "the empty third lane counts";
+    EXPECT_EQ(kept->orch_phases.size(), 3u);
+    EXPECT_EQ(fast->num_streamed_orch_phases, 40002u);
+    EXPECT_EQ(fast->base_cycles, 450u) << "the earliest time is a phase's";
+    EXPECT_EQ(kept->base_cycles, 450u);
+    EXPECT_FALSE(fast->orch_phases_sorted_by_task);
+    EXPECT_FALSE(kept->orch_phases_sorted_by_task);
+    ASSERT_EQ(fast->tasks.size(), 1u) << "the rows after the phases are read";
+    EXPECT_EQ(fast->Finish(fast->tasks[0]), 1150u);
+    std::vector<std::tuple<size_t, int64_t, int64_t, uint64_t, uint64_t>> a, b;
+    auto collect = [](auto* v) {
+      return [v](size_t t, const OrchPhase& o) {
+        v->emplace_back(t, o.submit_idx, o.task_id, o.start, o.end);
+      };
+    };
+    ASSERT_TRUE(kept->ForEachOrchPhase(collect(&a)).ok());
+    ASSERT_TRUE(fast->ForEachOrchPhase(collect(&b)).ok());
+    EXPECT_EQ(a.size(), 40002u);
+    EXPECT_EQ(b, a) << extra;
+    std::filesystem::remove(p);
+  }
+}
+
 TEST(ReadSwimlaneRecordsTest, RejectsCoreIdsBeyondSixteenBits) {
   auto p = WriteTemp("bigcore", R"({"chip_swimlane_level": 1,
     "metadata": {"clock_freq_hz": 50000000}, "aicore_tasks": [[70000, 1, 1, 10, 20, 0]]})");
