@@ -119,8 +119,10 @@ inline bool Is(const char* s, size_t n, const char (&key)[N]) {
   return n == N - 1 && std::memcmp(s, key, N - 1) == 0;
 }
 
-// One phase object, as ReadSwimlaneRecords' ReadSchedPhase reads it.
-bool Phase(const char*& p, SchedPhase* ph) {
+// One object of the subset, `{}` or `{"key": value, ...}`: member(key,
+// len, p) reads each value at p, false when it is outside the subset.
+template <typename Member>
+bool Object(const char*& p, const Member& member) {
   if (*p != '{') return false;
   ++p;
   Blanks(p);
@@ -136,38 +138,7 @@ bool Phase(const char*& p, SchedPhase* ph) {
     if (*p != ':') return false;
     ++p;
     Blanks(p);
-    uint64_t v = 0;
-    if (Is(key, len, "kind") || Is(key, len, "phase")) {
-      const char* s;
-      size_t n;
-      if (!PlainString(p, &s, &n)) return false;
-      ph->kind = ParsePhaseKind({s, n});
-    } else if (Is(key, len, "shared_at_start")) {
-      if (!Triple(p, ph->shared_at_start)) return false;
-      ph->has_depths = true;
-    } else if (Is(key, len, "shared_at_end")) {
-      if (!Triple(p, ph->shared_at_end)) return false;
-      ph->has_depths = true;
-    } else {
-      if (!Uint(p, &v)) return false;
-      if (Is(key, len, "start_cycles")) {
-        ph->start = v;
-      } else if (Is(key, len, "end_cycles")) {
-        ph->end = v;
-      } else if (Is(key, len, "loop_iter")) {
-        ph->loop_iter = static_cast<uint32_t>(v);
-      } else if (Is(key, len, "tasks_processed")) {
-        ph->tasks_processed = static_cast<uint32_t>(v);
-      } else if (Is(key, len, "pop_hit")) {
-        ph->pop_hit = static_cast<uint32_t>(v);
-      } else if (Is(key, len, "pop_miss")) {
-        ph->pop_miss = static_cast<uint32_t>(v);
-      } else if (Is(key, len, "task_id")) {
-        ph->task_id = static_cast<int64_t>(v);
-      } else {
-        return false;  // a key of no phase field: the generic reader skips it
-      }
-    }
+    if (!member(key, len, p)) return false;
     Blanks(p);
     if (*p == '}') {
       ++p;
@@ -179,27 +150,56 @@ bool Phase(const char*& p, SchedPhase* ph) {
   }
 }
 
+// One phase object, as ReadSwimlaneRecords' ReadSchedPhase reads it.
+bool Phase(const char*& p, SchedPhase* ph) {
+  return Object(p, [ph](const char* key, size_t len, const char*& at) {
+    if (Is(key, len, "kind") || Is(key, len, "phase")) {
+      const char* s;
+      size_t n;
+      if (!PlainString(at, &s, &n)) return false;
+      ph->kind = ParsePhaseKind({s, n});
+      return true;
+    }
+    if (Is(key, len, "shared_at_start")) {
+      if (!Triple(at, ph->shared_at_start)) return false;
+      ph->has_depths = true;
+      return true;
+    }
+    if (Is(key, len, "shared_at_end")) {
+      if (!Triple(at, ph->shared_at_end)) return false;
+      ph->has_depths = true;
+      return true;
+    }
+    uint64_t v = 0;
+    if (!Uint(at, &v)) return false;
+    if (Is(key, len, "start_cycles")) {
+      ph->start = v;
+    } else if (Is(key, len, "end_cycles")) {
+      ph->end = v;
+    } else if (Is(key, len, "loop_iter")) {
+      ph->loop_iter = static_cast<uint32_t>(v);
+    } else if (Is(key, len, "tasks_processed")) {
+      ph->tasks_processed = static_cast<uint32_t>(v);
+    } else if (Is(key, len, "pop_hit")) {
+      ph->pop_hit = static_cast<uint32_t>(v);
+    } else if (Is(key, len, "pop_miss")) {
+      ph->pop_miss = static_cast<uint32_t>(v);
+    } else if (Is(key, len, "task_id")) {
+      ph->task_id = static_cast<int64_t>(v);
+    } else {
+      return false;  // a key of no phase field: the generic reader skips it
+    }
+    return true;
+  });
+}
+
 // One device orchestrator phase, as ReadSwimlaneRecords' ReadOrchPhase
 // reads the collector's shape ({"submit_idx", "task_id", "start_cycles",
 // "end_cycles"}, non-negative integers). Any other key or value: false.
 bool Orch(const char*& p, OrchPhase* ph) {
-  if (*p != '{') return false;
-  ++p;
-  Blanks(p);
-  if (*p == '}') {
-    ++p;
-    return true;
-  }
-  for (;;) {
-    const char* key;
-    size_t len;
+  return Object(p, [ph](const char* key, size_t len, const char*& at) {
     uint64_t v = 0;
-    if (!PlainString(p, &key, &len)) return false;
-    Blanks(p);
-    if (*p != ':') return false;
-    ++p;
-    Blanks(p);
-    if (!Uint(p, &v)) return false;
+    if (!Uint(at, &v)) return false;
     if (Is(key, len, "start_cycles")) {
       ph->start = v;
     } else if (Is(key, len, "end_cycles")) {
@@ -211,24 +211,13 @@ bool Orch(const char*& p, OrchPhase* ph) {
     } else {
       return false;
     }
-    Blanks(p);
-    if (*p == '}') {
-      ++p;
-      return true;
-    }
-    if (*p != ',') return false;
-    ++p;
-    Blanks(p);
-  }
+    return true;
+  });
 }
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
-
-}  // namespace
-
-namespace {
 
 // [[phase, ...], ...] at `offset`: each phase read by parse(p, &phase) and
 // given to fn(lane, phase), until the value's end or the first byte outside
