@@ -44,7 +44,7 @@ Status TraceWriter::Open(const std::filesystem::path& path, const TraceFilter& f
   const bool gzip = name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0;
   DFX_RETURN_IF_ERROR(writer_.Open(path, gzip, /*background=*/true));
   if (format_ == TraceFormat::kProto) {
-    proto_ = std::make_unique<PerfettoTraceEncoder>(&writer_.buffer());
+    proto_ = std::make_unique<PerfettoEncodeThread>(&writer_);
     return Status::Ok();
   }
   writer_.Append("{\"traceEvents\": [\n");
@@ -53,11 +53,12 @@ Status TraceWriter::Open(const std::filesystem::path& path, const TraceFilter& f
 
 Status TraceWriter::Finish(const Json& metadata) {
   if (proto_) {
-    if (!proto_status_.ok()) {
+    const Status encoded = proto_->Finish();  // the writer is this thread's again
+    if (!proto_status_.ok() || !encoded.ok()) {
       writer_.Abort();
-      return proto_status_;
+      return !proto_status_.ok() ? proto_status_ : encoded;
     }
-    if (!metadata.is_null()) proto_->Metadata(metadata.dump());
+    if (!metadata.is_null()) proto_->encoder().Metadata(metadata.dump());
     return writer_.Commit();
   }
   writer_.Append("\n]");
@@ -91,8 +92,7 @@ void TraceWriter::End() {
       last_dropped_ = true;
       return;
     }
-    proto_status_ = proto_->Event(e);
-    writer_.MaybeFlush();
+    proto_->Event(e);
     return;
   }
   std::string& b = writer_.buffer();
@@ -140,7 +140,6 @@ void TraceWriter::ProcessName(int pid, const std::string& name, int sort) {
   if (!named_processes_.insert(fmt::format("{}/{}", Pid(pid), name)).second) return;
   if (proto_) {
     proto_->Process(Pid(pid), process_prefix_ + name, pid_base_ + sort);
-    writer_.MaybeFlush();
     return;
   }
   Meta("process_name", pid, -1, true, process_prefix_ + name, 0);
@@ -151,7 +150,6 @@ void TraceWriter::ThreadName(int pid, int tid, const std::string& name, int sort
   if (!named_threads_.insert({Pid(pid), tid}).second) return;
   if (proto_) {
     proto_->Thread(Pid(pid), tid, name, sort);
-    writer_.MaybeFlush();
     return;
   }
   Meta("thread_name", pid, tid, true, name, 0);
@@ -170,9 +168,7 @@ void TraceWriter::Flow(const char* name, const Anchor& from, double from_ts, con
   if (proto_) {
     // The counts have no place on a legacy flow event (trace processor
     // keeps no args for them); the arrows are what the UI draws.
-    proto_->FlowEnd(true, id, name, Pid(from.pid), from.tid, T(from_ts));
-    proto_->FlowEnd(false, id, name, Pid(to.pid), to.tid, T(to_ts));
-    writer_.MaybeFlush();
+    proto_->Flow(id, name, Pid(from.pid), from.tid, T(from_ts), Pid(to.pid), to.tid, T(to_ts));
     flow_events_ += 2;
     return;
   }
@@ -300,7 +296,7 @@ bool TraceEvent::Open() {
 
 void TraceEvent::ProtoInt(std::string_view key, int64_t v, bool is_unsigned) {
   if (!Open()) return;
-  PerfettoTraceEncoder& e = *trace_->proto_;
+  PerfettoEncodeThread& e = *trace_->proto_;
   if (ph_ == 'X') {
     if (is_unsigned) {
       e.AnnotateUint(key, static_cast<uint64_t>(v));
@@ -318,7 +314,7 @@ void TraceEvent::ProtoInt(std::string_view key, int64_t v, bool is_unsigned) {
 
 void TraceEvent::ProtoNum(std::string_view key, double v) {
   if (!Open()) return;
-  PerfettoTraceEncoder& e = *trace_->proto_;
+  PerfettoEncodeThread& e = *trace_->proto_;
   // A value with a fraction (NumTo's common case) reads back as n / 1000.
   const double ns = std::round(v * 1000.0);
   const int64_t n = std::fabs(ns) < 1e15 ? static_cast<int64_t>(ns) : 0;
@@ -344,9 +340,12 @@ void TraceEvent::ProtoNum(std::string_view key, double v) {
     }
     return;
   }
-  const bool ok =
-      ph_ == 'X' ? e.AnnotateNumberText(key, t) : e.CounterNumberText(pid_, name_, key, ts_, t);
-  if (!ok) Fail("proto trace: bad number " + std::string(t));
+  // Not a number: the encoding thread's error, reported by Finish.
+  if (ph_ == 'X') {
+    e.AnnotateNumberText(key, t);
+  } else {
+    e.CounterNumberText(pid_, name_, key, ts_, t);
+  }
 }
 
 void TraceEvent::ProtoInts(std::string_view key, const int64_t* v, size_t n) {
@@ -360,7 +359,6 @@ void TraceEvent::ProtoInts(std::string_view key, const int64_t* v, size_t n) {
 
 void TraceEvent::ProtoEnd() {
   if (Open() && ph_ == 'X') trace_->proto_->EndSlice(ts_, dur_);
-  trace_->writer_.MaybeFlush();
 }
 
 }  // namespace dfx::view

@@ -34,6 +34,7 @@
 #include "common/json.h"
 #include "common/json_stream.h"
 #include "common/status.h"
+#include "view/perfetto_pipe.h"
 #include "view/perfetto_proto.h"
 
 namespace dfx::view {
@@ -352,10 +353,17 @@ class TraceEvent {
 
 class TraceWriter {
  public:
+  TraceWriter() = default;
+  // Not movable: the proto trace's encoding thread writes into writer_.
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
   // Creates the trace (under a temporary name) and writes the container's
   // head; a path ending in ".gz" is written gzip-compressed. With kProto
-  // the views still build JSON events; End() re-encodes each one
-  // (PerfettoTraceEncoder) and names and flows are encoded directly.
+  // the events go to the encoder on a thread of its own
+  // (PerfettoEncodeThread): the views' JSON events (Begin/End) are parsed
+  // here and encoded there, and the fields of Event, names and flows are
+  // encoded there directly.
   Status Open(const std::filesystem::path& path, const TraceFilter& filter = {},
               TraceFormat format = TraceFormat::kJson);
   // Closes the event list, adds a top-level "metadata" object unless
@@ -418,7 +426,10 @@ class TraceWriter {
     if (!last_dropped_) ++slice_events_;
   }
   // Bytes written so far (compressed when gzip).
-  uint64_t bytes_pending() const { return writer_.bytes_written(); }
+  // Proto: as of the last chunk the encoding thread encoded.
+  uint64_t bytes_pending() const {
+    return proto_ ? proto_->bytes_written() : writer_.bytes_written();
+  }
   // A task slice of `dur_us` was drawn (the shortest is compared with the
   // run timeline's clock uncertainty).
   void NoteTaskDuration(double dur_us) { shortest_task_us_ = std::min(shortest_task_us_, dur_us); }
@@ -450,8 +461,10 @@ class TraceWriter {
   ChunkedWriter writer_;
   TraceFilter filter_;
   TraceFormat format_ = TraceFormat::kJson;
-  std::unique_ptr<PerfettoTraceEncoder> proto_;  // kProto: encodes into writer_.buffer()
-  std::string proto_event_;                      // kProto: the event being built
+  // kProto: encodes into writer_ on a thread of its own (the writer is that
+  // thread's until Finish).
+  std::unique_ptr<PerfettoEncodeThread> proto_;
+  std::string proto_event_;  // kProto: the event being built
   JsonTraceEvent proto_parsed_;
   TraceEvent event_;        // the event begun by Event
   Status proto_status_;     // the first event the encoder could not read
