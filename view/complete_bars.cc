@@ -36,20 +36,26 @@ void CompleteBars::Reset(size_t lanes, uint64_t max_bars) {
   lanes_.resize(lanes);
   begin_.assign(lanes + 1, 0);
   max_bars_ = max_bars;
+  d_ = nullptr;
   for (Decoded& c : cache_) c.lane = SIZE_MAX;
   last_ = nullptr;
 }
 
+// Encoded while starts strictly increase and ends do not decrease, in
+// cycles: Us() keeps that order (not strictly when two cycle counts round to
+// one µs value, which the lookups allow). A zero timestamp (µs 0, whatever
+// base_cycles turns out to be) makes the lane plain.
 void CompleteBars::Add(size_t lane, uint64_t start_cycles, uint64_t end_cycles) {
+  if (lane >= lanes_.size()) lanes_.resize(lane + 1);
   Lane& l = lanes_[lane];
-  const double start_us = d_.Us(start_cycles), end_us = d_.Us(end_cycles);
-  if (!l.plain && l.size > 0 && !(start_us > l.last_start_us && end_us >= l.last_end_us)) {
+  if (!l.plain && (start_cycles == 0 || end_cycles == 0 ||
+                   (l.size > 0 && !(start_cycles > l.last_start && end_cycles >= l.last_end)))) {
     MakePlain(l);
   }
   if (l.plain) {
-    l.bars.push_back({start_us, end_us});
+    l.cycles.emplace_back(start_cycles, end_cycles);
   } else {
-    if (l.size == 0) {
+    if (l.size == 0 && max_bars_ != 0) {
       // The lane may hold every bar: reserved whole, written as it grows.
       const size_t bound = static_cast<size_t>(max_bars_) + 1;
       l.bytes.reserve(bound * kMaxBarBytes);
@@ -61,23 +67,21 @@ void CompleteBars::Add(size_t lane, uint64_t start_cycles, uint64_t end_cycles) 
       PutDelta(l.bytes, start_cycles - l.last_start);
     }
     PutDelta(l.bytes, end_cycles - start_cycles);
-    l.last_start = start_cycles;
   }
-  l.last_start_us = start_us;
-  l.last_end_us = end_us;
+  l.last_start = start_cycles;
+  l.last_end = end_cycles;
   ++l.size;
 }
 
 void CompleteBars::MakePlain(Lane& l) {
-  l.bars.reserve(static_cast<size_t>(max_bars_));
+  l.cycles.reserve(std::max(static_cast<size_t>(max_bars_), l.size));
   for (size_t b = 0; b < l.blocks.size(); ++b) {
     const uint8_t* p = l.bytes.data() + l.blocks[b].offset;
     uint64_t start = l.blocks[b].first_start;
     const size_t n = std::min(kBlock, l.size - b * kBlock);
     for (size_t i = 0; i < n; ++i) {
       if (i > 0) start += GetDelta(p);
-      const uint64_t end = start + GetDelta(p);
-      l.bars.push_back({d_.Us(start), d_.Us(end)});
+      l.cycles.emplace_back(start, start + GetDelta(p));
     }
   }
   l.blocks = {};
@@ -85,10 +89,16 @@ void CompleteBars::MakePlain(Lane& l) {
   l.plain = true;
 }
 
-void CompleteBars::Finish() {
+void CompleteBars::Finish(const collectors::SwimlaneRecords& records, size_t lanes) {
+  d_ = &records;
+  if (lanes > lanes_.size()) lanes_.resize(lanes);
+  begin_.assign(lanes_.size() + 1, 0);
   for (size_t t = 0; t < lanes_.size(); ++t) {
     Lane& l = lanes_[t];
     if (l.plain) {
+      l.bars.reserve(l.cycles.size());
+      for (const auto& [start, end] : l.cycles) l.bars.push_back({d_->Us(start), d_->Us(end)});
+      l.cycles = {};
       std::sort(l.bars.begin(), l.bars.end(),
                 [](const Bar& a, const Bar& b) { return a.start < b.start; });
     }
@@ -123,7 +133,7 @@ const CompleteBars::Decoded& CompleteBars::Decode(size_t lane, size_t b) const {
 
 double CompleteBars::FirstEndOf(const Lane& l, size_t b) const {
   const uint8_t* p = l.bytes.data() + l.blocks[b].offset;
-  return d_.Us(l.blocks[b].first_start + GetDelta(p));
+  return d_->Us(l.blocks[b].first_start + GetDelta(p));
 }
 
 Bar CompleteBars::At(size_t bar) const {
@@ -132,7 +142,7 @@ Bar CompleteBars::At(size_t bar) const {
   const size_t i = bar - begin_[lane];
   if (l.plain) return l.bars[i];
   const Decoded& c = Decode(lane, i / kBlock);
-  return {d_.Us(c.start[i % kBlock]), d_.Us(c.end[i % kBlock])};
+  return {d_->Us(c.start[i % kBlock]), d_->Us(c.end[i % kBlock])};
 }
 
 // Encoded lanes have strictly increasing starts and non-decreasing ends, so
@@ -158,11 +168,11 @@ size_t CompleteBars::Find(size_t lane, double us) const {
     if constexpr (kByEnd) {
       return FirstEndOf(l, b) < us;
     } else {
-      return d_.Us(l.blocks[b].first_start) < us;
+      return d_->Us(l.blocks[b].first_start) < us;
     }
   };
   const auto before = [&](const Decoded& c, size_t i) {
-    return d_.Us(kByEnd ? c.end[i] : c.start[i]) < us;
+    return d_->Us(kByEnd ? c.end[i] : c.start[i]) < us;
   };
   // lo: the first block whose first bar's key is not before `us`, searched
   // in [lo, hi) (every block before lo starts before `us`, none from hi on).

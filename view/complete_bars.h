@@ -11,7 +11,8 @@
 //
 // Storage: the collector writes a thread's phases in time order, so a lane's
 // bars normally arrive with strictly increasing starts and non-decreasing
-// ends. Such a lane is delta-encoded as it arrives, in blocks of kBlock bars
+// ends (in cycles; none zero). Such a lane is delta-encoded as it arrives, in
+// blocks of kBlock bars
 // (LEB128 varints of the start and duration deltas, about 3 bytes a bar
 // against 16 for two doubles: 16 MB less at a million tasks); a lookup
 // binary-searches the blocks and decodes one (the last block decoded is
@@ -20,8 +21,11 @@
 // way (a file not written by the collector) is kept as doubles and sorted
 // by start with std::sort, as the converter always did.
 //
-// Fill with Reset / Add / Finish, then look up. One thread; the records
-// (for Us) must outlive this.
+// Fill with Reset / Add / Finish, then look up. Adding needs no records
+// (bars are cycles until Finish), so the bars can be added while the
+// records' first pass reads the phases (SwimlaneReadOptions::see_sched_phase),
+// before base_cycles is known. One thread; the records given to Finish (for
+// Us) must outlive this.
 #pragma once
 
 #include <cstddef>
@@ -41,16 +45,18 @@ class CompleteBars {
  public:
   static constexpr size_t kBlock = 16;  // bars per encoded block
 
-  explicit CompleteBars(const collectors::SwimlaneRecords& records) : d_(records) {}
-
-  // Starts over with `lanes` empty lanes; at most `max_bars` bars will be
-  // added (reserved, untouched pages are not resident).
+  // Starts over with `lanes` empty lanes (more are added as bars arrive);
+  // at most `max_bars` bars will be added (reserved, untouched pages are not
+  // resident; 0: not known, the storage grows as bars arrive). Movable until
+  // Finish.
   void Reset(size_t lanes, uint64_t max_bars);
   // Adds a bar to `lane`. Lanes are filled in order (all of lane 0's bars,
   // then lane 1's, ...), each in the file's order.
   void Add(size_t lane, uint64_t start_cycles, uint64_t end_cycles);
-  // Sorts the lanes that are not encoded and fixes the indices.
-  void Finish();
+  // Gives the bars µs by `records` (which must outlive this), makes the
+  // lanes at least `lanes`, sorts the lanes that are not encoded and fixes
+  // the indices.
+  void Finish(const collectors::SwimlaneRecords& records, size_t lanes = 0);
 
   size_t size() const { return begin_.empty() ? 0 : begin_.back(); }
   // Bars of `lane`: indices [LaneBegin, LaneEnd).
@@ -71,13 +77,14 @@ class CompleteBars {
   };
   struct Lane {
     size_t size = 0;
-    bool plain = false;     // kept as doubles (bars), not encoded
-    std::vector<Bar> bars;  // plain
+    bool plain = false;  // kept as doubles (bars), not encoded
+    // Plain: while adding, the bars' cycles; from Finish on, their µs.
+    std::vector<std::pair<uint64_t, uint64_t>> cycles;
+    std::vector<Bar> bars;
     std::vector<Block> blocks;
     std::vector<uint8_t> bytes;
-    // While adding: the last bar (cycles and µs).
-    uint64_t last_start = 0;
-    double last_start_us = 0, last_end_us = 0;
+    // While adding: the last bar.
+    uint64_t last_start = 0, last_end = 0;
   };
   // The first bar of `lane` in start order whose end (kByEnd) or start is
   // not before `us`, as std::lower_bound finds it; LaneEnd(lane) when none.
@@ -91,10 +98,10 @@ class CompleteBars {
   // between neighbouring blocks).
   const Decoded& Decode(size_t lane, size_t b) const;
   double FirstEndOf(const Lane& l, size_t b) const;
-  // `lane`'s encoded bars as doubles, from then on plain.
+  // `lane`'s encoded bars as cycles, from then on plain.
   void MakePlain(Lane& l);
 
-  const collectors::SwimlaneRecords& d_;
+  const collectors::SwimlaneRecords* d_ = nullptr;  // from Finish on
   std::vector<Lane> lanes_;
   std::vector<size_t> begin_;  // lane l: [begin_[l], begin_[l + 1])
   uint64_t max_bars_ = 0;

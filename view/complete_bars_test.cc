@@ -61,7 +61,7 @@ void Fill(const SwimlaneRecords& d,
     std::sort(ref->lanes[t].begin(), ref->lanes[t].end(),
               [](const Bar& a, const Bar& b) { return a.start < b.start; });
   }
-  bars->Finish();
+  bars->Finish(d);
 }
 
 // Every bar and every lookup (before, at, between and after the bars) as
@@ -94,8 +94,8 @@ void ExpectSame(const CompleteBars& bars, const Reference& ref) {
 }
 
 // The collector's shape (each lane in time order, several blocks, gaps and
-// durations of every varint length, a zero timestamp first), an empty lane,
-// and a lane out of order: lookups as before.
+// durations of every varint length), the same after a zero timestamp, an
+// empty lane, and a lane out of order: lookups as before.
 TEST(CompleteBarsTest, LooksUpAsTheSortedBarsDid) {
   const SwimlaneRecords d = Clock();
   std::mt19937_64 rng(7);
@@ -112,15 +112,40 @@ TEST(CompleteBarsTest, LooksUpAsTheSortedBarsDid) {
   for (uint64_t s = 5; s < 5 + 17 * 10; s += 10)
     in[2].push_back({d.base_cycles + s, d.base_cycles + s + 3});
   in[3] = in[2];
-  std::swap(in[3][4], in[3][11]);  // out of order: sorted as before
-  in[3].push_back(in[3][0]);       // a repeated bar
-  CompleteBars bars(d);
+  std::swap(in[3][4], in[3][11]);                  // out of order: sorted as before
+  in[3].push_back(in[3][0]);                       // a repeated bar
+  in.push_back({in[0].begin() + 1, in[0].end()});  // in order, no zero: encoded
+  CompleteBars bars;
   Reference ref;
   Fill(d, in, &bars, &ref);
   ExpectSame(bars, ref);
   // Refilled (the converter's second reader after the fast one stopped).
   Fill(d, {in[2]}, &bars, &ref);
   ExpectSame(bars, ref);
+}
+
+// Filled as the records' first pass reads the phases: no lanes known before,
+// no records until Finish, and the last lanes without a complete bar.
+TEST(CompleteBarsTest, FilledBeforeTheRecordsAreReadItLooksUpTheSame) {
+  const SwimlaneRecords d = Clock();
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> in(2);
+  for (uint64_t s = 7; s < 7 + 40 * 9; s += 9) {
+    in[0].push_back({d.base_cycles + s, d.base_cycles + s + 5});
+    in[1].push_back({d.base_cycles + 2 * s, d.base_cycles + 2 * s + 1});
+  }
+  CompleteBars bars;
+  bars.Reset(0, 80);
+  for (size_t t = 0; t < in.size(); ++t) {
+    for (const auto& [s, e] : in[t]) bars.Add(t, s, e);
+  }
+  bars.Finish(d, 4);
+  CompleteBars reference;
+  Reference ref;
+  in.resize(4);
+  Fill(d, in, &reference, &ref);
+  ExpectSame(bars, ref);
+  EXPECT_EQ(bars.LaneBegin(3), 80u);
+  EXPECT_EQ(bars.LaneEnd(3), 80u);
 }
 
 }  // namespace

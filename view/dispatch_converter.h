@@ -49,11 +49,42 @@ struct Group {
   int block_num;
 };
 
+// What the converter needs of the scheduler phases before it draws any
+// (resolve sub-lanes, complete bars, dependency-only markers, graph_prepare
+// envelopes), gathered while the records' first pass reads the phases
+// (SwimlaneReadOptions::see_sched_phase), so that the converter reads them
+// only once more, to draw them. Without one, the converter reads them for
+// this first (ScanSchedPhases).
+//
+// Give it the read options before ReadSwimlaneRecords, then the converter
+// of those records; one thread.
+class SchedPhaseDigest {
+ public:
+  SchedPhaseDigest() { Restart(); }
+  // Makes `options` fill this (it must outlive the read).
+  void Attach(collectors::SwimlaneReadOptions* options);
+
+ private:
+  friend class DispatchConverter;
+  void Restart();
+  void See(size_t t, const collectors::SchedPhase& p);
+  struct Prepare {
+    uint64_t task_id, start, end;  // cycles
+  };
+  std::vector<bool> has_resolve_;  // per sched thread seen
+  CompleteBars bars_;
+  std::vector<std::pair<size_t, collectors::SchedPhase>> markers_;
+  std::vector<Prepare> prepares_;  // in file order
+  bool used_ = false;
+};
+
 class DispatchConverter {
  public:
+  // `digest`: what the records' first pass gathered of the scheduler phases
+  // (taken over by Run), or null.
   DispatchConverter(collectors::SwimlaneRecords& data, const collectors::TaskGraph* deps,
                     const collectors::NameMap& names, bool overhead, bool verbose,
-                    TraceWriter& trace, std::ostream& err)
+                    TraceWriter& trace, std::ostream& err, SchedPhaseDigest* digest = nullptr)
       : d_(data),
         deps_(deps),
         names_(names),
@@ -61,7 +92,7 @@ class DispatchConverter {
         verbose_(verbose),
         trace_(trace),
         err_(err),
-        complete_bars_(data) {}
+        digest_(digest) {}
 
   // Emits every view of the dispatch. Returns an error only when the
   // scheduler phases cannot be re-read from the records file.
@@ -170,6 +201,7 @@ class DispatchConverter {
   bool overhead_, verbose_;
   TraceWriter& trace_;
   std::ostream& err_;
+  SchedPhaseDigest* digest_;
 
   struct Outer {
     double first_prepare = std::numeric_limits<double>::infinity();

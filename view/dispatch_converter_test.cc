@@ -41,12 +41,16 @@ std::string Phase(int submit, int64_t task, int start, int end) {
                      submit, task, start, end);
 }
 
-// Converts `records` read with or without stream_orch_phases.
+// Converts `records` read with or without stream_orch_phases; with
+// `digest`, the scheduler phases' first look is the records' first pass.
 std::string Convert(const std::filesystem::path& records, bool stream_orch,
-                    const std::filesystem::path& out, SwimlaneRecords* read = nullptr) {
+                    const std::filesystem::path& out, SwimlaneRecords* read = nullptr,
+                    bool digest = false, TraceFormat format = TraceFormat::kJson) {
   SwimlaneReadOptions options;
   options.stream_sched_phases = true;
   options.stream_orch_phases = stream_orch;
+  SchedPhaseDigest first_pass;
+  if (digest) first_pass.Attach(&options);
   auto data = ReadSwimlaneRecords(records, options);
   EXPECT_TRUE(data.ok()) << data.status().ToString();
   if (!data.ok()) return "";
@@ -54,9 +58,10 @@ std::string Convert(const std::filesystem::path& records, bool stream_orch,
   auto names = ReadNameMap(ViewFixture("l4/name_map_Demo_case.json"));
   EXPECT_TRUE(deps.ok() && names.ok());
   TraceWriter trace;
-  EXPECT_TRUE(trace.Open(out).ok());
+  EXPECT_TRUE(trace.Open(out, {}, format).ok());
   std::ostringstream err;
-  DispatchConverter conv(*data, &*deps, *names, false, false, trace, err);
+  DispatchConverter conv(*data, &*deps, *names, false, false, trace, err,
+                         digest ? &first_pass : nullptr);
   EXPECT_TRUE(conv.Run().ok());
   EXPECT_TRUE(trace.Finish(data->timeline_metadata).ok());
   if (read != nullptr) *read = std::move(*data);
@@ -108,6 +113,34 @@ TEST(DispatchConverterTest, StreamedOrchestratorPhasesGiveTheSameTrace) {
     EXPECT_EQ(seen[0], seen[1]) << k;
     EXPECT_NE(a.find("submit\u2192dispatch"), std::string::npos) << k;
     EXPECT_EQ(a, b) << k;
+  }
+}
+
+// What the converter needs of the scheduler phases (complete bars, the
+// resolve lane, the dummy_task marker), gathered by the records' first pass,
+// gives the trace its own pass gives, JSON and proto: with the fast reader,
+// and when a phase outside its subset sends both to the generic reader.
+TEST(DispatchConverterTest, TheFirstPassDigestGivesTheTraceOfAPassOfItsOwn) {
+  TempDir dir;
+  const std::string fixture = Slurp(ViewFixture("l4/chip_swimlane_records.json"));
+  std::string generic = fixture;
+  const size_t first = generic.find("{", generic.find("\"aicpu_scheduler_phases\""));
+  ASSERT_NE(first, std::string::npos);
+  generic.insert(first + 1, R"("note": "outside the fast subset", )");
+  int k = 0;
+  for (const std::string& text : {fixture, generic}) {
+    const auto records = dir.path() / fmt::format("records_{}.json", k++);
+    std::ofstream(records) << text;
+    for (TraceFormat format : {TraceFormat::kJson, TraceFormat::kProto}) {
+      SwimlaneRecords read;
+      const std::string a = Convert(records, true, dir.path() / "a", &read, true, format);
+      const std::string b = Convert(records, true, dir.path() / "b", nullptr, false, format);
+      EXPECT_EQ(read.sched_phases_fast, text == fixture);
+      EXPECT_NE(a.find("complete"), std::string::npos);
+      EXPECT_NE(a.find("dummy"), std::string::npos);
+      EXPECT_FALSE(a.empty());
+      EXPECT_TRUE(a == b) << "records " << k << ", format " << static_cast<int>(format);
+    }
   }
 }
 

@@ -229,6 +229,8 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       SwimlaneReadOptions read_options;
       read_options.stream_sched_phases = true;
       read_options.stream_orch_phases = true;
+      SchedPhaseDigest digest;
+      digest.Attach(&read_options);
       DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
       std::string warn = UnmatchedWarning(data);
       if (!warn.empty()) err << path.string() << ": " << warn << "\n";
@@ -246,7 +248,7 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       names.orchestrator_name.reset();
       trace.PlaceDispatchAt(ts_offset);
       DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, options.verbose, trace,
-                             err);
+                             err, &digest);
       DFX_RETURN_IF_ERROR(conv.Run());
       // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
       const double extent = trace.max_ts() - ts_offset;

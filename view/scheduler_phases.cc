@@ -1,10 +1,12 @@
 // AICPU Scheduler (pid 2, §4.4–§4.5, §4.8): the scheduler threads' phase bars
 // (complete, dispatch, resolve, ...), the shared ready-queue counter, which
 // scheduler thread dispatches a core, and the --overhead counter tracks. The
-// phases are streamed from the records file (ForEachSchedPhase): once to
-// collect what the other views need (ScanSchedPhases), once to draw them;
-// both passes read with the fast reader of collectors/swimlane/sched_phase_scan.h
-// when the first could read every phase with it, on a thread of its own
+// phases are streamed from the records file (ForEachSchedPhase): what the
+// other views need of them (SchedPhaseDigest) is gathered while the
+// records' first pass reads them, or by a pass of its own
+// (ScanSchedPhases); then they are read once more to draw them, with the
+// fast reader of collectors/swimlane/sched_phase_scan.h when the first pass
+// could read every phase with it, on a thread of its own
 // (FastForEachSchedPhaseAhead) while this one draws.
 #include "view/dispatch_converter.h"
 
@@ -88,45 +90,79 @@ Status DispatchConverter::ForEachSchedPhase(
       "whole); convert again");
 }
 
-// One streamed pass over the scheduler phases collecting what the other
-// emitters need: resolve sub-lanes, complete bars, dependency-only markers
-// and graph_prepare envelopes. The phases themselves are emitted by a
-// second pass (EmitSchedPhases). The fast reader is tried first; if it
-// stops at a byte outside its subset, what it collected is dropped and the
-// generic reader reads the phases again, and the passes after this one too.
-Status DispatchConverter::ScanSchedPhases() {
-  size_t nt = d_.num_sched_threads;
-  has_resolve_.assign(nt, false);
-  // At most one bar per phase.
-  complete_bars_.Reset(nt, d_.num_sched_phases);
-  if (!d_.has_sched_phases) return Status::Ok();
-  const auto collect = [&](size_t t, const SchedPhase& p) {
-    if (t >= nt) return;  // more lanes than the first read counted: the file changed
-    if (p.kind == PhaseKind::kResolve) has_resolve_[t] = true;
-    if (p.kind == PhaseKind::kComplete) {
-      complete_bars_.Add(t, p.start, p.end);  // threads arrive in order
-    } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
-               p.task_id >= 0) {
-      marker_phases_.emplace_back(t, p);
-    } else if (p.kind == PhaseKind::kGraphPrepare && p.task_id >= 0) {
-      Outer& o = outers_[static_cast<uint64_t>(p.task_id)];
-      o.first_prepare = std::min(o.first_prepare, d_.Us(p.start));
-      o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
-      ++o.slices;
-    }
-  };
-  if (d_.sched_phases_streamed) {
-    DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhaseAhead(d_, collect));
-    if (!fast_phases_) {
-      has_resolve_.assign(nt, false);
-      complete_bars_.Reset(nt, d_.num_sched_phases);
-      marker_phases_.clear();
-      outers_.clear();
-    }
+void SchedPhaseDigest::Attach(collectors::SwimlaneReadOptions* options) {
+  Restart();
+  used_ = true;
+  options->see_sched_phase = [this](size_t t, const SchedPhase& p) { See(t, p); };
+  options->restart_sched_phases = [this] { Restart(); };
+}
+
+void SchedPhaseDigest::Restart() {
+  has_resolve_.clear();
+  bars_.Reset(0, 0);
+  markers_.clear();
+  prepares_.clear();
+}
+
+void SchedPhaseDigest::See(size_t t, const SchedPhase& p) {
+  if (p.kind == PhaseKind::kResolve) {
+    if (t >= has_resolve_.size()) has_resolve_.resize(t + 1, false);
+    has_resolve_[t] = true;
   }
-  if (!fast_phases_) DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase(collect));
-  // Per-thread lanes sorted by start.
-  complete_bars_.Finish();
+  if (p.kind == PhaseKind::kComplete) {
+    bars_.Add(t, p.start, p.end);  // threads arrive in order
+  } else if ((p.kind == PhaseKind::kDummyTask || p.kind == PhaseKind::kPredicatedSkip) &&
+             p.task_id >= 0) {
+    markers_.emplace_back(t, p);
+  } else if (p.kind == PhaseKind::kGraphPrepare && p.task_id >= 0) {
+    prepares_.push_back({static_cast<uint64_t>(p.task_id), p.start, p.end});
+  }
+}
+
+// What the other emitters need of the scheduler phases (SchedPhaseDigest):
+// gathered by the records' first pass when the converter was given its
+// digest, else by a streamed pass of its own. The phases themselves are
+// emitted by the next pass (EmitSchedPhases), with the fast reader when the
+// first pass could read every phase with it. In a pass of its own the fast
+// reader is tried first; if it stops at a byte outside its subset, what it
+// gathered is dropped and the generic reader reads the phases again, and
+// the passes after this one too.
+Status DispatchConverter::ScanSchedPhases() {
+  const size_t nt = d_.num_sched_threads;
+  SchedPhaseDigest own;
+  SchedPhaseDigest* g = digest_;
+  if (g != nullptr && g->used_) {
+    fast_phases_ = d_.sched_phases_fast;
+  } else {
+    g = &own;
+  }
+  if (g == &own && d_.has_sched_phases) {
+    own.bars_.Reset(nt, d_.num_sched_phases);  // at most one bar per phase
+    const auto collect = [&](size_t t, const SchedPhase& p) {
+      if (t < nt) own.See(t, p);  // more lanes than the first read counted: the file changed
+    };
+    if (d_.sched_phases_streamed) {
+      DFX_ASSIGN_OR_RETURN(fast_phases_, FastForEachSchedPhaseAhead(d_, collect));
+      if (!fast_phases_) {
+        own.Restart();
+        own.bars_.Reset(nt, d_.num_sched_phases);
+      }
+    }
+    if (!fast_phases_) DFX_RETURN_IF_ERROR(d_.ForEachSchedPhase(collect));
+  }
+  has_resolve_ = std::move(g->has_resolve_);
+  has_resolve_.resize(nt, false);
+  complete_bars_ = std::move(g->bars_);
+  complete_bars_.Finish(d_, nt);  // per-thread lanes sorted by start
+  marker_phases_ = std::move(g->markers_);
+  for (const auto& p : g->prepares_) {
+    Outer& o = outers_[p.task_id];
+    o.first_prepare = std::min(o.first_prepare, d_.Us(p.start));
+    o.prepare_us += d_.Us(p.end) - d_.Us(p.start);
+    ++o.slices;
+  }
+  g->Restart();
+  g->used_ = false;  // taken over
   return Status::Ok();
 }
 

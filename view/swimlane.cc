@@ -91,6 +91,8 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   SwimlaneReadOptions read_options;
   read_options.stream_sched_phases = true;  // bounded memory: phases are re-read, not kept
   read_options.stream_orch_phases = true;
+  SchedPhaseDigest digest;  // the converter's first look at the phases, in the first pass
+  digest.Attach(&read_options);
   DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(options.input, read_options));
   std::string warn = UnmatchedWarning(data);
   if (!warn.empty()) err << warn << "\n";
@@ -127,7 +129,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   TraceWriter trace;
   DFX_RETURN_IF_ERROR(trace.Open(output, options.filter, options.format));
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
-                         trace, err);
+                         trace, err, &digest);
   DFX_RETURN_IF_ERROR(conv.Run());
   DFX_RETURN_IF_ERROR(trace.Finish(data.timeline_metadata));
   if (options.verbose) {

@@ -412,7 +412,10 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
       }
       if (!r.ok()) return r.status();
     } else if (key == "aicpu_scheduler_phases") {
+      // A second value (a duplicate key) replaces the first.
+      if (data.has_sched_phases && options.restart_sched_phases) options.restart_sched_phases();
       data.has_sched_phases = true;
+      data.sched_phases_fast = false;
       r.Peek();
       data.sched_phases_offset = r.bytes_read();
       data.sched_phases_streamed = options.stream_sched_phases;
@@ -424,24 +427,28 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
         // generic reader below only when a phase is outside its subset.
         BaseTracker fast_base = base;
         uint64_t phases = 0;
+        const auto& see = options.see_sched_phase;
         DFX_ASSIGN_OR_RETURN(
             FastSchedScan scan,
-            FastScanSchedPhases(path, data.sched_phases_offset, [&](size_t, const SchedPhase& p) {
+            FastScanSchedPhases(path, data.sched_phases_offset, [&](size_t t, const SchedPhase& p) {
               fast_base.See(p.start);
               fast_base.See(p.end);
               ++phases;
+              if (see) see(t, p);
             }));
         if (scan.whole && r.SkipTo(scan.end_offset)) {
           base = fast_base;
           data.num_sched_threads = scan.lanes;
           data.num_sched_phases = phases;
+          data.sched_phases_fast = true;
           continue;
         }
         if (!r.ok()) return r.status();
+        if (options.restart_sched_phases) options.restart_sched_phases();
       }
       if (!r.BeginArray()) return r.status();
       while (r.NextElement()) {
-        ++data.num_sched_threads;
+        const size_t t = data.num_sched_threads++;
         std::deque<SchedPhase>* lane =
             options.stream_sched_phases ? nullptr : &data.sched_phases.emplace_back();
         if (!r.BeginArray()) return r.status();
@@ -452,6 +459,7 @@ Result<SwimlaneRecords> ReadSwimlaneRecords(const std::filesystem::path& path,
           base.See(p.end);
           ++data.num_sched_phases;
           if (lane != nullptr) lane->push_back(p);
+          if (options.see_sched_phase) options.see_sched_phase(t, p);
         }
       }
       if (!r.ok()) return r.status();

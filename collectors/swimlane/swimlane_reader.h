@@ -130,6 +130,9 @@ struct SwimlaneRecords {
   // file was read with SwimlaneReadOptions::stream_sched_phases: use ForEachSchedPhase.
   std::vector<std::deque<SchedPhase>> sched_phases;  // outer = sched thread
   bool sched_phases_streamed = false;
+  // Streamed, and the first pass read every phase with the fast reader
+  // (FastScanSchedPhases): a pass over them may use it too.
+  bool sched_phases_fast = false;
   uint64_t sched_phases_offset = 0;  // byte offset of the aicpu_scheduler_phases value
   // Outer = orch pool. Empty when the device (AICPU) phases were read with
   // SwimlaneReadOptions::stream_orch_phases: use NumOrchPools, HasOrchPhases
@@ -228,6 +231,13 @@ struct SwimlaneReadOptions {
   // by ForEachOrchPhase / OrchPhaseStream. Host orchestrator phases (which
   // place the host timeline) are always kept.
   bool stream_orch_phases = false;
+  // Sees every scheduler phase as the first pass reads it, (thread, phase)
+  // in file order: a caller that needs the phases once (the converter's
+  // complete bars) needs no pass of its own. When the first pass starts
+  // over at the phases' first one (the fast reader met a phase outside its
+  // subset), `restart_sched_phases` is called before it sees them again.
+  std::function<void(size_t, const SchedPhase&)> see_sched_phase;
+  std::function<void()> restart_sched_phases;
 };
 
 // Reads the orchestrator phases of `records` one at a time, in file order,

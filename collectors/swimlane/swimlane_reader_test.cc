@@ -168,6 +168,71 @@ TEST(ReadSwimlaneRecordsTest, TheFirstPassCountsStreamedPhasesAsAKeepingReadDoes
   }
 }
 
+// A caller that asks to see the scheduler phases during the first pass
+// (the converter's digest) sees each phase of the value the read keeps
+// once, in file order: when the fast reader stops at a phase outside its
+// subset, or a second value replaces the first, it is told to start over.
+TEST(ReadSwimlaneRecordsTest, TheFirstPassShowsEveryPhaseOnceToACallerThatAsks) {
+  const std::string lanes = R"([
+        [{"kind": "dispatch", "start_cycles": 500, "end_cycles": 600, "loop_iter": 1,
+          "tasks_processed": 0}],
+        [{"kind": "complete", "start_cycles": 700, "end_cycles": 800, "loop_iter": 2,
+          "tasks_processed": 1}, {"kind": "dummy_task", "task_id": 5, "start_cycles": 800,
+          "end_cycles": 900, "loop_iter": 3, "tasks_processed": 0LAST}],
+        []])";
+  const auto with = [&](const std::string& last) {
+    std::string v = lanes;
+    v.replace(v.find("LAST"), 4, last);
+    return v;
+  };
+  struct Case {
+    std::string phases;  // the value(s) of aicpu_scheduler_phases
+    bool fast;           // the first pass reads them all with the fast reader
+    int restarts;        // when streamed
+  };
+  const Case cases[] = {
+      {with(""), true, 0},
+      {with(R"(, "note": "outside the fast subset")"), false, 1},
+      {R"([[{"kind": "idle", "start_cycles": 1, "end_cycles": 2}]], "aicpu_scheduler_phases": )" +
+           with(""),
+       true, 1},
+  };
+  using Seen = std::vector<std::tuple<size_t, int, uint64_t, int64_t>>;
+  for (const Case& c : cases) {
+    auto p = WriteTemp("seephases", R"({"chip_swimlane_level": 3,
+      "aicpu_scheduler_phases": )" + c.phases +
+                                        R"(,
+      "metadata": {"clock_freq_hz": 50000000, "core_types": ["aic"], "core_to_thread": [1]},
+      "aicore_tasks": [[0, 1, 1, 1000, 1100, 0]], "aicpu_tasks": [[0, 1, 990, 1150]]})");
+    for (bool stream : {true, false}) {
+      Seen seen;
+      int restarts = 0;
+      SwimlaneReadOptions options;
+      options.stream_sched_phases = stream;
+      options.see_sched_phase = [&](size_t t, const SchedPhase& ph) {
+        seen.emplace_back(t, static_cast<int>(ph.kind), ph.start, ph.task_id);
+      };
+      options.restart_sched_phases = [&] {
+        seen.clear();
+        ++restarts;
+      };
+      auto d = ReadSwimlaneRecords(p, options);
+      ASSERT_TRUE(d.ok()) << d.status().message();
+      Seen want;
+      ASSERT_TRUE(d->ForEachSchedPhase([&](size_t t, const SchedPhase& ph) {
+                     want.emplace_back(t, static_cast<int>(ph.kind), ph.start, ph.task_id);
+                   }).ok());
+      ASSERT_EQ(want.size(), 3u);
+      EXPECT_EQ(seen, want) << c.phases << " streamed " << stream;
+      EXPECT_EQ(d->sched_phases_fast, stream && c.fast) << c.phases;
+      if (stream) {
+        EXPECT_EQ(restarts, c.restarts) << c.phases;
+      }
+    }
+    std::filesystem::remove(p);
+  }
+}
+
 // The same for streamed orchestrator phases: the first pass reads them with
 // the fast reader (FastScanOrchPhases) and goes on after them, or with the
 // generic reader when a phase is outside its subset (a key it does not
