@@ -85,14 +85,20 @@ class Prefetch {
     ready_.notify_one();
   }
   // Queues `batch` (and gives the reader an empty one); false: stopped.
+  // Each side, once it has to wait, waits until half the queue is there for
+  // it (room or batches): the threads then take turns in runs of batches,
+  // not a sleep and a wake-up per batch.
   bool Hand(std::vector<T>& batch) {
     std::unique_lock<std::mutex> lock(mu_);
-    space_.wait(lock, [&] { return stopped_ || queue_.size() < kDepth; });
+    if (queue_.size() >= kDepth) {
+      space_.wait(lock, [&] { return stopped_ || queue_.size() <= kDepth / 2; });
+    }
     if (stopped_) {
       batch.clear();  // a reader that reads on after false keeps no more than a batch
       return false;
     }
     queue_.push_back(std::move(batch));
+    const bool wake = queue_.size() >= kDepth / 2;
     if (!spare_.empty()) {
       batch = std::move(spare_.back());
       spare_.pop_back();
@@ -101,7 +107,7 @@ class Prefetch {
       batch.reserve(kBatch);
     }
     lock.unlock();
-    ready_.notify_one();
+    if (wake) ready_.notify_one();
     return true;
   }
   // Makes the next queued batch current; false when there is none left.
@@ -109,14 +115,15 @@ class Prefetch {
     std::unique_lock<std::mutex> lock(mu_);
     current_.clear();
     if (current_.capacity() != 0) spare_.push_back(std::move(current_));
-    ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+    if (queue_.empty()) ready_.wait(lock, [&] { return done_ || queue_.size() >= kDepth / 2; });
     current_ = {};
     pos_ = 0;
     if (queue_.empty()) return false;
     current_ = std::move(queue_.front());
     queue_.pop_front();
+    const bool wake = queue_.size() <= kDepth / 2;
     lock.unlock();
-    space_.notify_one();
+    if (wake) space_.notify_one();
     return true;
   }
 

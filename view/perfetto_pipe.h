@@ -37,7 +37,7 @@ namespace dfx::view {
 
 class PerfettoEncodeThread {
  public:
-  static constexpr size_t kChunkBytes = 64 << 10;
+  static constexpr size_t kChunkBytes = 128 << 10;
   static constexpr size_t kDepth = 4;
 
   // Encodes into `writer` (open; it must outlive this).
