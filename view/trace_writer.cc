@@ -266,8 +266,7 @@ void TraceEvent::Fail(std::string message) {
   skip_ = true;
 }
 
-bool TraceEvent::Open() {
-  if (opened_) return !skip_;
+bool TraceEvent::OpenFirst() {
   opened_ = true;
   TraceWriter& w = *trace_;
   if (!w.proto_status_.ok()) {

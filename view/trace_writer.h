@@ -323,8 +323,11 @@ class TraceEvent {
   // inlining the one in TraceWriter::Flow (+11 M instructions at 100k).
   [[gnu::noinline]] void FlushText();
   // Proto: begins the encoded slice at the first arg (or End), unless the
-  // window drops the event; false when it is dropped or failed.
-  bool Open();
+  // window drops the event; false when it is dropped or failed. Every arg
+  // asks, so the asks after the first are answered inline (the call's
+  // prologue was most of a 1M-task conversion's 5% in Open).
+  [[gnu::always_inline]] bool Open() { return opened_ ? !skip_ : OpenFirst(); }
+  bool OpenFirst();
   void ProtoInt(std::string_view key, int64_t v, bool is_unsigned);
   void ProtoNum(std::string_view key, double v);
   void ProtoInts(std::string_view key, const int64_t* v, size_t n);
