@@ -107,22 +107,23 @@ void PerfettoEncodeThread::BeginSlice(int pid, int tid, double ts_us, std::strin
   Commit(PutText(p, name));
 }
 
-void PerfettoEncodeThread::AnnotateInt(std::string_view key, int64_t v) {
-  char* p = Begin(kAnnotateInt, 8 + TextRoom(key));
+template <typename Value>
+void PerfettoEncodeThread::KeyAndValue(Op op, std::string_view key, Value v) {
+  char* p = Begin(op, sizeof v + TextRoom(key));
   p = Put(p, v);
   Commit(PutText(p, key));
+}
+
+void PerfettoEncodeThread::AnnotateInt(std::string_view key, int64_t v) {
+  KeyAndValue(kAnnotateInt, key, v);
 }
 
 void PerfettoEncodeThread::AnnotateUint(std::string_view key, uint64_t v) {
-  char* p = Begin(kAnnotateUint, 8 + TextRoom(key));
-  p = Put(p, v);
-  Commit(PutText(p, key));
+  KeyAndValue(kAnnotateUint, key, v);
 }
 
 void PerfettoEncodeThread::AnnotateDouble(std::string_view key, double v) {
-  char* p = Begin(kAnnotateDouble, 8 + TextRoom(key));
-  p = Put(p, v);
-  Commit(PutText(p, key));
+  KeyAndValue(kAnnotateDouble, key, v);
 }
 
 void PerfettoEncodeThread::AnnotateNull(std::string_view key) {

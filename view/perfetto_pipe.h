@@ -84,6 +84,9 @@ class PerfettoEncodeThread {
 
   // Room for a command of at most `n` bytes (a string's bytes included).
   char* Begin(Op op, size_t n);
+  // A command of a value and a key (the annotations of one number).
+  template <typename Value>
+  void KeyAndValue(Op op, std::string_view key, Value v);
   // Ends the command begun last at `end`; hands the chunk over once full.
   void Commit(char* end) {
     chunk_->Advance(end);
