@@ -35,24 +35,6 @@ inline int FirstFlagged(uint64_t mask) { return std::countr_zero(mask) / 8; }
 // Flags the bytes that end a plain run of a JSON string: '"' and '\\'.
 inline uint64_t QuoteOrBackslash(uint64_t v) { return BytesEqual(v, '"') | BytesEqual(v, '\\'); }
 
-// Whether the 8 bytes of `v` are all ASCII digits (simdjson's test: a
-// byte is a digit when its high nibble is 3, and still 3 after adding 6).
-inline bool EightDigits(uint64_t v) {
-  return ((v & 0xF0F0F0F0F0F0F0F0ull) |
-          (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) == 0x3333333333333333ull;
-}
-// The value of eight ASCII digits, the first byte the most significant
-// (simdjson's parse_eight_digits_unrolled: pairs, then quads, then all).
-inline uint32_t EightDigitsValue(uint64_t v) {
-  constexpr uint64_t kMask = 0x000000FF000000FFull;
-  constexpr uint64_t kMul1 = 100 + (1000000ull << 32);
-  constexpr uint64_t kMul2 = 1 + (10000ull << 32);
-  v -= 0x3030303030303030ull;
-  v = (v * 10) + (v >> 8);
-  v = (((v & kMask) * kMul1) + (((v >> 16) & kMask) * kMul2)) >> 32;
-  return static_cast<uint32_t>(v);
-}
-
 // The first '"', '\\' or '\0' at or after `p`, sixteen bytes at a time with
 // SSE2 (eight without it). The caller guarantees one of them occurs, with at
 // least kStopPad readable bytes after it (a '\0' sentinel after a buffer

@@ -288,13 +288,6 @@ bool JsonPullReader::ReadUint64Array(std::vector<uint64_t>* values) {
     while (!whole) {
       const char* digits = p;
       uint64_t v = 0;
-      // Eight digits at a time while at most 16 are read (a timestamp's 13
-      // digits took a compare, a multiply and an add each), then byte by
-      // byte up to 19.
-      while (end - p >= 8 && p - digits <= 8 && byte_scan::EightDigits(byte_scan::Load(p))) {
-        v = v * 100000000 + byte_scan::EightDigitsValue(byte_scan::Load(p));
-        p += 8;
-      }
       while (p != end && *p >= '0' && *p <= '9' && p - digits < 19) {
         v = v * 10 + static_cast<uint64_t>(*p - '0');
         ++p;
