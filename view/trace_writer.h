@@ -95,14 +95,17 @@ inline void Num(std::string& b, double v) {
 class EventText {
  public:
   static constexpr size_t kRoom = 512;
-  EventText& Lit(std::string_view s) {
+  // Inline, all of them: an event is a few of these, and when GCC stopped
+  // inlining one (Int, in TraceWriter::Flow once its proto branch grew) the
+  // calls cost a 100k-task JSON conversion 5% of its wall.
+  [[gnu::always_inline]] EventText& Lit(std::string_view s) {
     assert(s.size() <= kRoom - static_cast<size_t>(p_ - buf_));
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
     return *this;
   }
   template <typename Integer>
-  EventText& Int(Integer v) {
+  [[gnu::always_inline]] EventText& Int(Integer v) {
     p_ = WriteDecimal(p_, v);
     return *this;
   }
@@ -112,7 +115,7 @@ class EventText {
   }
   // Text written by `write(char* at) -> end`, of at most `bound` bytes.
   template <typename Writer>
-  EventText& Put(size_t bound, Writer&& write) {
+  [[gnu::always_inline]] EventText& Put(size_t bound, Writer&& write) {
     assert(bound <= kRoom - static_cast<size_t>(p_ - buf_));
     (void)bound;
     p_ = write(p_);
