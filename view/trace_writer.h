@@ -8,7 +8,8 @@
 //
 // Views build an event in place: `std::string& b = Begin(); ...; End();`.
 //
-// Move-only in effect (owns an open file); one thread.
+// Not movable (owns an open file, and a proto trace's encoding thread writes
+// into it); one calling thread.
 #pragma once
 
 #include <fmt/compile.h>

@@ -1,8 +1,9 @@
 // A fast reader for the scheduler and orchestrator phases of a records file (artifacts.md
 // §2: aicpu_scheduler_phases). With SwimlaneReadOptions::stream_sched_phases
 // the phases are not kept: ReadSwimlaneRecords' first pass reads them once
-// (for the base time and the counts), and the converter streams them twice
-// more from the file.
+// (for the base time and the counts, and for a caller that asks to see them,
+// SwimlaneReadOptions::see_sched_phase), and the converter streams them once
+// more from the file to draw them (twice without a first-pass digest).
 //
 // The swimlane collector writes every phase in one fixed shape:
 //   {"kind": "dispatch", "start_cycles": N, "end_cycles": N, "loop_iter": N,
