@@ -7,13 +7,11 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
-#include <mutex>
 #include <thread>
 
 #include "common/byte_scan.h"
+#include "common/handoff.h"
 
 namespace dfx {
 
@@ -505,15 +503,15 @@ struct ChunkedWriter::Gzip {
   ~Gzip() { deflateEnd(&z); }
 };
 
-// The writer thread's queue: full chunks in file order, and the empty ones
-// (their capacity kept) the caller takes the next chunk from.
+// The writer thread and the queue of full chunks it writes in file order
+// (common/handoff.h): at most kBackgroundChunks in memory, the one being
+// filled, one queued and the one being written.
 struct ChunkedWriter::Background {
-  std::mutex mu;
-  std::condition_variable cv;  // a chunk queued, a chunk freed, or stop
-  std::deque<std::string> queue;
-  std::vector<std::string> free;
-  bool stop = false;                    // write what is queued, then end
-  bool discard = false;                 // Abort: drop what is queued
+  Handoff<std::string> chunks{kBackgroundChunks - 2, [] {
+                                std::string chunk;
+                                chunk.reserve(kChunkBytes + 4096);
+                                return chunk;
+                              }};
   std::atomic<uint64_t> file_bytes{0};  // the file's size after the last write
   uint64_t handed = 0;                  // caller's side: bytes queued so far
   std::thread thread;
@@ -552,46 +550,30 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool ba
     file_.SetDropBehind(true);
     background_ = std::make_unique<Background>();
     Background& bg = *background_;
-    for (size_t i = 1; i < kBackgroundChunks; ++i) {
-      bg.free.emplace_back().reserve(kChunkBytes + 4096);
-    }
     bg.thread = std::thread([this, &bg] {
-      std::unique_lock<std::mutex> lock(bg.mu);
-      for (;;) {
-        bg.cv.wait(lock, [&] { return bg.stop || !bg.queue.empty(); });
-        if (bg.queue.empty()) return;  // stopped, all written
-        std::string chunk = std::move(bg.queue.front());
-        bg.queue.pop_front();
-        const bool discard = bg.discard;
-        lock.unlock();
-        if (!discard) WriteChunk(chunk);
+      std::string chunk;
+      while (bg.chunks.Take(chunk)) {
+        WriteChunk(chunk);
         chunk.clear();
-        lock.lock();
-        bg.free.push_back(std::move(chunk));
-        bg.cv.notify_all();
       }
     });
   }
   return status_;
 }
 
-void ChunkedWriter::StopBackground() {
+void ChunkedWriter::StopBackground(bool discard) {
   if (!background_) return;
-  {
-    std::lock_guard<std::mutex> lock(background_->mu);
-    background_->stop = true;
+  if (discard) {
+    background_->chunks.Drop();
+  } else {
+    background_->chunks.Close();
   }
-  background_->cv.notify_all();
   background_->thread.join();
   background_.reset();
 }
 
 void ChunkedWriter::Abort() {
-  if (background_) {
-    std::lock_guard<std::mutex> lock(background_->mu);
-    background_->discard = true;
-  }
-  StopBackground();
+  StopBackground(/*discard=*/true);
   file_.Abort();
 }
 
@@ -639,15 +621,8 @@ void ChunkedWriter::Flush() {
     buffer_.clear();
     return;
   }
-  Background& bg = *background_;
-  std::unique_lock<std::mutex> lock(bg.mu);
-  bg.cv.wait(lock, [&] { return !bg.free.empty(); });
-  bg.handed += buffer_.size();
-  bg.queue.push_back(std::move(buffer_));
-  buffer_ = std::move(bg.free.back());  // the same string object: buffer() stays valid
-  bg.free.pop_back();
-  lock.unlock();
-  bg.cv.notify_all();
+  background_->handed += buffer_.size();
+  background_->chunks.Put(buffer_);  // the same string object: buffer() stays valid
 }
 
 Status ChunkedWriter::Commit() {

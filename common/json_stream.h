@@ -125,15 +125,14 @@ class JsonPullReader {
 // With `background`, full chunks are written (and compressed) by a thread of
 // the writer's own while the caller fills the next one: the write system
 // calls, which copy every byte into the page cache, overlap the formatting.
-// At most kBackgroundChunks chunks exist at a time (the caller waits for a
-// free one), so memory stays bounded. The caller's side is still one thread.
-// A background writer's file is one written once and not read back soon (a
-// trace): it keeps only its last few MiB in the page cache
-// (AtomicFileWriter::SetDropBehind).
+// At most kBackgroundChunks chunks exist at a time (the caller waits for
+// the writer to take one; common/handoff.h), so memory stays bounded. The caller's side is still
+// one thread. A background writer's file is one written once and not read back soon (a trace): it
+// keeps only its last few MiB in the page cache (AtomicFileWriter::SetDropBehind).
 class ChunkedWriter {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
-  static constexpr size_t kBackgroundChunks = 3;  // the one being filled + 2 queued
+  static constexpr size_t kBackgroundChunks = 3;  // being filled, queued, being written
 
   ChunkedWriter();
   ~ChunkedWriter();
@@ -177,7 +176,8 @@ class ChunkedWriter {
   void WriteChunk(std::string& chunk);
   struct Gzip;        // zlib state, only for gzip output
   struct Background;  // the writer thread and its queue, only with `background`
-  void StopBackground();
+  // Writes what is queued (or with `discard`, drops it) and ends the thread.
+  void StopBackground(bool discard = false);
 
   AtomicFileWriter file_;
   std::unique_ptr<Gzip> gzip_;

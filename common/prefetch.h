@@ -5,22 +5,21 @@
 // core, the converter's thread only draws.
 //
 // The reader hands items over in batches of kBatch, at most kDepth batches
-// ahead of the consumer, so memory stays bounded (kBatch * kDepth items)
-// however long the stream. The consumer may stop early: destroying the
+// ahead of the consumer (common/handoff.h), so memory stays bounded however
+// long the stream. The consumer may stop early: destroying the
 // Prefetch tells the reader to stop (its push returns false) and joins it.
 //
 // One consumer thread; the reader must not touch what the consumer changes.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/handoff.h"
 #include "common/status.h"
 
 namespace dfx {
@@ -36,13 +35,11 @@ class Prefetch {
   // Reads the whole stream through `push`; its status is status() at the end.
   using Reader = std::function<Status(const Push&)>;
 
-  explicit Prefetch(Reader read) : thread_([this, read = std::move(read)] { Run(read); }) {}
+  explicit Prefetch(Reader read)
+      : handoff_(kDepth, [] { return NewBatch(); }),
+        thread_([this, read = std::move(read)] { Run(read); }) {}
   ~Prefetch() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopped_ = true;
-    }
-    space_.notify_all();
+    handoff_.Stop();
     thread_.join();
   }
   Prefetch(const Prefetch&) = delete;
@@ -64,74 +61,40 @@ class Prefetch {
   }
   // The reader's status once Next returned false (Ok before).
   Status status() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(status_mu_);
     return status_;
   }
 
  private:
-  void Run(const Reader& read) {
+  static std::vector<T> NewBatch() {
     std::vector<T> batch;
     batch.reserve(kBatch);
+    return batch;
+  }
+  void Run(const Reader& read) {
+    std::vector<T> batch = NewBatch();
     Status st = read([&](const T& item) {
       batch.push_back(item);
-      return batch.size() < kBatch || Hand(batch);
-    });
-    if (!batch.empty()) Hand(batch);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      status_ = std::move(st);
-      done_ = true;
-    }
-    ready_.notify_one();
-  }
-  // Queues `batch` (and gives the reader an empty one); false: stopped.
-  // Each side, once it has to wait, waits until half the queue is there for
-  // it (room or batches): the threads then take turns in runs of batches,
-  // not a sleep and a wake-up per batch.
-  bool Hand(std::vector<T>& batch) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (queue_.size() >= kDepth) {
-      space_.wait(lock, [&] { return stopped_ || queue_.size() <= kDepth / 2; });
-    }
-    if (stopped_) {
+      if (batch.size() < kBatch || handoff_.Put(batch)) return true;
       batch.clear();  // a reader that reads on after false keeps no more than a batch
       return false;
+    });
+    if (!batch.empty()) handoff_.Put(batch);
+    {
+      std::lock_guard<std::mutex> lock(status_mu_);
+      status_ = std::move(st);
     }
-    queue_.push_back(std::move(batch));
-    const bool wake = queue_.size() >= kDepth / 2;
-    if (!spare_.empty()) {
-      batch = std::move(spare_.back());
-      spare_.pop_back();
-    } else {
-      batch = {};
-      batch.reserve(kBatch);
-    }
-    lock.unlock();
-    if (wake) ready_.notify_one();
-    return true;
+    handoff_.Close();
   }
-  // Makes the next queued batch current; false when there is none left.
+  // Makes the next batch current; false when there is none left.
   bool Refill() {
-    std::unique_lock<std::mutex> lock(mu_);
     current_.clear();
-    if (current_.capacity() != 0) spare_.push_back(std::move(current_));
-    if (queue_.empty()) ready_.wait(lock, [&] { return done_ || queue_.size() >= kDepth / 2; });
-    current_ = {};
     pos_ = 0;
-    if (queue_.empty()) return false;
-    current_ = std::move(queue_.front());
-    queue_.pop_front();
-    const bool wake = queue_.size() <= kDepth / 2;
-    lock.unlock();
-    if (wake) space_.notify_one();
-    return true;
+    return handoff_.Take(current_);
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable ready_, space_;
-  std::deque<std::vector<T>> queue_;   // read, not yet consumed
-  std::vector<std::vector<T>> spare_;  // consumed, for the reader to fill again
-  bool done_ = false, stopped_ = false;
+  Handoff<std::vector<T>> handoff_;
+  mutable std::mutex status_mu_;
   Status status_;
   // The consumer's side.
   std::vector<T> current_;

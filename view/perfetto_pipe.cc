@@ -65,13 +65,22 @@ struct CommandReader {
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<proto_wire::Buffer> NewChunk() {
+  auto chunk = std::make_unique<proto_wire::Buffer>();
+  chunk->Reserve(PerfettoEncodeThread::kChunkBytes + 4096);
+  return chunk;
+}
+
+}  // namespace
+
 PerfettoEncodeThread::PerfettoEncodeThread(ChunkedWriter* writer)
     : writer_(writer),
       encoder_(&writer->buffer()),
-      chunk_(std::make_unique<proto_wire::Buffer>()),
-      thread_([this] { Run(); }) {
-  chunk_->Reserve(kChunkBytes + 4096);
-}
+      chunk_(NewChunk()),
+      handoff_(kDepth, NewChunk),
+      thread_([this] { Run(); }) {}
 
 PerfettoEncodeThread::~PerfettoEncodeThread() { Stop(/*drop=*/true); }
 
@@ -203,40 +212,12 @@ void PerfettoEncodeThread::Event(const JsonTraceEvent& e) {
   Commit(PutText(p, e.args));
 }
 
-// Each side, once it has to wait, waits until half the queue is there for
-// it (free or filled), so that the threads take turns in runs of chunks, not
-// a sleep and a wake-up per chunk (on two cores, with the readers' threads
-// beside them, those were a third of the context switches).
-void PerfettoEncodeThread::Hand() {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (queue_.size() >= kDepth) space_.wait(lock, [&] { return queue_.size() <= kDepth / 2; });
-  queue_.push_back(std::move(chunk_));
-  const bool wake = queue_.size() >= kDepth / 2;
-  if (!free_.empty()) {
-    chunk_ = std::move(free_.back());
-    free_.pop_back();
-  } else {
-    chunk_ = std::make_unique<proto_wire::Buffer>();
-    chunk_->Reserve(kChunkBytes + 4096);
-  }
-  lock.unlock();
-  if (wake) ready_.notify_one();
-}
-
 void PerfettoEncodeThread::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    if (queue_.empty()) ready_.wait(lock, [&] { return done_ || queue_.size() >= kDepth / 2; });
-    if (queue_.empty() || drop_) return;
-    Chunk chunk = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
+  Chunk chunk;
+  while (handoff_.Take(chunk)) {
     if (status_.ok()) Replay(*chunk);
     bytes_written_.store(writer_->bytes_written(), std::memory_order_relaxed);
     chunk->clear();
-    lock.lock();
-    free_.push_back(std::move(chunk));
-    if (queue_.size() <= kDepth / 2) space_.notify_one();
   }
 }
 
@@ -366,13 +347,12 @@ void PerfettoEncodeThread::Replay(const proto_wire::Buffer& chunk) {
 
 void PerfettoEncodeThread::Stop(bool drop) {
   if (!thread_.joinable()) return;
-  if (!drop && !chunk_->empty()) Hand();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-    drop_ = drop;
+  if (drop) {
+    handoff_.Drop();
+  } else {
+    if (!chunk_->empty()) Hand();
+    handoff_.Close();
   }
-  ready_.notify_one();
   thread_.join();
 }
 

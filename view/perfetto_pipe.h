@@ -19,16 +19,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <thread>
-#include <vector>
 
+#include "common/handoff.h"
 #include "common/json_stream.h"
 #include "common/status.h"
 #include "view/perfetto_proto.h"
@@ -93,7 +90,7 @@ class PerfettoEncodeThread {
     if (chunk_->size() >= kChunkBytes) Hand();
   }
   // Queues the chunk being filled and takes an empty one.
-  void Hand();
+  void Hand() { handoff_.Put(chunk_); }
   void Run();
   // Replays one chunk's commands into encoder_.
   void Replay(const proto_wire::Buffer& chunk);
@@ -102,11 +99,7 @@ class PerfettoEncodeThread {
   ChunkedWriter* writer_;
   PerfettoTraceEncoder encoder_;
   Chunk chunk_;  // the recording side's
-  std::mutex mu_;
-  std::condition_variable ready_, space_;
-  std::deque<Chunk> queue_;
-  std::vector<Chunk> free_;
-  bool done_ = false, drop_ = false;
+  Handoff<Chunk> handoff_;
   Status status_;  // the encoding thread's, read after the join
   std::atomic<uint64_t> bytes_written_{0};
   std::thread thread_;  // last: starts once the members above exist
