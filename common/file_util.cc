@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -105,6 +106,15 @@ AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept
     drop_behind_ = other.drop_behind_;
     max_stall_ms_ = other.max_stall_ms_;
     dropped_to_ = other.dropped_to_;
+    stage_ = std::move(other.stage_);
+    staged_ = other.staged_;
+    align_ = other.align_;
+    direct_ = other.direct_;
+    stalled_ = other.stalled_;
+    min_rate_ = other.min_rate_;
+    window_bytes_ = other.window_bytes_;
+    window_ns_ = other.window_ns_;
+    other.direct_ = false;
     other.file_ = nullptr;
   }
   return *this;
@@ -144,11 +154,127 @@ Status AtomicFileWriter::Open(const fs::path& final_path, mode_t mode) {
   bytes_written_ = 0;
   drop_behind_ = false;
   dropped_to_ = 0;
+  direct_ = stalled_ = false;
+  staged_ = 0;
+  return Status::Ok();
+}
+
+namespace {
+// The staging block: a chunk's tail and the next one's head, or a
+// misaligned chunk in pieces.
+constexpr size_t kStageBytes = 64 << 10;
+}  // namespace
+
+void AtomicFileWriter::SetDirect(uint64_t min_bytes_per_sec) {
+  if (file_ == nullptr || direct_ || bytes_written_ != 0) return;
+  const int fd = ::fileno(file_);
+  struct statx st {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) != 0 || !(st.stx_mask & STATX_DIOALIGN) ||
+      st.stx_dio_offset_align == 0) {
+    return;  // no direct I/O here (or a kernel that does not say)
+  }
+  const size_t align = std::max<size_t>({512, st.stx_dio_mem_align, st.stx_dio_offset_align});
+  if (align > kStageBytes / 4 || (align & (align - 1)) != 0) return;
+  if (!stage_) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, align, kStageBytes) != 0) return;
+    stage_.reset(static_cast<char*>(p));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (std::fflush(file_) != 0 || flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) return;
+  align_ = align;
+  staged_ = 0;
+  direct_ = true;
+  stalled_ = false;
+  min_rate_ = min_bytes_per_sec;
+  window_bytes_ = window_ns_ = 0;
+}
+
+Status AtomicFileWriter::WriteAll(const char* p, size_t n) {
+  const int fd = ::fileno(file_);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      return Internal(temp_path_.string() +
+                      ": write failed: " + std::strerror(w < 0 ? errno : EIO));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::DirectWrite(const char* p, size_t n) {
+  const auto start = std::chrono::steady_clock::now();
+  DFX_RETURN_IF_ERROR(WriteAll(p, n));
+  const auto took = std::chrono::steady_clock::now() - start;
+  window_ns_ += static_cast<uint64_t>(std::chrono::nanoseconds(took).count());
+  window_bytes_ += n;
+  if (took > std::chrono::milliseconds(max_stall_ms_)) stalled_ = true;
+  if (window_bytes_ >= kDirectWindow) {
+    // Slower than the page cache would take it: the page cache takes the rest.
+    if (static_cast<double>(window_bytes_) * 1e9 <
+        static_cast<double>(min_rate_) * static_cast<double>(window_ns_)) {
+      stalled_ = true;
+    }
+    window_bytes_ = window_ns_ = 0;
+  }
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::EndDirect() {
+  if (!direct_) return Status::Ok();
+  direct_ = false;
+  const int fd = ::fileno(file_);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0) {
+    return Internal(temp_path_.string() + ": write failed: " + std::strerror(errno));
+  }
+  const size_t n = staged_;
+  staged_ = 0;
+  return WriteAll(stage_.get(), n);
+}
+
+// stage_ holds the bytes from the last aligned offset on: a chunk's tail
+// (under a block) for the next one's head, or a misaligned chunk in pieces.
+Status AtomicFileWriter::WriteDirect(std::string_view data) {
+  const size_t a = align_;
+  while (!data.empty()) {
+    // Up to the next aligned offset through the staging block; then whole
+    // blocks straight from `data` if they sit at the file's alignment.
+    const size_t head = (a - staged_ % a) % a;
+    if (data.size() >= head + a && (reinterpret_cast<uintptr_t>(data.data()) + head) % a == 0 &&
+        staged_ + head <= kStageBytes) {
+      std::memcpy(stage_.get() + staged_, data.data(), head);
+      staged_ += head;
+      DFX_RETURN_IF_ERROR(DirectWrite(stage_.get(), staged_));
+      staged_ = 0;
+      const size_t body = (data.size() - head) / a * a;
+      DFX_RETURN_IF_ERROR(DirectWrite(data.data() + head, body));
+      data.remove_prefix(head + body);
+      continue;  // the tail goes into the staging block
+    }
+    const size_t n = std::min(data.size(), kStageBytes - staged_);
+    std::memcpy(stage_.get() + staged_, data.data(), n);
+    staged_ += n;
+    data.remove_prefix(n);
+    if (staged_ == kStageBytes) {  // whole blocks (kStageBytes is a multiple of a)
+      DFX_RETURN_IF_ERROR(DirectWrite(stage_.get(), staged_));
+      staged_ = 0;
+    }
+  }
   return Status::Ok();
 }
 
 Status AtomicFileWriter::Write(std::string_view data) {
   if (file_ == nullptr) return FailedPrecondition("AtomicFileWriter::Write before Open");
+  if (direct_) {
+    DFX_RETURN_IF_ERROR(WriteDirect(data));
+    bytes_written_ += data.size();
+    if (stalled_) return EndDirect();
+    return Status::Ok();
+  }
   if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
     return Internal(temp_path_.string() + ": write failed: " + std::strerror(errno));
   }
@@ -184,6 +310,10 @@ void AtomicFileWriter::DropBehind(uint64_t from) {
 
 Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) return FailedPrecondition("AtomicFileWriter::Commit before Open");
+  if (Status s = EndDirect(); !s.ok()) {
+    Abort();
+    return s;
+  }
   std::FILE* f = file_;
   file_ = nullptr;
   // Each failure keeps its own errno: the cleanup after it must not replace

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -76,6 +78,24 @@ class AtomicFileWriter {
     drop_behind_ = on;
     max_stall_ms_ = max_stall_ms;
   }
+  // For the same files, right after Open: writes go past the page cache
+  // (O_DIRECT) in whole blocks of align() bytes (statx STATX_DIOALIGN, at
+  // least 512): straight from the caller's bytes where they sit at the
+  // file's alignment in memory (ChunkedWriter cuts its chunks so that they
+  // do), through a small aligned staging block where not; the last partial
+  // block goes through the page cache at Commit. The same bytes reach the
+  // file. Writing a 3.7 GB trace here: 1.3 s of system time instead of
+  // 2.6 s (the page cache's copy). A direct write waits for the device, so
+  // this stays off where the file system refuses O_DIRECT, and turns itself
+  // off, leaving the rest to the page cache (which a slow disk's writer
+  // fills at memory speed), when one write takes longer than the drop-
+  // behind's `max_stall_ms`, or when the device takes a window of
+  // kDirectWindow bytes at under `min_bytes_per_sec`.
+  static constexpr uint64_t kDirectWindow = 16 << 20;
+  static constexpr uint64_t kDirectMinBytesPerSec = 256ull << 20;
+  void SetDirect(uint64_t min_bytes_per_sec = kDirectMinBytesPerSec);
+  bool direct() const { return direct_; }
+  size_t align() const { return align_; }
   Status Commit();
   // Removes the temporary file without renaming.
   void Abort();
@@ -87,6 +107,26 @@ class AtomicFileWriter {
  private:
   // Starts the writeback of [from, bytes_written_) and drops what is behind.
   void DropBehind(uint64_t from);
+
+  Status WriteDirect(std::string_view data);
+  // write(2) of all of [p, p + n) at the file's offset, past stdio.
+  Status WriteAll(const char* p, size_t n);
+  // Writes [p, p + n) at the file's offset past the page cache; notes a
+  // write slower than max_stall_ms (Write then ends direct writes).
+  Status DirectWrite(const char* p, size_t n);
+  // Ends direct writes: the staged bytes through the page cache.
+  Status EndDirect();
+  struct FreeStage {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, FreeStage> stage_;  // aligned, kStageBytes
+  size_t staged_ = 0;                       // bytes in stage_, from an aligned offset on
+  size_t align_ = 0;
+  bool direct_ = false;
+  bool stalled_ = false;
+  uint64_t min_rate_ = kDirectMinBytesPerSec;
+  uint64_t window_bytes_ = 0;  // direct bytes and their write time in this window
+  uint64_t window_ns_ = 0;
 
   std::FILE* file_ = nullptr;
   std::filesystem::path final_path_;

@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+
 #include "common/json.h"
 #include "common/testing/page_cache.h"
 #include "common/testing/temp_dirs.h"
@@ -81,6 +86,93 @@ TEST(AtomicFileWriter, DropBehindLeavesWhatIsOnDiskOutOfThePageCache) {
   auto got = ReadFile(path);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->size(), expected.size());
+  EXPECT_TRUE(*got == expected);
+}
+
+// A trace's direct writes: whole aligned blocks straight from the caller's
+// bytes where they sit at the file's alignment in memory, the rest through
+// the staging block. Every byte lands in order, and the page cache holds
+// next to nothing of the file.
+TEST(AtomicFileWriter, DirectWritesLandEveryByteAlignedOrNotPastThePageCache) {
+  fs::path dir = TempDir();
+  const fs::path path = dir / "trace.bin";
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  w.SetDropBehind(true, /*max_stall_ms=*/60'000);  // a loaded machine's stall is not the device's
+  w.SetDirect(/*min_bytes_per_sec=*/0);            // nor is its rate
+  if (!w.direct()) GTEST_SKIP() << dir << ": no direct I/O on this file system";
+  const size_t align = w.align();
+  ASSERT_GE(align, 512u);
+  constexpr size_t kMaxPiece = 600 << 10;
+  void* mem = nullptr;
+  ASSERT_EQ(::posix_memalign(&mem, align, kMaxPiece + align), 0);
+  std::unique_ptr<char, decltype(&std::free)> pool(static_cast<char*>(mem), &std::free);
+  std::mt19937 rng(7);
+  std::string expected;
+  for (int i = 0; i < 120; ++i) {
+    const size_t n = i % 5 == 0 ? rng() % 700 : rng() % kMaxPiece;
+    // Every other piece sits where its file offset and its memory agree
+    // (straight from it), the others anywhere (through the staging block).
+    const size_t at = i % 2 == 0 ? expected.size() % align : rng() % align;
+    char* p = pool.get() + at;
+    for (size_t k = 0; k < n; ++k) p[k] = static_cast<char>('a' + rng() % 26);
+    expected.append(p, n);
+    ASSERT_TRUE(w.Write({p, n}).ok());
+    ASSERT_EQ(w.bytes_written(), expected.size());
+  }
+  EXPECT_TRUE(w.direct()) << "direct writes stay on";
+  ASSERT_TRUE(w.Commit().ok());
+  const size_t pages = expected.size() / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_LT(ResidentPages(path), pages / 8) << "of " << pages;
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->size(), expected.size());
+  EXPECT_TRUE(*got == expected);
+}
+
+// A direct write slower than the stall bound ends direct writes: the rest
+// goes through the page cache, and the file is the same.
+TEST(AtomicFileWriter, ADirectWriteSlowerThanTheStallBoundLeavesTheRestToThePageCache) {
+  fs::path dir = TempDir();
+  const fs::path path = dir / "trace.bin";
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  w.SetDropBehind(true, /*max_stall_ms=*/0);  // every write is too slow
+  w.SetDirect();
+  if (!w.direct()) GTEST_SKIP() << dir << ": no direct I/O on this file system";
+  std::string expected;
+  for (char fill : {'a', 'b', 'c'}) {
+    const std::string piece((1 << 20) + 123, fill);
+    ASSERT_TRUE(w.Write(piece).ok());
+    expected += piece;
+    EXPECT_FALSE(w.direct()) << "direct writes end after the first slow one";
+  }
+  ASSERT_TRUE(w.Commit().ok());
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == expected);
+}
+
+// So does a device slower than the page cache: a window of direct writes
+// taken at under the least rate asked for (here more than any disk does).
+TEST(AtomicFileWriter, ADeviceSlowerThanTheLeastRateLeavesTheRestToThePageCache) {
+  fs::path dir = TempDir();
+  const fs::path path = dir / "trace.bin";
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  w.SetDropBehind(true, /*max_stall_ms=*/60'000);
+  w.SetDirect(/*min_bytes_per_sec=*/uint64_t{1} << 50);
+  if (!w.direct()) GTEST_SKIP() << dir << ": no direct I/O on this file system";
+  std::string expected;
+  const std::string piece(1 << 20, 'x');
+  for (uint64_t i = 0; i < AtomicFileWriter::kDirectWindow / piece.size() + 2; ++i) {
+    ASSERT_TRUE(w.Write(piece).ok());
+    expected += piece;
+  }
+  EXPECT_FALSE(w.direct()) << "a window at under the least rate ends direct writes";
+  ASSERT_TRUE(w.Commit().ok());
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(*got == expected);
 }
 

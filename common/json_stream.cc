@@ -514,6 +514,10 @@ struct ChunkedWriter::Background {
                               }};
   std::atomic<uint64_t> file_bytes{0};  // the file's size after the last write
   uint64_t handed = 0;                  // caller's side: bytes queued so far
+  // Direct writes (AtomicFileWriter::SetDirect): their alignment, and the
+  // caller's next chunk, which each chunk is cut for (Flush).
+  size_t align = 0;
+  std::string next;
   std::thread thread;
 };
 
@@ -550,6 +554,13 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool ba
     file_.SetDropBehind(true);
     background_ = std::make_unique<Background>();
     Background& bg = *background_;
+    if (!gzip) {
+      file_.SetDirect();
+      if (file_.direct()) {
+        bg.align = file_.align();
+        bg.next.reserve(kChunkBytes + 4096);
+      }
+    }
     bg.thread = std::thread([this, &bg] {
       std::string chunk;
       while (bg.chunks.Take(chunk)) {
@@ -614,19 +625,36 @@ void ChunkedWriter::WriteChunk(std::string& chunk) {
   if (background_) background_->file_bytes.store(file_.bytes_written(), std::memory_order_relaxed);
 }
 
-void ChunkedWriter::Flush() {
+void ChunkedWriter::Flush(bool cut) {
   if (buffer_.empty()) return;
   if (!background_) {
     WriteChunk(buffer_);
     buffer_.clear();
     return;
   }
-  background_->handed += buffer_.size();
-  background_->chunks.Put(buffer_);  // the same string object: buffer() stays valid
+  Background& bg = *background_;
+  if (bg.align != 0) {
+    // Direct writes go straight from a chunk's bytes when the file offset
+    // of its first byte sits at the file's alignment as its memory does: the
+    // chunk is cut short by the bytes that make the next one start so, and
+    // they begin the next (the same string object: buffer() stays valid).
+    const size_t a = bg.align;
+    const uint64_t end = bg.handed + buffer_.size();
+    const size_t want = reinterpret_cast<uintptr_t>(bg.next.data()) % a;
+    const size_t carry = cut ? static_cast<size_t>((end % a + a - want) % a) : 0;
+    bg.next.clear();
+    if (carry != 0 && carry < buffer_.size()) {
+      bg.next.append(buffer_, buffer_.size() - carry, carry);
+      buffer_.resize(buffer_.size() - carry);
+    }
+  }
+  bg.handed += buffer_.size();
+  bg.chunks.Put(buffer_);  // the same string object: buffer() stays valid
+  if (bg.align != 0) buffer_.swap(bg.next);
 }
 
 Status ChunkedWriter::Commit() {
-  Flush();
+  Flush(/*cut=*/false);
   StopBackground();  // every chunk written; status_ is the caller's again
   if (status_.ok() && gzip_) {
     std::string empty;

@@ -171,7 +171,9 @@ class ChunkedWriter {
   void Abort();
 
  private:
-  void Flush();
+  // Hands the pending chunk over; with `cut` (and direct writes), less
+  // the bytes that then begin the next chunk (see Flush).
+  void Flush(bool cut = true);
   // Writes (or compresses) one chunk into the file; the status latches.
   void WriteChunk(std::string& chunk);
   struct Gzip;        // zlib state, only for gzip output
