@@ -126,7 +126,9 @@ class JsonPullReader {
 // the writer's own while the caller fills the next one: the write system
 // calls, which copy every byte into the page cache, overlap the formatting.
 // At most kBackgroundChunks chunks exist at a time (the caller waits for
-// the writer to take one; common/handoff.h), so memory stays bounded. The caller's side is still
+// the writer to take one; common/handoff.h), one more with direct writes
+// (AtomicFileWriter::SetDirect: the next chunk, which each one is cut for),
+// so memory stays bounded. The caller's side is still
 // one thread. A background writer's file is one written once and not read back soon (a trace): it
 // keeps only its last few MiB in the page cache (AtomicFileWriter::SetDropBehind).
 class ChunkedWriter {
