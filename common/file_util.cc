@@ -182,6 +182,15 @@ void AtomicFileWriter::SetDirect(uint64_t min_bytes_per_sec) {
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (std::fflush(file_) != 0 || flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) return;
+  // One block written and taken back: a file system that says it can but
+  // refuses the write stays on the page cache.
+  std::memset(stage_.get(), 0, align);
+  if (::pwrite(fd, stage_.get(), align, 0) != static_cast<ssize_t>(align) ||
+      ::ftruncate(fd, 0) != 0) {
+    ::fcntl(fd, F_SETFL, flags);
+    [[maybe_unused]] const int emptied = ::ftruncate(fd, 0);  // as it was, if it can be
+    return;
+  }
   align_ = align;
   staged_ = 0;
   direct_ = true;
