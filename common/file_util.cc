@@ -173,7 +173,12 @@ void AtomicFileWriter::SetDirect(uint64_t min_bytes_per_sec) {
       st.stx_dio_offset_align == 0) {
     return;  // no direct I/O here (or a kernel that does not say)
   }
-  const size_t align = std::max<size_t>({512, st.stx_dio_mem_align, st.stx_dio_offset_align});
+  // Whole file system blocks, not just what the device takes: ext4 here
+  // serializes a direct write that starts or ends inside a 4 KiB block, and
+  // 1 MiB writes at 512-byte offsets ran at 320-450 MB/s, against 2-3.5
+  // GB/s at 4 KiB offsets (direct writes then turned themselves off).
+  const size_t align = std::max<size_t>(
+      {512, st.stx_dio_mem_align, st.stx_dio_offset_align, static_cast<size_t>(st.stx_blksize)});
   if (align > kStageBytes / 4 || (align & (align - 1)) != 0) return;
   if (!stage_) {
     void* p = nullptr;
