@@ -57,6 +57,7 @@
 #include <malloc.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -292,6 +294,11 @@ struct GatherResult {
   double mb_per_s = 0;
   double cpu_s = 0;  // the coordinator's and its agents'
   double peak_rss_mib = 0;
+  // From the last write into a gathered file (its mtime) to the
+  // coordinator's exit: the verify, rename and ack of the last file, and
+  // the recovery agents deleting their acknowledged spool files, which the
+  // coordinator waits for (they exit on its Shutdown once they have).
+  double tail_s = 0;
   bool ok = false;
 };
 
@@ -379,13 +386,24 @@ GatherResult RunGather(const fs::path& dir, int agents, uint64_t bytes_each,
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   const double secs = Seconds(start, Clock::now());
+  const auto exited = std::chrono::system_clock::now();  // the clock of file times
   result.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::optional<std::chrono::system_clock::time_point> last_write;
   for (int r = 0; r < agents; ++r) {
+    const fs::path gathered = work / fmt::format("dfx_outputs/rank{}/d0/args_dump/args.bin", r);
     std::error_code ec;
-    auto size =
-        fs::file_size(work / fmt::format("dfx_outputs/rank{}/d0/args_dump/args.bin", r), ec);
+    auto size = fs::file_size(gathered, ec);
     result.ok &= !ec && size == bytes_each;
+    struct stat st {};
+    if (::stat(gathered.c_str(), &st) == 0) {
+      const auto mtime = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::seconds(st.st_mtim.tv_sec) +
+              std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+      if (!last_write || mtime > *last_write) last_write = mtime;
+    }
   }
+  if (last_write) result.tail_s = std::chrono::duration<double>(exited - *last_write).count();
   result.mb_per_s = bytes_each * agents / secs / 1e6;
   result.cpu_s = CpuSeconds(RUSAGE_CHILDREN) - cpu_start;
   result.peak_rss_mib = hwm_kb / 1024.0;
@@ -529,9 +547,12 @@ int main(int argc, char** argv) {
           vs_raw.back(), vs_disk.back(), cpu_raw.back(), cpu_disk.back(), g.peak_rss_mib,
           rc.mb_per_s, gc.mb_per_s, Ratio(g.mb_per_s, gc.mb_per_s), ok ? "" : "  (GATHER FAILED)");
       std::printf(
-          "#   CPU s: raw %.2f, raw+disk %.2f, gather %.2f%s\n", r.cpu_s, rd.cpu_s, g.cpu_s,
+          "#   CPU s: raw %.2f, raw+disk %.2f, gather %.2f%s; the gather's tail (its last "
+          "write to its exit) %.3f s\n",
+          r.cpu_s, rd.cpu_s, g.cpu_s,
           curve ? fmt::format(", raw+curve {:.2f}, gather curve {:.2f}", rc.cpu_s, gc.cpu_s).c_str()
-                : "");
+                : "",
+          g.tail_s);
       std::fflush(stdout);
     }
     std::printf("%-7d %-9llu %8.0f %8.0f %8.0f %12s %12s %12s %12s %7.1f %9.0f %8.0f %12s%s\n",
