@@ -296,7 +296,135 @@ class TaskGraphSink : public DepsSink {
 };
 
 // --- The fast path of ReadTaskGraph ---------------------------------------------
-//
+
+// The rest of a tasks[] or edges[] entry after its ids, in the exact form
+// DepGenRecorder::Export writes it, matched byte for byte: the keys and
+// punctuation as literals, the values by their shape (an unsigned integer,
+// a string without escapes, a list of integers or of such strings). A
+// token skipper decides at every token what comes next, on data the
+// branch predictor cannot learn; this form decides nothing, so it runs at
+// the speed of the compares. Everything it accepts is JSON that
+// FastGraphScan::Skip accepts to the same end (its literals are JSON
+// punctuation and keys without escapes, its strings stop at the first '"',
+// '\\' or NUL and fail at the last two), so any difference, anywhere in the
+// entry, only sends the entry to Skip. Reads stay within the chunk's
+// sentinel and padding: a literal is compared only when it fits before the
+// chunk's end, and the scans stop at the sentinel.
+class DepGenForm {
+ public:
+  DepGenForm(const char* q, const char* end) : q_(q), end_(end) {}
+  const char* at() const { return q_; }
+
+  // The literal's length is a constant: the compare is a few word loads
+  // (std::memcmp of these lengths is a call into libc).
+  template <size_t N>
+  [[gnu::always_inline]] bool Lit(const char (&s)[N]) {
+    constexpr size_t n = N - 1;
+    if (static_cast<size_t>(end_ - q_) < n || !Same<n>(q_, s)) return false;
+    q_ += n;
+    return true;
+  }
+  bool Uint() {
+    const char* d = q_;
+    while (static_cast<unsigned char>(*q_ - '0') < 10) ++q_;
+    return q_ != d;
+  }
+  bool Int() {
+    if (*q_ == '-') ++q_;
+    return Uint();
+  }
+  // A string's body: q_ stops at its closing quote (the next literal's).
+  bool Str() {
+    q_ = byte_scan::StringStop(q_);
+    return *q_ == '"';
+  }
+  // [] or [i, ...] of integers.
+  bool IntList() {
+    if (!Lit("[")) return false;
+    if (Lit("]")) return true;
+    for (;;) {
+      if (!Int()) return false;
+      if (Lit("]")) return true;
+      if (!Lit(",")) return false;
+    }
+  }
+  // [] or ["s", ...] of strings.
+  bool StrList() {
+    if (!Lit("[")) return false;
+    if (Lit("]")) return true;
+    for (;;) {
+      if (!Lit("\"") || !Str() || !Lit("\"")) return false;
+      if (Lit("]")) return true;
+      if (!Lit(",")) return false;
+    }
+  }
+
+  // A task's `args` after its block_num, and the task's '}'.
+  static const char* TaskRest(const char* q, const char* end) {
+    DepGenForm f(q, end);
+    if (!f.Lit(R"(,"args":[)")) return nullptr;
+    if (!f.Lit("]")) {
+      for (;;) {
+        if (!f.Arg()) return nullptr;
+        if (f.Lit("]")) break;
+        if (!f.Lit(",")) return nullptr;
+      }
+    }
+    return f.Lit("}") ? f.at() : nullptr;
+  }
+  // An edge's annotations after its succ, and the edge's '}'.
+  static const char* EdgeRest(const char* q, const char* end) {
+    DepGenForm f(q, end);
+    const bool ok =
+        f.Lit(R"(,"arg":)") && f.Uint() && f.Lit(R"(,"source":")") && f.Str() &&
+        f.Lit(R"(","flags":)") && f.StrList() && f.Lit(R"(,"overlap":")") && f.Str() &&
+        f.Lit(R"(","tensor_id":")") && f.Str() && f.Lit(R"(","consumer_dtype":")") && f.Str() &&
+        f.Lit(R"(","consumer_shape":)") && f.IntList() && f.Lit(R"(,"consumer_start_offset":")") &&
+        f.Str() && f.Lit(R"(","consumer_strides":)") && f.IntList() &&
+        f.Lit(R"(,"producer_shape":)") && f.IntList() && f.Lit(R"(,"producer_start_offset":")") &&
+        f.Str() && f.Lit(R"(","producer_strides":)") && f.IntList() && f.Lit("}");
+    return ok ? f.at() : nullptr;
+  }
+  // A tensors[] entry.
+  static const char* Tensor(const char* q, const char* end) {
+    DepGenForm f(q, end);
+    const bool ok = f.Lit(R"({"tensor_id":")") && f.Str() && f.Lit(R"(","buffer_addr":")") &&
+                    f.Str() && f.Lit(R"(","version":)") && f.Uint() && f.Lit(R"(,"dtype":")") &&
+                    f.Str() && f.Lit(R"(","buffer_numel":")") && f.Str() && f.Lit(R"("})");
+    return ok ? f.at() : nullptr;
+  }
+
+ private:
+  template <size_t n>
+  [[gnu::always_inline]] static bool Same(const char* a, const char* b) {
+    const auto word = [](const char* p) {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    };
+    if constexpr (n < 8) {
+      bool same = true;
+      for (size_t i = 0; i < n; ++i) same &= a[i] == b[i];
+      return same;
+    } else {
+      uint64_t diff = word(a + n - 8) ^ word(b + n - 8);  // the last 8 bytes
+      for (size_t i = 0; i + 8 <= n; i += 8) diff |= word(a + i) ^ word(b + i);
+      return diff == 0;
+    }
+  }
+
+  // One tensor argument of a task.
+  bool Arg() {
+    return Lit(R"({"idx":)") && Uint() && Lit(R"(,"type":")") && Str() &&
+           Lit(R"(","tensor_id":")") && Str() && Lit(R"(","dtype":")") && Str() &&
+           Lit(R"(","shape":)") && IntList() && Lit(R"(,"start_offset":")") && Str() &&
+           Lit(R"(","strides":)") && IntList() && Lit("}");
+  }
+
+  const char* q_;
+  const char* const end_;
+};
+
 // dep_gen writes deps.json as one compact object (artifacts.md §6.2), and most
 // of its bytes are annotations the compact graph skips. FastGraphScan reads
 // such a file in 1 MiB chunks with pointer scans over the chunk (no per-byte
@@ -353,7 +481,7 @@ class FastGraphScan {
   // key `read(key)` says the entry reads is kBad (the generic reader then
   // decides what a repeated key means).
   template <typename Read>
-  R SkipRestOfEntry(Read read);
+  R SkipRestOfEntry(Read read, const char* (*dep_gen_form)(const char*, const char*));
   // SkipValue (open == 0) and SkipRestOfEntry (open == 1, the entry's
   // object) in one loop; `top_key` sees the keys of the entry's members.
   template <typename TopKey>
@@ -363,7 +491,8 @@ class FastGraphScan {
   // A u64 id as a quoted or bare integer (negatives masked, as ReadU64).
   R Id(uint64_t* out);
   template <typename ReadValue, typename Done, typename Read>
-  R Members(ReadValue value, Done done, Read read);
+  R Members(ReadValue value, Done done, Read read,
+            const char* (*dep_gen_form)(const char*, const char*));
   R KernelIds(TaskInfo* info);
   R Task();
   R Edge();
@@ -429,7 +558,13 @@ FastGraphScan::R FastGraphScan::SkipValue(int depth) {
 }
 
 template <typename Read>
-FastGraphScan::R FastGraphScan::SkipRestOfEntry(Read read) {
+FastGraphScan::R FastGraphScan::SkipRestOfEntry(Read read,
+                                                const char* (*dep_gen_form)(const char*,
+                                                                            const char*)) {
+  if (const char* e = dep_gen_form(p_, end_)) {
+    p_ = e;
+    return kOk;
+  }
   // The entry's members are values at depth 1, as Members' SkipValue(1).
   return Skip(0, 1, [&read](std::string_view key) { return !read(key); });
 }
@@ -582,14 +717,15 @@ FastGraphScan::R FastGraphScan::Id(uint64_t* out) {
 // `done()` after one, the rest is skipped in one pass (SkipRestOfEntry)
 // unless a key `read(key)` says `value` reads comes again.
 template <typename ReadValue, typename Done, typename Read>
-FastGraphScan::R FastGraphScan::Members(ReadValue value, Done done, Read read) {
+FastGraphScan::R FastGraphScan::Members(ReadValue value, Done done, Read read,
+                                        const char* (*dep_gen_form)(const char*, const char*)) {
   if (R r = Byte('{'); r != kOk) return r;
   if (*p_ == '}') return kBad;  // no id: the generic reader says so
   for (;;) {
     const char *b, *e;
     if (R r = Key(&b, &e); r != kOk) return r;
     if (R r = value(std::string_view(b, static_cast<size_t>(e - b))); r != kOk) return r;
-    if (done()) return SkipRestOfEntry(read);
+    if (done()) return SkipRestOfEntry(read, dep_gen_form);
     if (*p_ == '}') {
       ++p_;
       return kOk;
@@ -634,7 +770,7 @@ FastGraphScan::R FastGraphScan::Task() {
         }
         return SkipValue(1);
       },
-      [&seen] { return seen == 15; }, reads);
+      [&seen] { return seen == 15; }, reads, DepGenForm::TaskRest);
   if (r != kOk) return r;
   if (!have_id) return kBad;
   pending_task_ = {id, info};
@@ -678,7 +814,7 @@ FastGraphScan::R FastGraphScan::Edge() {
         }
         return SkipValue(1);
       },
-      [&have] { return have == 3; }, reads);
+      [&have] { return have == 3; }, reads, DepGenForm::EdgeRest);
   if (r != kOk) return r;
   if (have != 3) return kBad;
   pending_edge_ = {pred, succ};
@@ -722,7 +858,16 @@ FastGraphScan::R FastGraphScan::TopMember() {
 
 // One entry of the array being read and the ',' or ']' after it.
 FastGraphScan::R FastGraphScan::Element() {
-  R r = section_ == Section::kTasks ? Task() : section_ == Section::kEdges ? Edge() : SkipValue(1);
+  R r = kOk;
+  if (section_ == Section::kTasks) {
+    r = Task();
+  } else if (section_ == Section::kEdges) {
+    r = Edge();
+  } else if (const char* e = DepGenForm::Tensor(p_, end_)) {
+    p_ = e;  // a tensors[] entry as dep_gen writes it
+  } else {
+    r = SkipValue(1);
+  }
   if (r != kOk) return r;
   if (*p_ == ',') {
     ++p_;

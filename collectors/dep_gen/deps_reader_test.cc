@@ -307,6 +307,66 @@ TEST(DepsReaderFastScan, ReadsTheWritersFormLikeTheGenericReaderAcrossChunks) {
                          {5, -1, -1, -1, 1, false}, {7, 2, -1, -1, 3, true}}));
 }
 
+// DepGenRecorder::Export's own form: every task with two tensor arguments,
+// a tensors[] table and edges with every annotation. Entry `odd` gets an
+// escape in one skipped string (that entry alone goes through the token
+// skipper).
+std::string ExportLikeDeps(int n, int odd) {
+  const auto arg = [](int idx, const char* type, uint64_t tensor) {
+    return fmt::format(R"({{"idx":{},"type":"{}","tensor_id":"{}","dtype":"FLOAT32","shape":[8,8],)"
+                       R"("start_offset":"0","strides":[8,1]}})",
+                       idx, type, tensor);
+  };
+  std::string s = R"({"tasks":[)";
+  for (int i = 0; i < n; ++i) {
+    s += fmt::format(
+        R"({}{{"task_id":"{}","scope":"auto","early_dispatch":{},"kernel_ids":[{},-1,{}],)"
+        R"("block_num":{},"args":[{},{}]}})",
+        i ? "," : "", i, i % 3 == 0 ? "true" : "false", i % 4 - 1, i % 5 - 1, 1 + i % 2,
+        arg(0, i == odd ? "IN\u0050UT" : "INPUT", 1000 + i), arg(1, "OUTPUT", 2000 + i));
+  }
+  s += R"(],"tensors":[)";
+  for (int i = 0; i < n; ++i) {
+    s += fmt::format(R"({}{{"tensor_id":"{}","buffer_addr":"{}","version":0,"dtype":"FLOAT32",)"
+                     R"("buffer_numel":"64"}})",
+                     i ? "," : "", 2000 + i, 123145302311168ull + 256u * static_cast<unsigned>(i));
+  }
+  s += R"(],"edges":[)";
+  for (int i = 1; i < n; ++i) {
+    s += fmt::format(
+        R"({}{{"pred":"{}","succ":"{}","arg":0,"source":"tensormap","flags":["wait"],)"
+        R"("overlap":"covered","tensor_id":"{}","consumer_dtype":"FLOAT32",)"
+        R"("consumer_shape":[8,8],"consumer_start_offset":"0","consumer_strides":[8,1],)"
+        R"("producer_shape":[8,8],"producer_start_offset":"{}","producer_strides":[8,1]}})",
+        i > 1 ? "," : "", i - 1, i, 2000 + i - 1, i == odd ? "0\n" : "0");
+  }
+  return s + "]}\n";
+}
+
+TEST(DepsReaderFastScan, TheExportersFormIsReadLikeTheGenericReaderAcrossChunks) {
+  TempDir dir;
+  bool fast = false;
+  // Over 2 MiB: entries straddle both chunk ends; entry 4000 has an escape.
+  const std::string text = ExportLikeDeps(6000, 4000);
+  ASSERT_GT(text.size(), size_t{2} << 20);
+  GraphDump d = ReadBothWays(dir, text, 6000, &fast);
+  EXPECT_TRUE(fast);
+  EXPECT_EQ(d.tasks.size(), 6000u);
+  EXPECT_EQ(d.edges.size(), 5999u);
+  // The same with a byte out of place in an annotation: the generic reader's error.
+  std::string bad = text;
+  const size_t at = bad.find(R"("consumer_strides":[8,1])", bad.size() / 2);
+  ASSERT_NE(at, std::string::npos);
+  bad[at + 21] = ';';  // [8;1]
+  const fs::path path = dir.path() / "deps.json";
+  ASSERT_TRUE(WriteFileAtomic(path, bad).ok());
+  auto g = ReadTaskGraph(path, &fast);
+  EXPECT_FALSE(fast);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find(path.string() + ": at byte"), std::string::npos)
+      << g.status().message();
+}
+
 TEST(DepsReaderFastScan, OtherFormsFallBackToTheGenericReaderWithItsResult) {
   TempDir dir;
   bool fast = true;
