@@ -397,18 +397,14 @@ class DepGenForm {
  private:
   template <size_t n>
   [[gnu::always_inline]] static bool Same(const char* a, const char* b) {
-    const auto word = [](const char* p) {
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    };
+    using byte_scan::Load;
     if constexpr (n < 8) {
       bool same = true;
       for (size_t i = 0; i < n; ++i) same &= a[i] == b[i];
       return same;
     } else {
-      uint64_t diff = word(a + n - 8) ^ word(b + n - 8);  // the last 8 bytes
-      for (size_t i = 0; i + 8 <= n; i += 8) diff |= word(a + i) ^ word(b + i);
+      uint64_t diff = Load(a + n - 8) ^ Load(b + n - 8);  // the last 8 bytes
+      for (size_t i = 0; i + 8 <= n; i += 8) diff |= Load(a + i) ^ Load(b + i);
       return diff == 0;
     }
   }
@@ -737,9 +733,8 @@ FastGraphScan::R FastGraphScan::Members(ReadValue value, Done done, Read read,
 // One tasks[] entry, as ReadTask reads it without details.
 FastGraphScan::R FastGraphScan::Task() {
   uint64_t id = 0;
-  bool have_id = false;
   TaskInfo info;
-  int seen = 0;  // the four keys read, as bits
+  int seen = 0;  // the four keys read, as bits (1: task_id)
   const auto reads = [](std::string_view key) {
     return key == "task_id" || key == "kernel_ids" || key == "block_num" || key == "early_dispatch";
   };
@@ -747,7 +742,6 @@ FastGraphScan::R FastGraphScan::Task() {
       [&](std::string_view key) {
         if (key == "task_id") {
           seen |= 1;
-          have_id = true;
           return Id(&id);
         }
         if (key == "kernel_ids") {
@@ -772,7 +766,7 @@ FastGraphScan::R FastGraphScan::Task() {
       },
       [&seen] { return seen == 15; }, reads, DepGenForm::TaskRest);
   if (r != kOk) return r;
-  if (!have_id) return kBad;
+  if ((seen & 1) == 0) return kBad;
   pending_task_ = {id, info};
   return kOk;
 }
