@@ -175,6 +175,10 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
                   done->status == protocol::DispatchStatus::kFailed)) {
       agent.programs_kept.insert(scheduler_->dispatches()[*index].program);
     }
+    // A short dispatch without artifacts: no DispatchAccepted came, this says it.
+    if (done->carries_acceptance) {
+      scheduler_->OnAccepted(done->rank, done->k, done->accepted_held_ns);
+    }
     if (!scheduler_->OnDone(*done)) {
       DFX_LOG_WARN("{}: DispatchDone for rank {} d{}, which is not in flight; ignored",
                    agent.identity, done->rank, done->k);

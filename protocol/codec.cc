@@ -227,6 +227,8 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setArtifactCount(m.artifact_count);
           d.setWallNs(m.wall_ns);
           d.setMakespanNs(m.makespan_ns);
+          d.setCarriesAcceptance(m.carries_acceptance);
+          d.setAcceptedHeldNs(m.accepted_held_ns);
         } else if constexpr (std::is_same_v<T, Heartbeat>) {
           auto h = b.initHeartbeat();
           h.setSenderClockNs(m.sender_clock_ns);
@@ -376,6 +378,8 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       m.artifact_count = d.getArtifactCount();
       m.wall_ns = d.getWallNs();
       m.makespan_ns = d.getMakespanNs();
+      m.carries_acceptance = d.getCarriesAcceptance();
+      m.accepted_held_ns = d.getAcceptedHeldNs();
       return Body(std::move(m));
     }
     case w::Envelope::Body::HEARTBEAT: {

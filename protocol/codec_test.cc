@@ -70,6 +70,8 @@ Message MakeDone() {
   d.artifact_count = 4;
   d.wall_ns = 99;
   d.makespan_ns = 42;
+  d.carries_acceptance = true;
+  d.accepted_held_ns = 1234567;
   return Message{Header{kProtocolVersion, 0xabcdefull, 3, 9}, d};
 }
 
@@ -156,6 +158,19 @@ TEST(CodecTest, ADispatchByHashAndProgramUnknownRoundTrip) {
 }
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }
+// Wire bytes from before DispatchDone.carriesAcceptance was appended (an
+// older agent, which always sends DispatchAccepted) decode as carrying none.
+TEST(CodecTest, GoldenDispatchDoneWithoutAcceptanceStillDecodes) {
+  auto golden =
+      ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/dispatch_done_without_acceptance.bin");
+  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  auto decoded = Decode(*golden);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  DispatchDone expected = std::get<DispatchDone>(MakeDone().body);
+  expected.carries_acceptance = false;
+  expected.accepted_held_ns = 0;
+  EXPECT_TRUE(decoded->body == Body(expected));
+}
 
 TEST(CodecTest, EveryMessageRoundTrips) {
   std::vector<Body> bodies = {

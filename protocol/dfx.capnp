@@ -188,6 +188,10 @@ struct DispatchDone {
   wallNs @6 :UInt64;         # host wall time of the execution on the agent
   makespanNs @7 :UInt64;     # first task dispatched to last retired, the chip's own accounting
                              # (virtual or emulated chip clock, not host time); 0 when nothing ran
+  carriesAcceptance @8 :Bool;  # no DispatchAccepted was sent for this dispatch: this message says
+                               # the agent accepted it too (a short dispatch with no artifacts)
+  acceptedHeldNs @9 :UInt64;   # with carriesAcceptance: the agent accepted it this long before
+                               # sending this message (agent clock; DispatchAccepted.heldNs)
 }
 
 # Both ways. Liveness and clock-offset sampling; independent of task budgets.

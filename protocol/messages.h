@@ -166,6 +166,11 @@ struct DispatchDone {
   uint32_t artifact_count = 0;
   uint64_t wall_ns = 0;
   uint64_t makespan_ns = 0;  // the chip's own accounting (device::DispatchResult)
+  // The dispatch's acceptance, folded into this message when the agent sent
+  // no DispatchAccepted (a short dispatch without artifacts): it accepted
+  // the dispatch accepted_held_ns before sending this (agent clock).
+  bool carries_acceptance = false;
+  uint64_t accepted_held_ns = 0;
   bool operator==(const DispatchDone&) const = default;
 };
 

@@ -136,6 +136,9 @@ struct RankAgent::Impl {
   };
   struct DoneMarker {
     protocol::DispatchDone done;
+    // When the dispatch's held DispatchAccepted is folded into this
+    // message: when the agent accepted it.
+    std::optional<uint64_t> accepted_ns;
   };
   struct GatherDoneMarker {
     uint32_t files = 0;
@@ -203,9 +206,11 @@ struct RankAgent::Impl {
   uint32_t credits_ = 0;
   uint64_t next_transfer_id_ = 1;
   std::deque<SendItem> send_queue_;
-  // DispatchAccepted held back (kAcceptedHoldNs): sent right before the
-  // dispatch's DispatchDone when it finishes in time, else once the hold
-  // is over. A short dispatch then costs each side one wake-up, not two.
+  // DispatchAccepted held back (kAcceptedHoldNs). A dispatch that finishes
+  // in time without artifacts sends none: its DispatchDone carries the
+  // acceptance (one message each way per dispatch, like a bare echo). One
+  // with artifacts sends it right before them; a longer one once the hold
+  // is over.
   struct HeldAccept {
     int32_t rank = 0;
     uint32_t k = 0;
@@ -430,14 +435,22 @@ struct RankAgent::Impl {
   void SendAccepted(const HeldAccept& a, uint64_t now) {
     Send(a.rank, protocol::DispatchAccepted{a.rank, a.k, now - a.accepted_ns});
   }
-  // Sends the held DispatchAccepted of (rank, k), if any (before its Done).
-  void ReleaseAccepted(int32_t rank, uint32_t k) {
+  // Takes the held DispatchAccepted of (rank, k), if any, off the hold:
+  // its acceptance time.
+  std::optional<uint64_t> TakeHeldAccepted(int32_t rank, uint32_t k) {
     for (auto it = held_accepts_.begin(); it != held_accepts_.end(); ++it) {
       if (it->rank == rank && it->k == k) {
-        SendAccepted(*it, Now());
+        const uint64_t accepted_ns = it->accepted_ns;
         held_accepts_.erase(it);
-        return;
+        return accepted_ns;
       }
+    }
+    return std::nullopt;
+  }
+  // Sends the held DispatchAccepted of (rank, k), if any (before its Done).
+  void ReleaseAccepted(int32_t rank, uint32_t k) {
+    if (const auto accepted_ns = TakeHeldAccepted(rank, k)) {
+      SendAccepted(HeldAccept{rank, k, *accepted_ns}, Now());
     }
   }
   // Sends those held for kAcceptedHoldNs; returns the ms until the next one is due (-1: none).
@@ -469,6 +482,9 @@ struct RankAgent::Impl {
                      c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.session_id), c.dir.string());
         continue;
       }
+      // Nothing to stream: the Done carries the acceptance.
+      const std::optional<uint64_t> folded_accept =
+          c.files.empty() ? TakeHeldAccepted(c.dispatch.rank, c.dispatch.k) : std::nullopt;
       ReleaseAccepted(c.dispatch.rank, c.dispatch.k);
       for (const std::string& rel : c.files) QueueFile(c.dispatch.rank, c.dispatch.k, c.dir, rel);
       protocol::DispatchDone done_msg;
@@ -486,7 +502,7 @@ struct RankAgent::Impl {
         DFX_LOG_INFO("rank {} d{}: done, {} task(s), {} artifact(s)", c.dispatch.rank, c.dispatch.k,
                      c.tasks, c.files.size());
       }
-      send_queue_.emplace_back(DoneMarker{std::move(done_msg)});
+      send_queue_.emplace_back(DoneMarker{std::move(done_msg), folded_accept});
     }
   }
 
@@ -571,6 +587,10 @@ struct RankAgent::Impl {
     while (!send_queue_.empty() && budget-- > 0) {
       SendItem& item = send_queue_.front();
       if (auto* marker = std::get_if<DoneMarker>(&item)) {
+        if (marker->accepted_ns) {
+          marker->done.carries_acceptance = true;
+          marker->done.accepted_held_ns = Now() - *marker->accepted_ns;
+        }
         if (!Send(marker->done.rank, marker->done, /*stream=*/true)) return false;
         send_queue_.pop_front();
         continue;

@@ -352,6 +352,72 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   fs::remove_all(dir);
 }
 
+// A short dispatch with nothing to stream answers with one message: its
+// DispatchDone says it was accepted, and how long before (no
+// DispatchAccepted crosses the wire). One with artifacts still says
+// DispatchAccepted before its first ArtifactBegin.
+TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
+  fs::path dir = TempDir("folded_accept");
+  Context context;
+  FakeCoordinator coordinator(context, 0x7a);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
+  ASSERT_TRUE(coordinator.Send(Credit{1000}));
+  const std::string text = ProgramText();
+  // The body names of what came back for dispatch k, up to its DispatchDone.
+  auto run = [&](uint32_t k, const config::RunConfig& run_config, DispatchDone* done,
+                 uint64_t* round_trip_ns) {
+    std::vector<std::string> got;
+    const auto sent = std::chrono::steady_clock::now();
+    EXPECT_TRUE(coordinator.Send(Dispatch{0x7a, 0, k, "vec", text, run_config, PassKind::kSingle,
+                                          "vec.json", ProgramHash(text)}));
+    for (;;) {
+      auto m = coordinator.Next();
+      if (!m) {
+        ADD_FAILURE() << "no DispatchDone for d" << k;
+        return got;
+      }
+      if (std::holds_alternative<Ready>(m->body) || std::holds_alternative<Heartbeat>(m->body) ||
+          std::holds_alternative<Progress>(m->body))
+        continue;
+      got.push_back(BodyName(m->body));
+      if (std::holds_alternative<ArtifactChunk>(m->body)) EXPECT_TRUE(coordinator.Send(Credit{1}));
+      if (auto* end = std::get_if<ArtifactEnd>(&m->body)) {
+        EXPECT_TRUE(coordinator.Send(ArtifactAck{end->transfer_id, true, ""}));
+      }
+      if (auto* d = std::get_if<DispatchDone>(&m->body)) {
+        *done = *d;
+        *round_trip_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - sent)
+                                                   .count());
+        return got;
+      }
+    }
+  };
+  DispatchDone done;
+  uint64_t round_trip_ns = 0;
+  EXPECT_EQ(run(0, config::RunConfig{}, &done, &round_trip_ns),
+            std::vector<std::string>{"dispatchDone"});
+  EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
+  EXPECT_TRUE(done.carries_acceptance);
+  EXPECT_LE(done.accepted_held_ns, round_trip_ns) << "accepted before it was sent";
+
+  config::RunConfig swimlane;
+  swimlane.enable_chip_swimlane = 1;
+  const std::vector<std::string> got = run(1, swimlane, &done, &round_trip_ns);
+  ASSERT_GE(got.size(), 3u);
+  EXPECT_EQ(got.front(), "dispatchAccepted");
+  EXPECT_EQ(got[1], "artifactBegin");
+  EXPECT_EQ(got.back(), "dispatchDone");
+  EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
+  EXPECT_FALSE(done.carries_acceptance);
+  Status result = agent.Stop();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
 // The timing pass of a dispatch writes into the graph pass's dispatch dir
 // (the same rank and k), and starting it empties that dir: it waits until
 // the graph pass's files there are acknowledged. Run at once, it removed

@@ -268,6 +268,11 @@ TEST(L3RunTest, EveryRunReportsTheChipMakespanWithOrWithoutCollectors) {
       ASSERT_TRUE(d["makespan_ns"].is_number()) << d.dump();
       EXPECT_GT(d["makespan_ns"].get<uint64_t>(), 0u) << d.dump();
       EXPECT_GT(d["agent_wall_ns"].get<uint64_t>(), 0u) << d.dump();
+      // Accepted while in flight, whether the agent said so in a message
+      // of its own (artifacts to stream) or in its DispatchDone (none).
+      ASSERT_TRUE(d["accepted_ns"].is_number()) << d.dump();
+      EXPECT_LE(d["start_ns"].get<uint64_t>(), d["accepted_ns"].get<uint64_t>()) << d.dump();
+      EXPECT_LE(d["accepted_ns"].get<uint64_t>(), d["end_ns"].get<uint64_t>()) << d.dump();
       makespans[how].push_back(d["makespan_ns"].get<uint64_t>());
     }
   }
