@@ -352,10 +352,21 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   fs::remove_all(dir);
 }
 
+// One task on small tensors: small enough to run on the agent's event loop
+// (rank_agent::RunsInline).
+constexpr const char* kOneTaskProgram = R"({"name": "tiny",
+  "kernels": [{"func_id": 0, "name": "add", "core_type": "aiv", "op": "add"}],
+  "tensors": [{"name": "a", "shape": [16], "dtype": "FLOAT32", "init": {"range": [0.0, 1.0]}},
+              {"name": "b", "shape": [16], "dtype": "FLOAT32"}],
+  "orchestration": [{"submit": "add", "args": [{"tensor": "a", "type": "INPUT"},
+                     {"tensor": "a", "type": "INPUT"}, {"tensor": "b", "type": "OUTPUT"}]}]})";
+
 // A short dispatch with nothing to stream answers with one message: its
 // DispatchDone says it was accepted, and how long before (no
-// DispatchAccepted crosses the wire). One with artifacts still says
-// DispatchAccepted before its first ArtifactBegin.
+// DispatchAccepted crosses the wire). A small program runs on the event
+// loop from its first dispatch on (it is read there), so this holds however
+// slow the machine. One with artifacts still says DispatchAccepted before
+// its first ArtifactBegin.
 TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
   fs::path dir = TempDir("folded_accept");
   Context context;
@@ -365,14 +376,13 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
   StartedAgent agent(context, coordinator, options);
   ASSERT_TRUE(agent.said_hello());
   ASSERT_TRUE(coordinator.Send(Credit{1000}));
-  const std::string text = ProgramText();
   // The body names of what came back for dispatch k, up to its DispatchDone.
-  auto run = [&](uint32_t k, const config::RunConfig& run_config, DispatchDone* done,
-                 uint64_t* round_trip_ns) {
+  auto run = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config,
+                 DispatchDone* done, uint64_t* round_trip_ns) {
     std::vector<std::string> got;
     const auto sent = std::chrono::steady_clock::now();
-    EXPECT_TRUE(coordinator.Send(Dispatch{0x7a, 0, k, "vec", text, run_config, PassKind::kSingle,
-                                          "vec.json", ProgramHash(text)}));
+    EXPECT_TRUE(coordinator.Send(Dispatch{0x7a, 0, k, "prog", text, run_config, PassKind::kSingle,
+                                          "prog.json", ProgramHash(text)}));
     for (;;) {
       auto m = coordinator.Next();
       if (!m) {
@@ -398,21 +408,73 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
   };
   DispatchDone done;
   uint64_t round_trip_ns = 0;
-  EXPECT_EQ(run(0, config::RunConfig{}, &done, &round_trip_ns),
+  EXPECT_EQ(run(0, kOneTaskProgram, config::RunConfig{}, &done, &round_trip_ns),
             std::vector<std::string>{"dispatchDone"});
   EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
+  EXPECT_EQ(done.tasks_executed, 1u);
   EXPECT_TRUE(done.carries_acceptance);
   EXPECT_LE(done.accepted_held_ns, round_trip_ns) << "accepted before it was sent";
 
   config::RunConfig swimlane;
   swimlane.enable_chip_swimlane = 1;
-  const std::vector<std::string> got = run(1, swimlane, &done, &round_trip_ns);
+  const std::vector<std::string> got = run(1, ProgramText(), swimlane, &done, &round_trip_ns);
   ASSERT_GE(got.size(), 3u);
   EXPECT_EQ(got.front(), "dispatchAccepted");
   EXPECT_EQ(got[1], "artifactBegin");
   EXPECT_EQ(got.back(), "dispatchDone");
   EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
   EXPECT_FALSE(done.carries_acceptance);
+  Status result = agent.Stop();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  fs::remove_all(dir);
+}
+
+// A small program is read on the agent's event loop (its first dispatch
+// may then run there); what it cannot read still fails that dispatch with
+// the reader's word, in the order a user fixes them (the JSON, the run
+// config, the program), and a good program sent after it runs.
+TEST(RankAgentTest, ASmallProgramItCannotReadIsRejectedWithTheReadersError) {
+  fs::path dir = TempDir("unreadable");
+  Context context;
+  FakeCoordinator coordinator(context, 0x7b);
+  ASSERT_TRUE(coordinator.ok());
+  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  StartedAgent agent(context, coordinator, options);
+  ASSERT_TRUE(agent.said_hello());
+  auto done_of = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config) {
+    EXPECT_TRUE(coordinator.Send(Dispatch{0x7b, 0, k, "vec", text, run_config, PassKind::kSingle,
+                                          "vec.json", ProgramHash(text)}));
+    for (;;) {
+      auto m = coordinator.Next();
+      if (!m) {
+        ADD_FAILURE() << "no DispatchDone for d" << k;
+        return DispatchDone{};
+      }
+      if (auto* d = std::get_if<DispatchDone>(&m->body)) return *d;
+    }
+  };
+  config::RunConfig bad_config;
+  bad_config.enable_dump_args = 7;
+  const std::string good = ProgramText();
+
+  DispatchDone syntax = done_of(0, R"({"name": "vec", "kernels": [)", bad_config);
+  EXPECT_EQ(syntax.status, DispatchStatus::kRejected);
+  EXPECT_NE(syntax.error.find("vec"), std::string::npos) << syntax.error;
+  EXPECT_EQ(syntax.error.find("enable_dump_args"), std::string::npos)
+      << "the JSON is fixed first: " << syntax.error;
+
+  DispatchDone config_first = done_of(1, good, bad_config);
+  EXPECT_EQ(config_first.status, DispatchStatus::kRejected);
+  EXPECT_NE(config_first.error.find("enable_dump_args must be in [0, 3]"), std::string::npos)
+      << config_first.error;
+
+  DispatchDone structure = done_of(2, R"({"name": "vec", "kernels": 3})", config::RunConfig{});
+  EXPECT_EQ(structure.status, DispatchStatus::kRejected);
+  EXPECT_NE(structure.error.find("kernels"), std::string::npos) << structure.error;
+
+  DispatchDone ran = done_of(3, good, config::RunConfig{});
+  EXPECT_EQ(ran.status, DispatchStatus::kOk) << ran.error;
+  EXPECT_EQ(ran.tasks_executed, 5u);
   Status result = agent.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
   fs::remove_all(dir);

@@ -65,6 +65,16 @@ collectors::NameMap NameMapFor(const device::Program& program) {
   return map;
 }
 
+Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(const Json& json,
+                                                                    const std::string& text,
+                                                                    const std::string& origin,
+                                                                    const std::string& file) {
+  DFX_ASSIGN_OR_RETURN(device::Program program, device::ParseProgram(json, origin));
+  device::AttachSourceLines(
+      &program, text, file.empty() ? std::filesystem::path(origin).filename().string() : file);
+  return std::make_shared<const device::Program>(std::move(program));
+}
+
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) {
   DispatchOutcome out = [&]() -> DispatchOutcome {
     DispatchOutcome o;
@@ -75,14 +85,10 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
       if (!json.ok()) return Failed(std::move(o), DispatchFailure::kRefused, json.status());
       if (Status s = request.config.Validate(); !s.ok())
         return Failed(std::move(o), DispatchFailure::kRefused, s);
-      auto parsed = device::ParseProgram(*json, request.program_origin);
+      auto parsed = ParseDispatchProgram(*json, request.program_json, request.program_origin,
+                                         request.program_file);
       if (!parsed.ok()) return Failed(std::move(o), DispatchFailure::kRefused, parsed.status());
-      device::AttachSourceLines(
-          &*parsed, request.program_json,
-          request.program_file.empty()
-              ? std::filesystem::path(request.program_origin).filename().string()
-              : request.program_file);
-      program = std::make_shared<const device::Program>(std::move(*parsed));
+      program = std::move(*parsed);
     } else if (Status s = request.config.Validate(); !s.ok()) {
       return Failed(std::move(o), DispatchFailure::kRefused, s);
     }

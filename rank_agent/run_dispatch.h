@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "collectors/name_map.h"
+#include "common/json.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
@@ -90,6 +91,14 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request);
 // microseconds; the event loop neither receives nor heartbeats meanwhile.
 inline constexpr uint64_t kInlineMaxTensorBytes = 1ull << 20;
 bool RunsInline(const device::Program& program, const config::RunConfig& config);
+
+// Step 1's reading of a program (RunDispatch's when the request has no
+// parsed program): `json` parsed from `text`, with the source lines of
+// `text`; or why it was refused. `origin` and `file` as in DispatchRequest.
+Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(const Json& json,
+                                                                    const std::string& text,
+                                                                    const std::string& origin,
+                                                                    const std::string& file);
 
 // The program's kernel names as a name map (artifacts.md §3): func_id ->
 // name, orchestrator_name = the program's name.
