@@ -235,8 +235,8 @@ void ArtifactReceiver::ForgetIfDone(std::map<uint64_t, StreamRef>::iterator it) 
   if (it->second.aborted && it->second.pending_writes == 0) streams_.erase(it);
 }
 
-void ArtifactReceiver::TakeWriterResults() {
-  for (ArtifactWriter::Done& done : writer_.TakeResults()) {
+void ArtifactReceiver::TakeWriterResults(bool woken) {
+  for (ArtifactWriter::Done& done : writer_.TakeResults(woken)) {
     auto ref = streams_.find(done.stream);
     if (ref == streams_.end()) continue;
     StreamRef& s = ref->second;

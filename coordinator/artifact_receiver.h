@@ -96,7 +96,9 @@ class ArtifactReceiver {
 
   // Takes what the writer finished: credits back for written chunks, acks
   // for committed (or refused) files; updates the entries.
-  void TakeWriterResults();
+  // `woken`: the event loop's wait saw wake_fd() readable (it is then
+  // drained; else only when results are waiting).
+  void TakeWriterResults(bool woken = true);
 
   // Fails every open stream of `agent` (it died) and frees what it held:
   // its queued chunk data, its credits. / Fails every open stream of

@@ -25,8 +25,13 @@ void ArtifactWriter::Push(Job job) {
   cv_.notify_one();
 }
 
-std::deque<ArtifactWriter::Done> ArtifactWriter::TakeResults() {
-  wake_.Drain();
+std::deque<ArtifactWriter::Done> ArtifactWriter::TakeResults(bool woken) {
+  bool waiting = woken;
+  if (!waiting) {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting = !results_.empty();
+  }
+  if (waiting) wake_.Drain();
   std::deque<Done> out;
   std::lock_guard<std::mutex> lock(mu_);
   out.swap(results_);

@@ -64,7 +64,10 @@ class ArtifactWriter {
 
   int wake_fd() const { return wake_.read_fd(); }
   void Push(Job job);
-  std::deque<Done> TakeResults();
+  // `woken`: the caller's wait saw wake_fd() readable. The wake-up pipe is
+  // read (a system call) then, or when results are waiting, before they
+  // are taken: a result queued meanwhile writes it again.
+  std::deque<Done> TakeResults(bool woken = true);
   // Every queued job ran and its result was taken.
   bool Idle();
   // Drops the queued (not yet started) kWrite jobs of `streams`, freeing

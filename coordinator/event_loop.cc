@@ -88,7 +88,7 @@ Status EventLoop::Bind(const std::string& endpoint, std::optional<protocol::Curv
 // Peers turned away at the handshake (no CURVE, an unknown key) never
 // reach the registry; they are counted and logged every few seconds.
 void EventLoop::LogRefusedHandshakes() {
-  protocol::HandshakeRefusals r = router_.TakeRefusals();
+  protocol::HandshakeRefusals r = router_.TakeRefusals(/*read_monitor=*/false);
   if (r.count > 0) {
     refused_handshakes_ += r.count;
     last_refused_handshake_ = r.last;
@@ -272,19 +272,17 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   // is handled: a descriptor the kernel reused for a new peer must not
   // take that peer down with the old one. Only a frame from a connection
   // not yet tied to its sender can be such a peer's; reading the monitor
-  // costs system calls, so the frames of known connections skip it.
-  MarkDisconnected();
-  if (polled->frame) {
-    OnFrame(*polled->frame, handler);
-    for (int i = 0; i < 256; ++i) {
-      auto more = router_.Receive(0);
-      if (!more.ok() || !more->frame) break;
-      const AgentState* sender = registry_.Find(more->frame->identity);
-      if (sender == nullptr || sender->connection_fd != more->frame->connection_fd) {
-        MarkDisconnected();
-      }
-      OnFrame(*more->frame, handler);
-    }
+  // costs system calls, so the frames of known connections skip it. The
+  // frame just read first, then what else is queued (256 more at most).
+  std::optional<protocol::Frame> frame = std::move(polled->frame);
+  for (int i = 0; frame; ++i) {
+    const AgentState* sender = registry_.Find(frame->identity);
+    if (sender == nullptr || sender->connection_fd != frame->connection_fd) MarkDisconnected();
+    OnFrame(*frame, handler);
+    if (i == 256) break;
+    auto more = router_.Receive(0);
+    if (!more.ok()) break;
+    frame = std::move(more->frame);
   }
   if (bulk_bound()) {
     // The bulk path's frames, as many as the control socket's at most per turn.
@@ -294,7 +292,10 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
       OnFrame(*more->frame, handler, /*bulk=*/true);
     }
   }
-  receiver_.TakeWriterResults();
+  receiver_.TakeWriterResults(polled->woken);
+  // The socket monitor once a turn (each read is a system call): the
+  // refusals to log and the connections that closed.
+  router_.ReadMonitor();
   LogRefusedHandshakes();
   if (bulk_bound()) {
     protocol::HandshakeRefusals r = bulk_.TakeRefusals();
@@ -303,7 +304,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
                    r.last);
     }
   }
-  DeclareDisconnected(handler);
+  DeclareDisconnected(handler, /*read_monitor=*/false);
   const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
   for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
     DeclareDead(*silent,
@@ -322,8 +323,8 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
 // GatherDone still counts), declares such an agent dead, not after
 // --heartbeat-timeout. One that was told to go, or finished its gather,
 // just left.
-void EventLoop::MarkDisconnected() {
-  for (int fd : router_.TakeDisconnects()) {
+void EventLoop::MarkDisconnected(bool read_monitor) {
+  for (int fd : router_.TakeDisconnects(read_monitor)) {
     for (auto& [id, agent] : registry_.agents()) {
       if (agent.connection_fd == fd && !agent.dead) {
         agent.disconnected = true;
@@ -333,8 +334,8 @@ void EventLoop::MarkDisconnected() {
   }
 }
 
-void EventLoop::DeclareDisconnected(PeerHandler& handler) {
-  MarkDisconnected();
+void EventLoop::DeclareDisconnected(PeerHandler& handler, bool read_monitor) {
+  MarkDisconnected(read_monitor);
   for (auto& [id, agent] : registry_.agents()) {
     if (!agent.disconnected || agent.dead || agent.shutdown_sent || agent.gather_done) continue;
     DeclareDead(agent,

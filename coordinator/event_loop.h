@@ -116,12 +116,15 @@ class EventLoop {
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk = false);
+  // The refusals the socket monitor has read (RouterChannel::ReadMonitor).
   void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
                const protocol::Hello& hello, const std::string& address, int connection_fd,
                PeerHandler& handler);
-  void MarkDisconnected();
-  void DeclareDisconnected(PeerHandler& handler);
+  // `read_monitor`: read the socket monitor first; false uses what the
+  // turn's RouterChannel::ReadMonitor read.
+  void MarkDisconnected(bool read_monitor = true);
+  void DeclareDisconnected(PeerHandler& handler, bool read_monitor = true);
 
   const Clock& clock_;
   LoopOptions options_;

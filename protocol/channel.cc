@@ -288,12 +288,12 @@ class SocketMonitor {
       }
     }
   }
-  HandshakeRefusals Take() {
-    Drain();
+  HandshakeRefusals Take(bool drain = true) {
+    if (drain) Drain();
     return std::exchange(refusals_, HandshakeRefusals{});
   }
-  std::vector<int> TakeDisconnects() {
-    Drain();
+  std::vector<int> TakeDisconnects(bool drain = true) {
+    if (drain) Drain();
     return std::exchange(disconnects_, {});
   }
   uint64_t Handshakes() {
@@ -505,9 +505,9 @@ Result<Polled> RouterChannel::Receive(int timeout_ms, int wake_fd) {
   return ReceiveFrame(impl_->socket, /*router=*/true, timeout_ms, wake_fd);
 }
 
-HandshakeRefusals RouterChannel::TakeRefusals() {
+HandshakeRefusals RouterChannel::TakeRefusals(bool read_monitor) {
   if (!impl_) return {};
-  HandshakeRefusals r = impl_->monitor->Take();
+  HandshakeRefusals r = impl_->monitor->Take(read_monitor);
   if (!impl_->zap_domain.empty()) {
     // The ZAP handler knows who was denied; the monitor only that someone was.
     std::string denial = impl_->context->Zap().TakeLastDenial(impl_->zap_domain);
@@ -518,8 +518,12 @@ HandshakeRefusals RouterChannel::TakeRefusals() {
   return r;
 }
 
-std::vector<int> RouterChannel::TakeDisconnects() {
-  return impl_ ? impl_->monitor->TakeDisconnects() : std::vector<int>{};
+std::vector<int> RouterChannel::TakeDisconnects(bool read_monitor) {
+  return impl_ ? impl_->monitor->TakeDisconnects(read_monitor) : std::vector<int>{};
+}
+
+void RouterChannel::ReadMonitor() {
+  if (impl_) impl_->monitor->Drain();
 }
 
 void RouterChannel::Close() { impl_.reset(); }

@@ -163,12 +163,17 @@ class RouterChannel {
   Result<Polled> Receive(int timeout_ms, int wake_fd = -1);
   // Peers turned away at the handshake since the last call (never a
   // message: they were not admitted); the owner logs them.
-  HandshakeRefusals TakeRefusals();
+  // `read_monitor`: read the socket monitor first (a system call); false
+  // takes only what ReadMonitor or an earlier Take* read.
+  HandshakeRefusals TakeRefusals(bool read_monitor = true);
   // The descriptors of connections that closed since the last call (the
   // socket monitor's ZMQ_EVENT_DISCONNECTED), in order: a sender whose
   // Frame::connection_fd is among them is gone at once, whatever its
-  // heartbeat deadline says.
-  std::vector<int> TakeDisconnects();
+  // heartbeat deadline says. `read_monitor` as for TakeRefusals.
+  std::vector<int> TakeDisconnects(bool read_monitor = true);
+  // Reads the socket monitor's queued events for the Take* calls after it:
+  // an event loop reads it once a turn, not once per Take*.
+  void ReadMonitor();
   // True when bound with a CurveServer.
   bool authenticated() const;
   // local_peers_only: admits the peer that presents `user` and `token`
