@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "collectors/recorders.h"
+#include "collectors/testing/graph_dump.h"
 #include "collectors/testing/test_util.h"
 
 namespace dfx::collectors {
 namespace {
 
+using testing::DumpGraph;
+using testing::GraphDump;
 using testing::MakeTensorView;
 using testing::TempDir;
 namespace fs = std::filesystem;
@@ -221,23 +224,11 @@ TEST(DepsReader, EntriesWithoutTheirIdsAreErrorsNamingTheFile) {
 
 // --- The fast scan of dep_gen's compact form against the generic reader -------------
 
-// What a graph holds, to compare two readings of one file.
-struct GraphDump {
-  std::vector<std::pair<uint64_t, uint64_t>> edges;
-  std::vector<std::tuple<uint64_t, int, int, int, int, bool>> tasks;
-  bool operator==(const GraphDump&) const = default;
-};
-
+// What a graph holds (collectors/testing/graph_dump.h) with tasks 0..max_id.
 GraphDump Dump(const TaskGraph& g, uint64_t max_id) {
-  GraphDump d;
-  for (const auto& e : g.Edges()) d.edges.push_back(e);
-  for (uint64_t id = 0; id <= max_id; ++id) {
-    if (const TaskInfo* t = g.FindTask(id)) {
-      d.tasks.emplace_back(id, t->kernel_ids[0], t->kernel_ids[1], t->kernel_ids[2], t->block_num,
-                           t->early_dispatch);
-    }
-  }
-  return d;
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 0; id <= max_id; ++id) ids.push_back(id);
+  return DumpGraph(g, ids);
 }
 
 // Reads `text` as written (`*fast`: which reader read it) and with a leading

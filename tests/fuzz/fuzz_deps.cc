@@ -12,36 +12,25 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 #include "collectors/dep_gen/deps_reader.h"
+#include "collectors/testing/graph_dump.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// What a graph holds: its edges, and the tasks among ids 0..255 and the
-// edges' ends (fuzzed ids are mostly small).
-std::vector<std::tuple<uint64_t, uint64_t, int, int, int, int, bool>> Dump(
-    const dfx::collectors::TaskGraph& g) {
-  std::vector<std::tuple<uint64_t, uint64_t, int, int, int, int, bool>> d;
-  d.emplace_back(g.NumTasks(), g.NumEdges(), 0, 0, 0, 0, false);
+// What a graph holds: the tasks among ids 0..255 and the edges' ends
+// (fuzzed ids are mostly small).
+dfx::collectors::testing::GraphDump Dump(const dfx::collectors::TaskGraph& g) {
   std::vector<uint64_t> ids;
   for (uint64_t id = 0; id < 256; ++id) ids.push_back(id);
   for (const auto& [pred, succ] : g.Edges()) {
-    d.emplace_back(pred, succ, -2, -2, -2, -2, false);
     ids.push_back(pred);
     ids.push_back(succ);
   }
-  for (uint64_t id : ids) {
-    if (const dfx::collectors::TaskInfo* t = g.FindTask(id)) {
-      d.emplace_back(id, 0, t->kernel_ids[0], t->kernel_ids[1], t->kernel_ids[2], t->block_num,
-                     t->early_dispatch);
-    }
-  }
-  return d;
+  return dfx::collectors::testing::DumpGraph(g, ids);
 }
 
 const fs::path& Dir() {
