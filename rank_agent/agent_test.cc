@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "collectors/artifact_layout.h"
@@ -117,6 +119,39 @@ class StartedAgent {
   std::thread thread_;  // last: it runs agent_ and writes result_
 };
 
+// The bench of most tests here: a FakeCoordinator in session `session` and
+// the options of an agent spooling under a fresh TempDir(name), removed at
+// the end. Adjust options() (and prepare the spool), then Start() the
+// agent; Stop() shuts it down as the coordinator would, and an agent not
+// stopped is stopped on destruction.
+class AgentBench {
+ public:
+  AgentBench(const std::string& name, uint64_t session)
+      : dir_{TempDir(name)}, coordinator_(context_, session) {
+    options_ = coordinator_.AgentFor(dir_.path / "spool");
+  }
+  AgentOptions& options() { return options_; }
+  FakeCoordinator& coordinator() { return coordinator_; }
+  // Starts the agent: true once it said HELLO.
+  bool Start() {
+    if (!coordinator_.ok()) return false;
+    agent_.emplace(context_, coordinator_, options_);
+    return agent_->said_hello();
+  }
+  // How the agent's Run() ended.
+  Status Stop() { return agent_->Stop(); }
+
+ private:
+  struct RemovedDir {
+    fs::path path;
+    ~RemovedDir() { fs::remove_all(path); }
+  } dir_;  // first: removed once the agent is gone
+  Context context_;
+  FakeCoordinator coordinator_;
+  AgentOptions options_;
+  std::optional<StartedAgent> agent_;
+};
+
 // A real agent (real emulated chip) against a coordinator played by the test
 // on a real ROUTER: HELLO, READY, a dispatch, streamed artifacts, acks, spool
 // cleanup, Shutdown.
@@ -208,13 +243,9 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
 // A long dispatch reports tasks done / total while it runs, on a schedule
 // (not once per task), so the coordinator can show live progress.
 TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
-  fs::path dir = TempDir("progress");
-  Context context;
-  FakeCoordinator coordinator(context, 0x78);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  AgentBench bench("progress", 0x78);
+  FakeCoordinator& coordinator = bench.coordinator();
+  ASSERT_TRUE(bench.Start());
   auto next = [&] { return coordinator.Next(); };
   auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
   // busy.json: 4 dependent tasks of 0.5 s each.
@@ -255,9 +286,8 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
     EXPECT_GE(p.tasks_done, last) << "tasks done never goes back";
     last = p.tasks_done;
   }
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // A program is sent once: a later Dispatch of it carries only its hash and
@@ -266,14 +296,11 @@ TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
 // program_unknown (nothing runs) and the dispatch sent again with its
 // program runs.
 TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) {
-  fs::path dir = TempDir("by_hash");
-  Context context;
-  FakeCoordinator coordinator(context, 0x79);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  AgentBench bench("by_hash", 0x79);
+  FakeCoordinator& coordinator = bench.coordinator();
+  AgentOptions& options = bench.options();
   options.chip.virtual_clock = true;
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  ASSERT_TRUE(bench.Start());
   auto next = [&] { return coordinator.Next(); };
   auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
   send(Credit{1000});
@@ -347,9 +374,8 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   EXPECT_EQ(resent.done.status, DispatchStatus::kOk) << resent.done.error;
   EXPECT_TRUE(resent.accepted);
 
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // One task on small tensors: small enough to run on the agent's event loop
@@ -368,13 +394,9 @@ constexpr const char* kOneTaskProgram = R"({"name": "tiny",
 // slow the machine. One with artifacts still says DispatchAccepted before
 // its first ArtifactBegin.
 TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
-  fs::path dir = TempDir("folded_accept");
-  Context context;
-  FakeCoordinator coordinator(context, 0x7a);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  AgentBench bench("folded_accept", 0x7a);
+  FakeCoordinator& coordinator = bench.coordinator();
+  ASSERT_TRUE(bench.Start());
   ASSERT_TRUE(coordinator.Send(Credit{1000}));
   // The body names of what came back for dispatch k, up to its DispatchDone.
   auto run = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config,
@@ -393,7 +415,9 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
           std::holds_alternative<Progress>(m->body))
         continue;
       got.push_back(BodyName(m->body));
-      if (std::holds_alternative<ArtifactChunk>(m->body)) EXPECT_TRUE(coordinator.Send(Credit{1}));
+      if (std::holds_alternative<ArtifactChunk>(m->body)) {
+        EXPECT_TRUE(coordinator.Send(Credit{1}));
+      }
       if (auto* end = std::get_if<ArtifactEnd>(&m->body)) {
         EXPECT_TRUE(coordinator.Send(ArtifactAck{end->transfer_id, true, ""}));
       }
@@ -424,9 +448,8 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
   EXPECT_EQ(got.back(), "dispatchDone");
   EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
   EXPECT_FALSE(done.carries_acceptance);
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // A small program is read on the agent's event loop (its first dispatch
@@ -434,13 +457,9 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
 // the reader's word, in the order a user fixes them (the JSON, the run
 // config, the program), and a good program sent after it runs.
 TEST(RankAgentTest, ASmallProgramItCannotReadIsRejectedWithTheReadersError) {
-  fs::path dir = TempDir("unreadable");
-  Context context;
-  FakeCoordinator coordinator(context, 0x7b);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  AgentBench bench("unreadable", 0x7b);
+  FakeCoordinator& coordinator = bench.coordinator();
+  ASSERT_TRUE(bench.Start());
   auto done_of = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config) {
     EXPECT_TRUE(coordinator.Send(Dispatch{0x7b, 0, k, "vec", text, run_config, PassKind::kSingle,
                                           "vec.json", ProgramHash(text)}));
@@ -475,9 +494,8 @@ TEST(RankAgentTest, ASmallProgramItCannotReadIsRejectedWithTheReadersError) {
   DispatchDone ran = done_of(3, good, config::RunConfig{});
   EXPECT_EQ(ran.status, DispatchStatus::kOk) << ran.error;
   EXPECT_EQ(ran.tasks_executed, 5u);
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // The timing pass of a dispatch writes into the graph pass's dispatch dir
@@ -487,13 +505,10 @@ TEST(RankAgentTest, ASmallProgramItCannotReadIsRejectedWithTheReadersError) {
 // pass's name_map.json removed the timing pass's new one before it was sent
 // (an L3 onboard run then failed with "3 of the 4 artifact(s) arrived").
 TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowledged) {
-  fs::path dir = TempDir("passes");
-  Context context;
-  FakeCoordinator coordinator(context, 0x7A);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  AgentBench bench("passes", 0x7A);
+  FakeCoordinator& coordinator = bench.coordinator();
+  AgentOptions& options = bench.options();
+  ASSERT_TRUE(bench.Start());
   auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
   send(Credit{1000});
   // Reads until a DispatchDone (nullopt: none within `timeout_ms`), keeping
@@ -556,9 +571,8 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
   ASSERT_TRUE(next_done.has_value());
   EXPECT_EQ(next_done->k, 1u);
   EXPECT_EQ(next_done->status, DispatchStatus::kOk) << next_done->error;
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // A recovery reads a spool written long before, once: what it has sent
@@ -566,11 +580,9 @@ TEST(RankAgentTest, ALaterPassOfADispatchWaitsUntilTheEarlierOnesFilesAreAcknowl
 // the gathered copy into those pages, not beside them), and the file
 // itself stays until it is acknowledged.
 TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
-  fs::path dir = TempDir("dropbehind");
-  Context context;
-  FakeCoordinator coordinator(context, 0x7B);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  AgentBench bench("dropbehind", 0x7B);
+  FakeCoordinator& coordinator = bench.coordinator();
+  AgentOptions& options = bench.options();
   options.mode = AgentMode::kRecover;
   const fs::path d0 =
       collectors::SessionSpoolDir(options.spool_root, 0x7B) / collectors::DispatchDirPath(0, 0);
@@ -592,8 +604,7 @@ TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
   if (ResidentPages(file) < pages / 2) {
     GTEST_SKIP() << "this file system keeps no page cache for " << file << " to drop";
   }
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  ASSERT_TRUE(bench.Start());
   ASSERT_TRUE(coordinator.Send(Credit{1000}));
   ASSERT_TRUE(coordinator.Send(GatherRequest{0x7B}));
   std::string got;
@@ -610,9 +621,8 @@ TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
   // Every chunk sent, none acknowledged: the spool keeps the file, not its pages.
   EXPECT_TRUE(fs::exists(file));
   EXPECT_LT(ResidentPages(file), pages / 8) << "of " << pages << " pages";
-  Status result = agent.Stop();
+  Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
-  fs::remove_all(dir);
 }
 
 // An agent says it is alive with a Heartbeat of its own only when it sent
@@ -620,16 +630,13 @@ TEST(RankAgentTest, ARecoveryDropsWhatItSentFromThePageCache) {
 // (or sends anything else) it adds none, and once the coordinator falls
 // silent its own heartbeats come back on their interval.
 TEST(RankAgentTest, HeartbeatsOfItsOwnOnlyWhenNothingElseWasSent) {
-  fs::path dir = TempDir("heartbeats");
-  Context context;
-  FakeCoordinator coordinator(context, 0x7a);
-  ASSERT_TRUE(coordinator.ok());
-  AgentOptions options = coordinator.AgentFor(dir / "spool");
+  AgentBench bench("heartbeats", 0x7a);
+  FakeCoordinator& coordinator = bench.coordinator();
+  AgentOptions& options = bench.options();
   // Far above the pings' 20 ms, so a loaded machine's scheduling delays do
   // not pass for silence.
   options.heartbeat_interval_ms = 400;
-  StartedAgent agent(context, coordinator, options);
-  ASSERT_TRUE(agent.said_hello());
+  ASSERT_TRUE(bench.Start());
   // The coordinator pings every 20 ms for 1 s: the agent answers each
   // (echo_clock_ns set), and sends no unprompted heartbeat.
   int replies = 0, own = 0;
@@ -652,7 +659,7 @@ TEST(RankAgentTest, HeartbeatsOfItsOwnOnlyWhenNothingElseWasSent) {
     if (auto* hb = std::get_if<Heartbeat>(&m->body); hb && hb->echo_clock_ns == 0) ++own;
   }
   EXPECT_EQ(own, 3) << "no heartbeats of its own while the coordinator is silent";
-  EXPECT_TRUE(agent.Stop().ok());
+  EXPECT_TRUE(bench.Stop().ok());
 }
 
 TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
