@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -140,6 +142,58 @@ class AgentBench {
   }
   // How the agent's Run() ended.
   Status Stop() { return agent_->Stop(); }
+
+  // What came back for one dispatch (Run).
+  struct Outcome {
+    std::vector<std::string> bodies;  // in order; Ready, Heartbeat and Progress left out
+    DispatchDone done;
+    std::map<std::string, std::string> files;  // each artifact's bytes by name
+    uint64_t round_trip_ns = 0;                // the send to the DispatchDone
+    bool Has(const std::string& body) const {
+      return std::find(bodies.begin(), bodies.end(), body) != bodies.end();
+    }
+  };
+  // Sends `d` and reads until its DispatchDone and every artifact it
+  // announces have come, crediting each chunk and acknowledging each file.
+  Outcome Run(const Dispatch& d) {
+    Outcome out;
+    const auto sent = std::chrono::steady_clock::now();
+    EXPECT_TRUE(coordinator_.Send(d));
+    std::map<uint64_t, std::string> names, data;
+    for (;;) {
+      auto m = coordinator_.Next();
+      if (!m) {
+        ADD_FAILURE() << "no DispatchDone for d" << d.k;
+        return out;
+      }
+      const Body& b = m->body;
+      if (std::holds_alternative<Ready>(b) || std::holds_alternative<Heartbeat>(b) ||
+          std::holds_alternative<Progress>(b)) {
+        continue;
+      }
+      out.bodies.push_back(BodyName(b));
+      if (auto* begin = std::get_if<ArtifactBegin>(&b)) names[begin->transfer_id] = begin->path;
+      if (auto* chunk = std::get_if<ArtifactChunk>(&b)) {
+        data[chunk->transfer_id] += chunk->data;
+        EXPECT_TRUE(coordinator_.Send(Credit{1}));
+      }
+      if (auto* end = std::get_if<ArtifactEnd>(&b)) {
+        out.files[names[end->transfer_id]] = data[end->transfer_id];
+        EXPECT_TRUE(coordinator_.Send(ArtifactAck{end->transfer_id, true, ""}));
+      }
+      if (auto* done = std::get_if<DispatchDone>(&b)) {
+        out.done = *done;
+        out.round_trip_ns =
+            static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - sent)
+                                      .count());
+      }
+      if (out.Has("dispatchDone") &&
+          (out.done.status != DispatchStatus::kOk || out.files.size() == out.done.artifact_count)) {
+        return out;
+      }
+    }
+  }
 
  private:
   struct RemovedDir {
@@ -301,44 +355,9 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   AgentOptions& options = bench.options();
   options.chip.virtual_clock = true;
   ASSERT_TRUE(bench.Start());
-  auto next = [&] { return coordinator.Next(); };
-  auto send = [&](Body body) { ASSERT_TRUE(coordinator.Send(std::move(body))); };
-  send(Credit{1000});
-  // Runs one dispatch to its end; returns its DispatchDone and the bytes of
-  // every artifact by name (acknowledged as they end).
-  struct Outcome {
-    DispatchDone done;
-    bool accepted = false;
-    std::map<std::string, std::string> files;
-  };
-  auto run = [&](Dispatch d) -> Outcome {
-    Outcome out;
-    send(d);
-    std::map<uint64_t, std::string> names, data;
-    for (;;) {
-      auto m = next();
-      if (!m) {
-        ADD_FAILURE() << "no DispatchDone for d" << d.k;
-        return out;
-      }
-      Body& b = m->body;
-      if (std::holds_alternative<DispatchAccepted>(b)) out.accepted = true;
-      if (auto* begin = std::get_if<ArtifactBegin>(&b)) names[begin->transfer_id] = begin->path;
-      if (auto* chunk = std::get_if<ArtifactChunk>(&b)) {
-        data[chunk->transfer_id] += chunk->data;
-        send(Credit{1});
-      }
-      if (auto* end = std::get_if<ArtifactEnd>(&b)) {
-        out.files[names[end->transfer_id]] = data[end->transfer_id];
-        send(ArtifactAck{end->transfer_id, true, ""});
-      }
-      if (auto* done = std::get_if<DispatchDone>(&b)) {
-        out.done = *done;
-        if (out.done.status != DispatchStatus::kOk || out.files.size() == out.done.artifact_count)
-          return out;
-      }
-    }
-  };
+  ASSERT_TRUE(coordinator.Send(Credit{1000}));
+  using Outcome = AgentBench::Outcome;
+  auto run = [&](const Dispatch& d) { return bench.Run(d); };
   config::RunConfig run_config;
   run_config.enable_dep_gen = true;
   run_config.enable_chip_swimlane = 4;
@@ -364,7 +383,7 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   unknown.program_name = "other";
   Outcome miss = run(unknown);
   EXPECT_EQ(miss.done.status, DispatchStatus::kProgramUnknown);
-  EXPECT_FALSE(miss.accepted);
+  EXPECT_FALSE(miss.Has("dispatchAccepted"));
   EXPECT_TRUE(miss.files.empty());
   EXPECT_FALSE(fs::exists(collectors::SessionSpoolDir(options.spool_root, 0x79) /
                           collectors::DispatchDirPath(0, 2)));
@@ -372,7 +391,7 @@ TEST(RankAgentTest, ASecondDispatchOfAProgramTravelsWithoutItAndAMissAsksForIt) 
   unknown.program_json = text;
   Outcome resent = run(unknown);
   EXPECT_EQ(resent.done.status, DispatchStatus::kOk) << resent.done.error;
-  EXPECT_TRUE(resent.accepted);
+  EXPECT_TRUE(resent.Has("dispatchAccepted"));
 
   Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
@@ -395,59 +414,29 @@ constexpr const char* kOneTaskProgram = R"({"name": "tiny",
 // its first ArtifactBegin.
 TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
   AgentBench bench("folded_accept", 0x7a);
-  FakeCoordinator& coordinator = bench.coordinator();
   ASSERT_TRUE(bench.Start());
-  ASSERT_TRUE(coordinator.Send(Credit{1000}));
-  // The body names of what came back for dispatch k, up to its DispatchDone.
-  auto run = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config,
-                 DispatchDone* done, uint64_t* round_trip_ns) {
-    std::vector<std::string> got;
-    const auto sent = std::chrono::steady_clock::now();
-    EXPECT_TRUE(coordinator.Send(Dispatch{0x7a, 0, k, "prog", text, run_config, PassKind::kSingle,
-                                          "prog.json", ProgramHash(text)}));
-    for (;;) {
-      auto m = coordinator.Next();
-      if (!m) {
-        ADD_FAILURE() << "no DispatchDone for d" << k;
-        return got;
-      }
-      if (std::holds_alternative<Ready>(m->body) || std::holds_alternative<Heartbeat>(m->body) ||
-          std::holds_alternative<Progress>(m->body))
-        continue;
-      got.push_back(BodyName(m->body));
-      if (std::holds_alternative<ArtifactChunk>(m->body)) {
-        EXPECT_TRUE(coordinator.Send(Credit{1}));
-      }
-      if (auto* end = std::get_if<ArtifactEnd>(&m->body)) {
-        EXPECT_TRUE(coordinator.Send(ArtifactAck{end->transfer_id, true, ""}));
-      }
-      if (auto* d = std::get_if<DispatchDone>(&m->body)) {
-        *done = *d;
-        *round_trip_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now() - sent)
-                                                   .count());
-        return got;
-      }
-    }
+  ASSERT_TRUE(bench.coordinator().Send(Credit{1000}));
+  auto run = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config) {
+    return bench.Run(Dispatch{0x7a, 0, k, "prog", text, run_config, PassKind::kSingle, "prog.json",
+                              ProgramHash(text)});
   };
-  DispatchDone done;
-  uint64_t round_trip_ns = 0;
-  EXPECT_EQ(run(0, kOneTaskProgram, config::RunConfig{}, &done, &round_trip_ns),
-            std::vector<std::string>{"dispatchDone"});
-  EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
-  EXPECT_EQ(done.tasks_executed, 1u);
-  EXPECT_TRUE(done.carries_acceptance);
-  EXPECT_LE(done.accepted_held_ns, round_trip_ns) << "accepted before it was sent";
+  const AgentBench::Outcome plain = run(0, kOneTaskProgram, config::RunConfig{});
+  EXPECT_EQ(plain.bodies, std::vector<std::string>{"dispatchDone"});
+  EXPECT_EQ(plain.done.status, DispatchStatus::kOk) << plain.done.error;
+  EXPECT_EQ(plain.done.tasks_executed, 1u);
+  EXPECT_TRUE(plain.done.carries_acceptance);
+  EXPECT_LE(plain.done.accepted_held_ns, plain.round_trip_ns) << "accepted before it was sent";
 
   config::RunConfig swimlane;
   swimlane.enable_chip_swimlane = 1;
-  const std::vector<std::string> got = run(1, ProgramText(), swimlane, &done, &round_trip_ns);
+  const AgentBench::Outcome streamed = run(1, ProgramText(), swimlane);
+  const std::vector<std::string>& got = streamed.bodies;
   ASSERT_GE(got.size(), 3u);
   EXPECT_EQ(got.front(), "dispatchAccepted");
   EXPECT_EQ(got[1], "artifactBegin");
   EXPECT_EQ(got.back(), "dispatchDone");
-  EXPECT_EQ(done.status, DispatchStatus::kOk) << done.error;
-  EXPECT_FALSE(done.carries_acceptance);
+  EXPECT_EQ(streamed.done.status, DispatchStatus::kOk) << streamed.done.error;
+  EXPECT_FALSE(streamed.done.carries_acceptance);
   Status result = bench.Stop();
   EXPECT_TRUE(result.ok()) << result.ToString();
 }
@@ -458,19 +447,12 @@ TEST(RankAgentTest, AShortDispatchWithoutArtifactsAnswersWithItsDoneAlone) {
 // config, the program), and a good program sent after it runs.
 TEST(RankAgentTest, ASmallProgramItCannotReadIsRejectedWithTheReadersError) {
   AgentBench bench("unreadable", 0x7b);
-  FakeCoordinator& coordinator = bench.coordinator();
   ASSERT_TRUE(bench.Start());
   auto done_of = [&](uint32_t k, const std::string& text, const config::RunConfig& run_config) {
-    EXPECT_TRUE(coordinator.Send(Dispatch{0x7b, 0, k, "vec", text, run_config, PassKind::kSingle,
-                                          "vec.json", ProgramHash(text)}));
-    for (;;) {
-      auto m = coordinator.Next();
-      if (!m) {
-        ADD_FAILURE() << "no DispatchDone for d" << k;
-        return DispatchDone{};
-      }
-      if (auto* d = std::get_if<DispatchDone>(&m->body)) return *d;
-    }
+    return bench
+        .Run(Dispatch{0x7b, 0, k, "vec", text, run_config, PassKind::kSingle, "vec.json",
+                      ProgramHash(text)})
+        .done;
   };
   config::RunConfig bad_config;
   bad_config.enable_dump_args = 7;
