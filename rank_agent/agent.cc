@@ -363,6 +363,11 @@ struct RankAgent::Impl {
     return true;
   }
 
+  // How errors name a dispatch's program: its plan name.
+  static std::string ProgramOrigin(const protocol::Dispatch& d) {
+    return d.program_name.empty() ? "<program>" : d.program_name;
+  }
+
   Completion RunOne(ChipWorker& w, QueuedDispatch queued) {
     protocol::Dispatch& d = queued.dispatch;
     Completion c;
@@ -375,7 +380,7 @@ struct RankAgent::Impl {
     DispatchRequest request;
     request.program_json = std::move(d.program_json);
     request.program = std::move(queued.program);
-    request.program_origin = d.program_name.empty() ? "<program>" : d.program_name;
+    request.program_origin = ProgramOrigin(d);
     request.program_file = d.program_file;
     request.config = d.config;
     request.pass = d.pass;
@@ -483,10 +488,14 @@ struct RankAgent::Impl {
                      c.dispatch.rank, c.dispatch.k, Hex64(c.dispatch.session_id), c.dir.string());
         continue;
       }
-      // Nothing to stream: the Done carries the acceptance.
-      const std::optional<uint64_t> folded_accept =
-          c.files.empty() ? TakeHeldAccepted(c.dispatch.rank, c.dispatch.k) : std::nullopt;
-      ReleaseAccepted(c.dispatch.rank, c.dispatch.k);
+      // Nothing to stream: the Done carries the acceptance; else it goes
+      // before the files.
+      std::optional<uint64_t> folded_accept;
+      if (c.files.empty()) {
+        folded_accept = TakeHeldAccepted(c.dispatch.rank, c.dispatch.k);
+      } else {
+        ReleaseAccepted(c.dispatch.rank, c.dispatch.k);
+      }
       for (const std::string& rel : c.files) QueueFile(c.dispatch.rank, c.dispatch.k, c.dir, rel);
       protocol::DispatchDone done_msg;
       done_msg.rank = c.dispatch.rank;
@@ -754,7 +763,7 @@ struct RankAgent::Impl {
   // `d`'s program, read and kept (ProgramCache) as RunOne keeps what its
   // chip read; nullptr if it does not parse.
   std::shared_ptr<const device::Program> ParseSmallProgram(const protocol::Dispatch& d) {
-    const std::string origin = d.program_name.empty() ? "<program>" : d.program_name;
+    const std::string origin = ProgramOrigin(d);
     auto json = ParseJson(d.program_json, origin);
     if (!json.ok()) return nullptr;
     auto program = ParseDispatchProgram(*json, d.program_json, origin, d.program_file);
