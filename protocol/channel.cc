@@ -253,8 +253,8 @@ class SocketMonitor {
   // Reads every queued event without waiting.
   void Drain() {
     zmq::message_t head, address;
-    while (pair_.recv(head, zmq::recv_flags::dontwait)) {
-      if (head.more()) (void)pair_.recv(address, zmq::recv_flags::dontwait);
+    while (Recv(head)) {
+      if (head.more()) (void)Recv(address);
       if (head.size() < 6) continue;
       uint16_t event = 0;
       uint32_t value = 0;
@@ -302,6 +302,20 @@ class SocketMonitor {
   }
 
  private:
+  // One frame if one is queued. A signal the process handles (SIGTERM,
+  // SIGINT) can interrupt libzmq's mailbox check with EINTR before anything
+  // is read: that read is tried again. It threw out of Drain and ended the
+  // process (std::terminate). Any other error ends the drain.
+  bool Recv(zmq::message_t& frame) {
+    for (;;) {
+      try {
+        return pair_.recv(frame, zmq::recv_flags::dontwait).has_value();
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) return false;
+      }
+    }
+  }
+
   zmq::socket_t pair_;
   HandshakeRefusals refusals_;
   std::vector<int> disconnects_;
@@ -567,29 +581,36 @@ DealerChannel& DealerChannel::operator=(DealerChannel&&) noexcept = default;
 Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string& endpoint,
                                              const std::string& identity,
                                              const SocketOptions& options) {
-  DealerChannel channel;
-  try {
-    channel.impl_ = std::make_unique<Impl>();
-    channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::dealer);
-    zmq::socket_t& socket = channel.impl_->socket;
-    ApplyOptions(socket, options);
-    socket.set(zmq::sockopt::routing_id, zmq::buffer(identity));
-    if (options.curve_client) {
-      if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
-      socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
-      socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
-      socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
-    } else if (options.plain_client) {
-      socket.set(zmq::sockopt::plain_username, options.plain_client->first);
-      socket.set(zmq::sockopt::plain_password, options.plain_client->second);
+  // A signal the process handles (an agent's SIGTERM) can interrupt
+  // libzmq's mailbox check in any of these calls (EINTR) before it does
+  // anything: the channel is then made again. It failed the agent's
+  // start-up ("cannot connect ...: Interrupted system call").
+  for (;;) {
+    DealerChannel channel;
+    try {
+      channel.impl_ = std::make_unique<Impl>();
+      channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::dealer);
+      zmq::socket_t& socket = channel.impl_->socket;
+      ApplyOptions(socket, options);
+      socket.set(zmq::sockopt::routing_id, zmq::buffer(identity));
+      if (options.curve_client) {
+        if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
+        socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
+        socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
+        socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
+      } else if (options.plain_client) {
+        socket.set(zmq::sockopt::plain_username, options.plain_client->first);
+        socket.set(zmq::sockopt::plain_password, options.plain_client->second);
+      }
+      channel.impl_->monitor =
+          std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
+      socket.connect(endpoint);
+      return channel;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
     }
-    channel.impl_->monitor =
-        std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
-    socket.connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
   }
-  return channel;
 }
 
 Result<SendResult> DealerChannel::Send(const Message& message) {
