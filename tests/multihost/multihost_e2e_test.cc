@@ -214,7 +214,7 @@ TEST(MultiHostTest, ServeAgentLogsItsWaitHonoursConnectTimeoutAndSaysWhyItExits)
       << serve.err();
   serve.Signal(SIGTERM);
   ASSERT_TRUE(serve.Wait(30));
-  EXPECT_EQ(serve.exit_code(), 0);
+  EXPECT_EQ(serve.exit_code(), 0) << serve.err();
   EXPECT_NE(serve.err().find("exiting on Terminated (signal 15)"), std::string::npos)
       << serve.err();
   EXPECT_EQ(Count(serve.err(), "waiting for a coordinator"), 1u) << serve.err();
