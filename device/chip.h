@@ -96,6 +96,14 @@ class Chip {
   // a kernel error fails this dispatch only.
   virtual DispatchResult RunProgram(const Program& program, const config::RunConfig& config,
                                     const std::filesystem::path& output_dir) = 0;
+  // RunProgram of a program the caller shares and never changes (the rank
+  // agent's kept programs): a chip may keep what it derives from it (the
+  // emulator: its lowering) for the next run of the same program.
+  virtual DispatchResult RunShared(const std::shared_ptr<const Program>& program,
+                                   const config::RunConfig& config,
+                                   const std::filesystem::path& output_dir) {
+    return RunProgram(*program, config, output_dir);
+  }
 
   // The chip's device-resident tensors: read before a run for every
   // `resident` tensor (its init is used when the name is absent), written

@@ -17,6 +17,7 @@ struct RingCapacities {
   std::array<uint64_t, 4> heap{};         // bytes
   std::array<uint64_t, 4> dep_pool{};     // dependency-list entries
   uint64_t tensormap = 0;                 // live producer entries
+  bool operator==(const RingCapacities&) const = default;
 };
 
 struct ChipModel {

@@ -1083,9 +1083,23 @@ DispatchResult EmulatedChip::RunProgram(const Program& program, const config::Ru
   return Run(program, config, output_dir, nullptr);
 }
 
-DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig& config_in,
+DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig& config,
                                  const fs::path& output_dir, RunReport* report,
                                  bool collect_tensors) {
+  return RunLowered(program, nullptr, config, output_dir, report, collect_tensors);
+}
+
+DispatchResult EmulatedChip::RunShared(const std::shared_ptr<const Program>& program,
+                                       const config::RunConfig& config,
+                                       const fs::path& output_dir) {
+  return RunLowered(*program, program, config, output_dir, nullptr, false);
+}
+
+DispatchResult EmulatedChip::RunLowered(const Program& program,
+                                        const std::shared_ptr<const Program>& shared,
+                                        const config::RunConfig& config_in,
+                                        const fs::path& output_dir, RunReport* report,
+                                        bool collect_tensors) {
   DispatchResult result;
   uint64_t t0 = MonotonicClock::Instance().NowNs();
   config::RunConfig config = config_in;
@@ -1107,10 +1121,21 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
     return result;
   }
   RingCapacities rings = ResolveRings(model, config.rings);
-  Result<LoweredProgram> lowered = Lower(program, rings);
-  if (!lowered.ok()) {
-    result.status = lowered.status();
-    return result;
+  // Lowering is a pure function of (program, ring sizes): a shared program
+  // run again with the same rings reuses the lowering kept from its last run.
+  std::shared_ptr<const LoweredProgram> lowered;
+  if (shared && kept_.program == shared && kept_.rings == rings) {
+    lowered = kept_.lowered;
+  } else {
+    if (shared) kept_ = {};  // the old one goes before the new one is made
+    ++lowerings_;
+    Result<LoweredProgram> made = Lower(program, rings);
+    if (!made.ok()) {
+      result.status = made.status();
+      return result;
+    }
+    lowered = std::make_shared<const LoweredProgram>(std::move(*made));
+    if (shared && LoweredBytes(*lowered) <= kMaxKeptLoweringBytes) kept_ = {shared, rings, lowered};
   }
   const LoweredProgram& lp = *lowered;
 
@@ -1182,7 +1207,7 @@ DispatchResult EmulatedChip::Run(const Program& program, const config::RunConfig
     Status exported;
     std::jthread exporter([&] { exported = dfx->ExportAll(run.ok(), &result.artifacts); });
     engine.reset();
-    { LoweredProgram freed = std::move(*lowered); }
+    lowered.reset();  // frees it unless kept
     exporter.join();
     if (run.ok() && !exported.ok()) run = exported;
   }

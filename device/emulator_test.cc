@@ -433,6 +433,52 @@ TEST_F(EmulatorTest, VirtualClockArtifactsAreByteIdenticalAcrossRuns) {
     EXPECT_EQ(Slurp(dir_ / "0" / f), Slurp(dir_ / "1" / f)) << f << " differs between runs";
 }
 
+TEST_F(EmulatorTest, ASharedProgramIsLoweredOnceAndItsKeptLoweringRunsTheSame) {
+  LayeredDagOptions o;
+  o.tasks = 60;
+  o.width = 6;
+  auto p = std::make_shared<const Program>(GenerateLayeredDag(o));
+  EmulatedChip chip(Virtual());
+  // Run twice from one lowering, and once by a chip of its own: the same
+  // artifacts, byte for byte (the virtual clock is deterministic).
+  DispatchResult first = chip.RunShared(p, AllFlags(), dir_ / "first");
+  DispatchResult again = chip.RunShared(p, AllFlags(), dir_ / "again");
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  ASSERT_TRUE(again.status.ok()) << again.status.ToString();
+  EXPECT_EQ(chip.lowerings(), 1u);
+  EmulatedChip fresh(Virtual());
+  DispatchResult alone = fresh.RunProgram(*p, AllFlags(), dir_ / "alone");
+  ASSERT_TRUE(alone.status.ok()) << alone.status.ToString();
+  ASSERT_GE(alone.artifacts.size(), 5u);
+  ASSERT_EQ(again.artifacts, alone.artifacts);
+  EXPECT_EQ(again.tasks_executed, 60u);
+  for (const std::string& f : alone.artifacts) {
+    EXPECT_EQ(Slurp(dir_ / "again" / f), Slurp(dir_ / "alone" / f)) << f;
+    EXPECT_EQ(Slurp(dir_ / "first" / f), Slurp(dir_ / "alone" / f)) << f;
+  }
+
+  // Other ring sizes are another lowering (and here a deadlock the kept one
+  // would not have): six live values in the root scope, four task slots.
+  config::RunConfig narrow = AllFlags();
+  narrow.rings.task_window = {4, 4, 4, 4};
+  DispatchResult stuck = chip.RunShared(p, narrow, dir_ / "narrow");
+  ASSERT_FALSE(stuck.status.ok());
+  EXPECT_NE(stuck.status.message().find("ring deadlock"), std::string::npos)
+      << stuck.status.message();
+  EXPECT_EQ(chip.lowerings(), 2u);
+  // Back to the defaults: lowered again (one lowering is kept per chip).
+  ASSERT_TRUE(chip.RunShared(p, AllFlags(), dir_ / "back").status.ok());
+  EXPECT_EQ(chip.lowerings(), 3u);
+  // The same program text in another object is another program; a run of a
+  // program the caller does not share is lowered and leaves the kept one.
+  auto copy = std::make_shared<const Program>(*p);
+  ASSERT_TRUE(chip.RunShared(copy, AllFlags(), dir_ / "copy").status.ok());
+  EXPECT_EQ(chip.lowerings(), 4u);
+  ASSERT_TRUE(chip.RunProgram(*copy, AllFlags(), dir_ / "unshared").status.ok());
+  ASSERT_TRUE(chip.RunShared(copy, AllFlags(), dir_ / "copy2").status.ok());
+  EXPECT_EQ(chip.lowerings(), 5u);
+}
+
 TEST_F(EmulatorTest, DepsJsonOfTheVectorPipelineHasExactlySixEdges) {
   EmulatedChip chip(ChipOptions{});
   config::RunConfig c;

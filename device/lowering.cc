@@ -406,4 +406,17 @@ Result<LoweredProgram> Lower(const Program& program, const RingCapacities& rings
   return l.Run();
 }
 
+uint64_t LoweredBytes(const LoweredProgram& lp) {
+  auto bytes = [](const auto& v) -> uint64_t { return v.capacity() * sizeof(v[0]); };
+  uint64_t n = bytes(lp.buffers) + bytes(lp.tasks) + bytes(lp.scopes) + bytes(lp.events) +
+               bytes(lp.tensors) + bytes(lp.warnings);
+  for (const LoweredTask& t : lp.tasks) {
+    n += bytes(t.args) + bytes(t.edges) + bytes(t.preds) + bytes(t.ref_targets) +
+         bytes(t.new_tensors);
+  }
+  for (const LoweredScope& s : lp.scopes) n += s.site.capacity() + s.name.capacity();
+  for (const std::string& w : lp.warnings) n += w.capacity();
+  return n;
+}
+
 }  // namespace dfx::device

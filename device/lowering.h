@@ -141,4 +141,8 @@ uint64_t TensorId(uint64_t buffer_addr, int32_t version);
 // Errors name the program file and the JSON path of the offending statement.
 Result<LoweredProgram> Lower(const Program& program, const RingCapacities& rings);
 
+// The heap bytes `lp` holds (its vectors' capacities and strings), within a
+// few per cent: what keeping it costs.
+uint64_t LoweredBytes(const LoweredProgram& lp);
+
 }  // namespace dfx::device

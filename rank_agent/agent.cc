@@ -380,6 +380,7 @@ struct RankAgent::Impl {
     DispatchRequest request;
     request.program_json = std::move(d.program_json);
     request.program = std::move(queued.program);
+    request.program_kept = true;
     request.program_origin = ProgramOrigin(d);
     request.program_file = d.program_file;
     request.config = d.config;

@@ -112,7 +112,9 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
     }
 
     // 5. The run.
-    device::DispatchResult run = chip.RunProgram(*program, request.config, request.output_dir);
+    device::DispatchResult run =
+        request.program_kept ? chip.RunShared(program, request.config, request.output_dir)
+                             : chip.RunProgram(*program, request.config, request.output_dir);
     o.tasks_executed = run.tasks_executed;
     o.wall_ns = run.wall_ns;
     o.makespan_ns = run.makespan_ns;

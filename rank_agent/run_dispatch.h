@@ -40,6 +40,9 @@ struct DispatchRequest {
   // The program already parsed (the agent's ProgramCache): when set,
   // program_json is not read and step 1 only checks the RunConfig.
   std::shared_ptr<const device::Program> program;
+  // The caller dispatches this program again (the agent keeps its programs):
+  // the chip may keep what it derived from it (Chip::RunShared).
+  bool program_kept = false;
   std::string program_origin;  // names it in errors: its file (L2) or plan name (L3)
   // The program file's base name for scope sites "<file>:<line>"; empty =
   // the base name of program_origin.
