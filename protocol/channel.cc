@@ -22,6 +22,25 @@ namespace {
 
 std::atomic<uint64_t> g_next_id{0};
 
+// Makes one ZeroMQ call again for as long as a signal the process handles
+// (an agent's SIGTERM or SIGINT) interrupts it. libzmq reports EINTR from
+// its mailbox check (or zmq_poll's own poll) before the call has done
+// anything: the part is not queued, the frame not taken, the endpoint not
+// bound, so making the same call again is exact, in the middle of a
+// multi-part message too. Unhandled, it failed sends ("zmq send failed:
+// Interrupted system call"), left a ROUTER's payload to be read as the next
+// identity, and ended the ZAP handler's thread.
+template <typename Call>
+auto RetryOnEintr(Call&& call) -> decltype(call()) {
+  for (;;) {
+    try {
+      return call();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+}
+
 // libzmq's ZAP handler (RFC 27): one REP socket on inproc://zeromq.zap.01
 // of the context, answered by its own thread. Every CURVE router registers
 // a domain with the client keys it admits; anything else is denied.
@@ -29,7 +48,7 @@ class ZapHandler {
  public:
   explicit ZapHandler(zmq::context_t& context) : socket_(context, zmq::socket_type::rep) {
     socket_.set(zmq::sockopt::linger, 0);
-    socket_.bind("inproc://zeromq.zap.01");
+    RetryOnEintr([&] { socket_.bind("inproc://zeromq.zap.01"); });
     thread_ = std::thread([this] { Loop(); });
   }
   ~ZapHandler() {
@@ -132,13 +151,15 @@ class ZapHandler {
       try {
         zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                     {nullptr, stop_wake_.read_fd(), ZMQ_POLLIN, 0}};
-        if (zmq::poll(items, 2, std::chrono::milliseconds(1000)) <= 0 ||
+        if (RetryOnEintr([&] { return zmq::poll(items, 2, std::chrono::milliseconds(1000)); }) <=
+                0 ||
             !(items[0].revents & ZMQ_POLLIN))
           continue;
         std::vector<zmq::message_t> frames;
         do {
           frames.emplace_back();
-          if (!socket_.recv(frames.back(), zmq::recv_flags::none)) break;
+          if (!RetryOnEintr([&] { return socket_.recv(frames.back(), zmq::recv_flags::none); }))
+            break;
         } while (frames.back().more() && frames.size() < 16);
         Answer(frames);
       } catch (const zmq::error_t&) {
@@ -192,7 +213,10 @@ class ZapHandler {
     }
     const std::string reply[6] = {"1.0", request_id, status, status_text, user, ""};
     for (int i = 0; i < 6; ++i) {
-      socket_.send(zmq::buffer(reply[i]), i < 5 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      RetryOnEintr([&] {
+        return socket_.send(zmq::buffer(reply[i]),
+                            i < 5 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      });
     }
   }
 
@@ -243,11 +267,11 @@ class SocketMonitor {
     const int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED |
                        ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
-    if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) {
-      throw zmq::error_t();
-    }
+    RetryOnEintr([&] {
+      if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) throw zmq::error_t();
+    });
     pair_.set(zmq::sockopt::linger, 0);
-    pair_.connect(address);
+    RetryOnEintr([&] { pair_.connect(address); });
   }
 
   // Reads every queued event without waiting.
@@ -302,17 +326,13 @@ class SocketMonitor {
   }
 
  private:
-  // One frame if one is queued. A signal the process handles (SIGTERM,
-  // SIGINT) can interrupt libzmq's mailbox check with EINTR before anything
-  // is read: that read is tried again. It threw out of Drain and ended the
-  // process (std::terminate). Any other error ends the drain.
+  // One frame if one is queued (an EINTR once threw out of Drain and ended
+  // the process: std::terminate). Any other error ends the drain.
   bool Recv(zmq::message_t& frame) {
-    for (;;) {
-      try {
-        return pair_.recv(frame, zmq::recv_flags::dontwait).has_value();
-      } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) return false;
-      }
+    try {
+      return RetryOnEintr([&] { return pair_.recv(frame, zmq::recv_flags::dontwait); }).has_value();
+    } catch (const zmq::error_t&) {
+      return false;
     }
   }
 
@@ -336,11 +356,13 @@ Result<SendResult> SendMessage(zmq::socket_t& socket, const std::string* identit
                                zmq::message_t payload, bool mandatory_router) {
   try {
     if (identity != nullptr) {
-      auto sent =
-          socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      auto sent = RetryOnEintr([&] {
+        return socket.send(zmq::buffer(*identity),
+                           zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      });
       if (!sent) return SendResult::kWouldBlock;
     }
-    auto sent = socket.send(payload, zmq::send_flags::dontwait);
+    auto sent = RetryOnEintr([&] { return socket.send(payload, zmq::send_flags::dontwait); });
     if (!sent) return SendResult::kWouldBlock;
     return SendResult::kSent;
   } catch (const zmq::error_t& e) {
@@ -353,11 +375,15 @@ Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
                              std::string_view bytes, bool mandatory_router) {
   try {
     if (identity != nullptr) {
-      auto sent =
-          socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      auto sent = RetryOnEintr([&] {
+        return socket.send(zmq::buffer(*identity),
+                           zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      });
       if (!sent) return SendResult::kWouldBlock;
     }
-    auto sent = socket.send(zmq::buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
+    auto sent = RetryOnEintr([&] {
+      return socket.send(zmq::buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
+    });
     if (!sent) return SendResult::kWouldBlock;
     return SendResult::kSent;
   } catch (const zmq::error_t& e) {
@@ -382,7 +408,7 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, 
       zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
                                   {nullptr, wake_fd, ZMQ_POLLIN, 0}};
       const int count = wake_fd >= 0 ? 2 : 1;
-      int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
+      int rc = zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));  // EINTR: nothing
       if (rc <= 0) return out;
       if (wake_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) out.woken = true;
       if (!(items[0].revents & ZMQ_POLLIN)) return out;
@@ -402,7 +428,11 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, 
     // A DEALER's payload is the first part: never wait for it. A ROUTER's
     // follows its identity part (a message arrives whole).
     auto payload = std::make_shared<zmq::message_t>();
-    if (!socket.recv(*payload, router ? zmq::recv_flags::none : zmq::recv_flags::dontwait)) {
+    // Once a ROUTER's identity part is read, its payload must be too (left
+    // queued, it would be read as the next frame's identity).
+    if (!RetryOnEintr([&] {
+          return socket.recv(*payload, router ? zmq::recv_flags::none : zmq::recv_flags::dontwait);
+        })) {
       return out;
     }
     const std::string_view view(static_cast<const char*>(payload->data()), payload->size());
@@ -418,7 +448,7 @@ Result<Polled> ReceiveFrame(zmq::socket_t& socket, bool router, int timeout_ms, 
     if (more) {  // drain and flag any further parts
       frame.had_extra_parts = true;
       do {
-        if (!socket.recv(part, zmq::recv_flags::none)) break;
+        if (!RetryOnEintr([&] { return socket.recv(part, zmq::recv_flags::none); })) break;
       } while (part.more());
     }
     out.frame = std::move(frame);
@@ -481,7 +511,7 @@ Result<RouterChannel> RouterChannel::Bind(Context& context, const std::string& e
     }
     channel.impl_->monitor =
         std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
-    socket.bind(endpoint);
+    RetryOnEintr([&] { socket.bind(endpoint); });
     channel.endpoint_ = socket.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
     return Unavailable(fmt::format("cannot bind {}: {}", endpoint, e.what()));
@@ -581,11 +611,9 @@ DealerChannel& DealerChannel::operator=(DealerChannel&&) noexcept = default;
 Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string& endpoint,
                                              const std::string& identity,
                                              const SocketOptions& options) {
-  // A signal the process handles (an agent's SIGTERM) can interrupt
-  // libzmq's mailbox check in any of these calls (EINTR) before it does
-  // anything: the channel is then made again. It failed the agent's
-  // start-up ("cannot connect ...: Interrupted system call").
-  for (;;) {
+  // (An EINTR here failed an agent's start-up: "cannot connect ...:
+  // Interrupted system call"; RetryOnEintr.)
+  {
     DealerChannel channel;
     try {
       channel.impl_ = std::make_unique<Impl>();
@@ -604,10 +632,9 @@ Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string
       }
       channel.impl_->monitor =
           std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
-      socket.connect(endpoint);
+      RetryOnEintr([&] { socket.connect(endpoint); });
       return channel;
     } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
       return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
     }
   }

@@ -6,8 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "protocol/codec.h"
 
@@ -270,6 +273,95 @@ TEST(ChannelTest, BindingABusyEndpointNamesIt) {
   auto second = RouterChannel::Bind(context, first->endpoint());
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find(first->endpoint()), std::string::npos);
+}
+
+// A handled signal interrupts libzmq's mailbox check (poll, EINTR) before
+// it queues anything: bind, connect, send and receive all go on as if it
+// had not come (the agent handles SIGTERM and SIGINT; a signal during a
+// send once failed it: "zmq send failed: Interrupted system call"). Here a
+// second thread signals this one without pause while it binds, connects
+// and exchanges messages both ways; nothing may fail and nothing be lost.
+void NoteSignal(int) {}
+
+TEST(ChannelTest, HandledSignalsInterruptNothing) {
+  struct sigaction action {};
+  action.sa_handler = NoteSignal;  // no SA_RESTART: poll returns EINTR
+  struct sigaction old {};
+  ASSERT_EQ(::sigaction(SIGUSR1, &action, &old), 0);
+  const pthread_t self = ::pthread_self();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> signals{0};
+  std::thread storm([&] {
+    while (!stop.load()) {
+      ::pthread_kill(self, SIGUSR1);
+      signals.fetch_add(1);
+    }
+  });
+  constexpr int kRounds = 40;
+  int binds = 0, exchanged = 0;
+  std::string failure;
+  for (int round = 0; round < kRounds && failure.empty(); ++round) {
+    Context context;
+    auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
+    if (!router.ok()) {
+      failure = "bind: " + router.status().ToString();
+      break;
+    }
+    ++binds;
+    auto dealer = DealerChannel::Connect(context, router->endpoint(), AgentIdentity(round, 1));
+    if (!dealer.ok()) {
+      failure = "connect: " + dealer.status().ToString();
+      break;
+    }
+    for (int i = 0; i < 20 && failure.empty(); ++i) {
+      auto sent = dealer->SendRaw("ping");
+      if (!sent.ok() || *sent != SendResult::kSent) {
+        failure =
+            "dealer send: " + (sent.ok() ? std::string("not sent") : sent.status().ToString());
+        break;
+      }
+      // By the clock: under the signals a wait returns early (EINTR), as
+      // an event loop's does, and is simply made again.
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      std::optional<Frame> got;
+      while (!got && std::chrono::steady_clock::now() < deadline) {
+        auto r = router->Receive(25);
+        if (!r.ok()) failure = "router receive: " + r.status().ToString();
+        if (!r.ok()) break;
+        got = r->frame;
+      }
+      if (!got) {
+        if (failure.empty()) failure = "the ping never arrived";
+        break;
+      }
+      auto back = router->SendRaw(got->identity, "pong");
+      if (!back.ok() || *back != SendResult::kSent) {
+        failure =
+            "router send: " + (back.ok() ? std::string("not sent") : back.status().ToString());
+        break;
+      }
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      std::optional<Frame> pong;
+      while (!pong && std::chrono::steady_clock::now() < deadline) {
+        auto r = dealer->Receive(25);
+        if (!r.ok()) failure = "dealer receive: " + r.status().ToString();
+        if (!r.ok()) break;
+        pong = r->frame;
+      }
+      if (!pong) {
+        if (failure.empty()) failure = "the pong never arrived";
+        break;
+      }
+      ++exchanged;
+    }
+  }
+  stop = true;
+  storm.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_EQ(failure, "") << "after " << binds << " bind(s), " << exchanged << " exchange(s) and "
+                         << signals.load() << " signal(s)";
+  EXPECT_EQ(exchanged, kRounds * 20);
+  EXPECT_GT(signals.load(), 1000u);
 }
 
 }  // namespace
