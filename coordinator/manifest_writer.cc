@@ -1,5 +1,6 @@
 #include "coordinator/manifest_writer.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace dfx::coordinator {
@@ -45,7 +46,9 @@ void ManifestWriter::Loop() {
     queued_.reset();
     writing_ = true;
     lock.unlock();
+    const uint64_t start = MonotonicClock::Instance().NowNs();
     const Status s = collectors::WriteRunManifest(dir_, manifest);
+    last_write_ns_.store(MonotonicClock::Instance().NowNs() - start, std::memory_order_relaxed);
     if (!s.ok()) DFX_LOG_ERROR("cannot write the run manifest: {}", s.message());
     lock.lock();
     writing_ = false;

@@ -13,7 +13,10 @@
 // thread is started on the first Post and joined by the destructor.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -23,6 +26,16 @@
 #include "common/status.h"
 
 namespace dfx::coordinator {
+
+// How long after the start of one running-manifest rewrite the next may
+// begin: `min_interval_ns`, or nine times the last rewrite's own time if
+// that is longer, so rewriting takes at most a tenth of the writer's thread
+// whatever the manifest's size. (A manifest is rewritten whole, with a row
+// per dispatch: at 64 ranks x 1000 dispatches a rewrite took a large part
+// of a second, and rewriting every 0.5 s kept a third of a core busy.)
+inline uint64_t NextManifestAfterNs(uint64_t min_interval_ns, uint64_t last_write_ns) {
+  return std::max(min_interval_ns, 9 * last_write_ns);
+}
 
 class ManifestWriter {
  public:
@@ -37,6 +50,9 @@ class ManifestWriter {
   void Post(collectors::RunManifest manifest);
   // True while a posted snapshot is queued or being written.
   bool busy();
+  // How long the last posted snapshot took to serialise and write (0 before
+  // the first), for pacing: see NextManifestAfterNs.
+  uint64_t last_write_ns() const { return last_write_ns_.load(std::memory_order_relaxed); }
   // Waits for the posted writes, then writes `manifest` on this thread.
   Status WriteNow(const collectors::RunManifest& manifest);
 
@@ -49,6 +65,7 @@ class ManifestWriter {
   std::optional<collectors::RunManifest> queued_;  // under mu_
   bool writing_ = false;                           // under mu_
   bool stop_ = false;                              // under mu_
+  std::atomic<uint64_t> last_write_ns_{0};
   std::thread thread_;
 };
 

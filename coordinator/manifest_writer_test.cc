@@ -66,6 +66,27 @@ TEST_F(ManifestWriterTest, APostedSnapshotIsOnDiskWhileTheRunGoesOn) {
   EXPECT_EQ(*m, Snapshot(RunState::kRunning, 10));
 }
 
+// The coordinator paces rewrites by their own time, so a manifest with a
+// row per dispatch of a long run is not rewritten back to back.
+TEST_F(ManifestWriterTest, EachRewriteIsTimedAndPacesTheNext) {
+  ManifestWriter writer(dir_);
+  EXPECT_EQ(writer.last_write_ns(), 0u);
+  const auto before = std::chrono::steady_clock::now();
+  writer.Post(Snapshot(RunState::kRunning, 10));
+  for (int i = 0; i < 10000 && writer.busy(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(writer.busy());
+  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - before)
+                          .count();
+  EXPECT_GT(writer.last_write_ns(), 0u);
+  EXPECT_LE(writer.last_write_ns(), static_cast<uint64_t>(waited));
+  constexpr uint64_t kMs = 1000000;
+  EXPECT_EQ(NextManifestAfterNs(500 * kMs, 20 * kMs), 500 * kMs);    // the floor
+  EXPECT_EQ(NextManifestAfterNs(500 * kMs, 200 * kMs), 1800 * kMs);  // a tenth of the time
+}
+
 TEST_F(ManifestWriterTest, TheFinalWriteIsExactAfterAnyNumberOfPostedSnapshots) {
   ManifestWriter writer(dir_);
   for (int done = 0; done < 64; ++done) writer.Post(Snapshot(RunState::kRunning, done));

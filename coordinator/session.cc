@@ -248,9 +248,13 @@ void RunCoordinator::OnTick() {
   }
   ReapChildren();
   if (options_.live_progress) DrawProgress(false);
-  // At most every 0.5 s, and never two at once: the snapshot is taken here,
+  // At most every 0.5 s (less often when a rewrite takes more than 1/18 s:
+  // NextManifestAfterNs), and never two at once: the snapshot is taken here,
   // the writing is the writer thread's (manifest_writer.h).
-  if (manifest_dirty_ && Now() - last_manifest_ns_ > 500 * kMs && !manifest_writer_.busy()) {
+  if (manifest_dirty_ &&
+      Now() - last_manifest_ns_ >
+          NextManifestAfterNs(500 * kMs, manifest_writer_.last_write_ns()) &&
+      !manifest_writer_.busy()) {
     last_manifest_ns_ = Now();
     manifest_dirty_ = false;
     manifest_writer_.Post(Manifest(collectors::RunState::kRunning));
