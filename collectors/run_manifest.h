@@ -156,6 +156,9 @@ struct RunManifest {
 };
 
 Json RunManifestToJson(const RunManifest& manifest);
+// RunManifestToJson(manifest).dump(2) and a newline, byte for byte, made one
+// dispatch row at a time (what WriteRunManifest writes).
+std::string RunManifestText(const RunManifest& manifest);
 // Errors name `origin`, the JSON path and what was expected.
 Result<RunManifest> RunManifestFromJson(const Json& json, const std::string& origin);
 

@@ -71,6 +71,24 @@ TEST(RunManifestTest, RoundTripsThroughJsonAndDisk) {
   EXPECT_EQ(*read, m);
 }
 
+// The writer makes the file one dispatch row at a time: the bytes are the
+// document's dump(2), with rows whose strings hold what JSON must escape,
+// and with no dispatch at all.
+TEST(RunManifestTest, TheWrittenTextIsTheDocumentByteForByte) {
+  RunManifest m = Sample();
+  m.dispatches[0].error = "line one\nline \"two\"\t\u00e9\u4e2d \"dispatches\": []";
+  m.dispatches[1].program = "p\\q";
+  m.plan = "\"dispatches\": []";
+  EXPECT_EQ(RunManifestText(m), RunManifestToJson(m).dump(2) + "\n");
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteRunManifest(tmp.path(), m).ok());
+  auto read = ReadRunManifest(tmp.path() / kRunManifestFile);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, m);
+  m.dispatches.clear();
+  EXPECT_EQ(RunManifestText(m), RunManifestToJson(m).dump(2) + "\n");
+}
+
 TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   Json j = RunManifestToJson(Sample());
   EXPECT_EQ(testing::Keys(j), (std::vector<std::string>{
