@@ -300,6 +300,27 @@ TEST(ChannelTest, HandledSignalsInterruptNothing) {
   constexpr int kRounds = 40;
   int binds = 0, exchanged = 0;
   std::string failure;
+  // A send that must go out, and a frame that must arrive: waited for by
+  // the clock, since under the signals a wait returns early (EINTR), as an
+  // event loop's does, and is simply made again.
+  auto sent = [&](const Result<SendResult>& r, const char* who) {
+    if (r.ok() && *r == SendResult::kSent) return true;
+    failure = std::string(who) + " send: " + (r.ok() ? "not sent" : r.status().ToString());
+    return false;
+  };
+  auto arrived = [&](auto& channel, const char* who) -> std::optional<Frame> {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto r = channel.Receive(25);
+      if (!r.ok()) {
+        failure = std::string(who) + " receive: " + r.status().ToString();
+        return std::nullopt;
+      }
+      if (r->frame) return r->frame;
+    }
+    failure = std::string("nothing reached the ") + who;
+    return std::nullopt;
+  };
   for (int round = 0; round < kRounds && failure.empty(); ++round) {
     Context context;
     auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0");
@@ -314,44 +335,10 @@ TEST(ChannelTest, HandledSignalsInterruptNothing) {
       break;
     }
     for (int i = 0; i < 20 && failure.empty(); ++i) {
-      auto sent = dealer->SendRaw("ping");
-      if (!sent.ok() || *sent != SendResult::kSent) {
-        failure =
-            "dealer send: " + (sent.ok() ? std::string("not sent") : sent.status().ToString());
-        break;
-      }
-      // By the clock: under the signals a wait returns early (EINTR), as
-      // an event loop's does, and is simply made again.
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      std::optional<Frame> got;
-      while (!got && std::chrono::steady_clock::now() < deadline) {
-        auto r = router->Receive(25);
-        if (!r.ok()) failure = "router receive: " + r.status().ToString();
-        if (!r.ok()) break;
-        got = r->frame;
-      }
-      if (!got) {
-        if (failure.empty()) failure = "the ping never arrived";
-        break;
-      }
-      auto back = router->SendRaw(got->identity, "pong");
-      if (!back.ok() || *back != SendResult::kSent) {
-        failure =
-            "router send: " + (back.ok() ? std::string("not sent") : back.status().ToString());
-        break;
-      }
-      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      std::optional<Frame> pong;
-      while (!pong && std::chrono::steady_clock::now() < deadline) {
-        auto r = dealer->Receive(25);
-        if (!r.ok()) failure = "dealer receive: " + r.status().ToString();
-        if (!r.ok()) break;
-        pong = r->frame;
-      }
-      if (!pong) {
-        if (failure.empty()) failure = "the pong never arrived";
-        break;
-      }
+      if (!sent(dealer->SendRaw("ping"), "dealer")) break;
+      std::optional<Frame> ping = arrived(*router, "router");
+      if (!ping || !sent(router->SendRaw(ping->identity, "pong"), "router")) break;
+      if (!arrived(*dealer, "dealer")) break;
       ++exchanged;
     }
   }
