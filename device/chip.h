@@ -104,6 +104,8 @@ class Chip {
                                    const std::filesystem::path& output_dir) {
     return RunProgram(*program, config, output_dir);
   }
+  // Lets go of what RunShared kept (a session ended: its programs go too).
+  virtual void ReleaseShared() {}
 
   // The chip's device-resident tensors: read before a run for every
   // `resident` tensor (its init is used when the name is absent), written

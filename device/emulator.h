@@ -100,6 +100,7 @@ class EmulatedChip final : public Chip {
   DispatchResult RunShared(const std::shared_ptr<const Program>& program,
                            const config::RunConfig& config,
                            const std::filesystem::path& output_dir) override;
+  void ReleaseShared() override { kept_ = {}; }
   static constexpr uint64_t kMaxKeptLoweringBytes = 64ull << 20;
   // How many programs this chip lowered (tests, benchmarks).
   uint64_t lowerings() const { return lowerings_; }

@@ -477,6 +477,10 @@ TEST_F(EmulatorTest, ASharedProgramIsLoweredOnceAndItsKeptLoweringRunsTheSame) {
   ASSERT_TRUE(chip.RunProgram(*copy, AllFlags(), dir_ / "unshared").status.ok());
   ASSERT_TRUE(chip.RunShared(copy, AllFlags(), dir_ / "copy2").status.ok());
   EXPECT_EQ(chip.lowerings(), 5u);
+  // A session's end lets go of it.
+  chip.ReleaseShared();
+  ASSERT_TRUE(chip.RunShared(copy, AllFlags(), dir_ / "copy3").status.ok());
+  EXPECT_EQ(chip.lowerings(), 6u);
 }
 
 TEST_F(EmulatorTest, DepsJsonOfTheVectorPipelineHasExactlySixEdges) {

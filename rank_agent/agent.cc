@@ -316,6 +316,7 @@ struct RankAgent::Impl {
           w->reset_pending = false;
           const size_t tensors = w->chip->resident_state().size();
           w->chip->resident_state().clear();
+          w->chip->ReleaseShared();  // the kept lowering, with the session's programs
           if (tensors > 0) {
             DFX_LOG_INFO("rank {}: session ended; cleared {} device-resident tensor(s)", w->rank,
                          tensors);
