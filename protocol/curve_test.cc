@@ -1,12 +1,17 @@
 #include "protocol/curve.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "common/file_util.h"
 #include "protocol/channel.h"
@@ -141,7 +146,9 @@ class CurveChannelTest : public ::testing::Test {
     EXPECT_TRUE(dealer.ok());
     EXPECT_TRUE(dealer->Send(Message{Header{}, Hello{{0}, 1}}).ok());
     bool reached = false;
-    for (int waited = 0; waited < ms && !reached; waited += 20) {
+    // By the clock: a wait a signal interrupts returns early.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!reached && std::chrono::steady_clock::now() < deadline) {
       auto r = router_.Receive(20);
       reached = r.ok() && r->frame.has_value();
       (void)dealer->Receive(0);  // lets the dealer's monitor events drain
@@ -187,6 +194,49 @@ TEST_F(CurveChannelTest, AClientPinningAnotherServerKeyTalksToNobody) {
   DealerChannel dealer;
   EXPECT_FALSE(Reaches(CurveClient{agent_keys_, Pair().public_key}, 2000, &dealer));
   EXPECT_GT(dealer.TakeRefusals().count + router_.TakeRefusals().count, 0u);
+}
+
+// The ZAP handler answers every handshake from a thread of its own, which
+// takes the process's signals like any thread the program made (libzmq's
+// own threads block them). A signal there once ended that thread (EINTR out
+// of its poll), and every later CURVE handshake went unanswered. Here the
+// process is signalled without pause while agents connect one after
+// another.
+void IgnoreSignal(int) {}
+
+TEST_F(CurveChannelTest, HandshakesAreAnsweredWhileTheProcessIsSignalled) {
+  struct sigaction action {};
+  action.sa_handler = IgnoreSignal;  // no SA_RESTART: a waiting poll returns EINTR
+  struct sigaction old {};
+  ASSERT_EQ(::sigaction(SIGUSR1, &action, &old), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> signals{0};
+  std::thread storm([&] {
+    sigset_t mine;
+    sigemptyset(&mine);
+    sigaddset(&mine, SIGUSR1);
+    ::pthread_sigmask(SIG_BLOCK, &mine, nullptr);  // the others take them
+    while (!stop.load()) {
+      ::kill(::getpid(), SIGUSR1);
+      signals.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  });
+  // Handshakes until thousands of signals went by (most go to this thread:
+  // the kernel offers a process's signal to its main thread first).
+  int reached = 0;
+  bool answered = true;
+  while (answered && reached < 1000 && (reached < 10 || signals.load() < 3000)) {
+    DealerChannel dealer;
+    answered = Reaches(CurveClient{agent_keys_, server_keys_.public_key}, 10000, &dealer);
+    if (answered) ++reached;
+  }
+  stop = true;
+  storm.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_TRUE(answered) << "handshake " << reached + 1 << " went unanswered after "
+                        << signals.load() << " signal(s)";
+  EXPECT_GE(signals.load(), 1000u) << "after " << reached << " handshakes";
 }
 
 }  // namespace
