@@ -611,32 +611,30 @@ DealerChannel& DealerChannel::operator=(DealerChannel&&) noexcept = default;
 Result<DealerChannel> DealerChannel::Connect(Context& context, const std::string& endpoint,
                                              const std::string& identity,
                                              const SocketOptions& options) {
-  // (An EINTR here failed an agent's start-up: "cannot connect ...:
-  // Interrupted system call"; RetryOnEintr.)
-  {
-    DealerChannel channel;
-    try {
-      channel.impl_ = std::make_unique<Impl>();
-      channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::dealer);
-      zmq::socket_t& socket = channel.impl_->socket;
-      ApplyOptions(socket, options);
-      socket.set(zmq::sockopt::routing_id, zmq::buffer(identity));
-      if (options.curve_client) {
-        if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
-        socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
-        socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
-        socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
-      } else if (options.plain_client) {
-        socket.set(zmq::sockopt::plain_username, options.plain_client->first);
-        socket.set(zmq::sockopt::plain_password, options.plain_client->second);
-      }
-      channel.impl_->monitor =
-          std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
-      RetryOnEintr([&] { socket.connect(endpoint); });
-      return channel;
-    } catch (const zmq::error_t& e) {
-      return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
+  DealerChannel channel;
+  try {
+    channel.impl_ = std::make_unique<Impl>();
+    channel.impl_->socket = zmq::socket_t(context.impl_->context, zmq::socket_type::dealer);
+    zmq::socket_t& socket = channel.impl_->socket;
+    ApplyOptions(socket, options);
+    socket.set(zmq::sockopt::routing_id, zmq::buffer(identity));
+    if (options.curve_client) {
+      if (!CurveAvailable()) return Unavailable("CURVE is not available in this libzmq");
+      socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public_key);
+      socket.set(zmq::sockopt::curve_publickey, options.curve_client->keys.public_key);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve_client->keys.secret_key);
+    } else if (options.plain_client) {
+      socket.set(zmq::sockopt::plain_username, options.plain_client->first);
+      socket.set(zmq::sockopt::plain_password, options.plain_client->second);
     }
+    channel.impl_->monitor =
+        std::make_unique<SocketMonitor>(context.impl_->context, channel.impl_->socket);
+    // An EINTR here once failed an agent's start-up ("cannot connect ...:
+    // Interrupted system call").
+    RetryOnEintr([&] { socket.connect(endpoint); });
+    return channel;
+  } catch (const zmq::error_t& e) {
+    return InvalidArgument(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
   }
 }
 
