@@ -371,25 +371,11 @@ Result<SendResult> SendMessage(zmq::socket_t& socket, const std::string* identit
   }
 }
 
+// SendMessage of a copy of `bytes` (what zmq_send of a buffer makes).
 Result<SendResult> SendParts(zmq::socket_t& socket, const std::string* identity,
                              std::string_view bytes, bool mandatory_router) {
-  try {
-    if (identity != nullptr) {
-      auto sent = RetryOnEintr([&] {
-        return socket.send(zmq::buffer(*identity),
-                           zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      });
-      if (!sent) return SendResult::kWouldBlock;
-    }
-    auto sent = RetryOnEintr([&] {
-      return socket.send(zmq::buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
-    });
-    if (!sent) return SendResult::kWouldBlock;
-    return SendResult::kSent;
-  } catch (const zmq::error_t& e) {
-    if (mandatory_router && e.num() == EHOSTUNREACH) return SendResult::kUnroutable;
-    return Unavailable(fmt::format("zmq send failed: {}", e.what()));
-  }
+  return SendMessage(socket, identity, zmq::message_t(bytes.data(), bytes.size()),
+                     mandatory_router);
 }
 
 // The socket's monitor is not waited for: its events are read whenever
