@@ -209,17 +209,18 @@ void BM_ArgsDumpScalar(benchmark::State& state) {
 BENCHMARK(BM_ArgsDumpScalar)->Name("ArgsDump/Capture_scalar");
 
 // Fresh record pages: what a writer pays to fill 64 MiB of 64-byte records
-// in a LazyArray whose pages no one has touched (a fresh allocation each
-// iteration; above glibc's largest mmap threshold, 32 MiB, so freed memory
-// is never reused), against the same writes into pages already touched
-// (the baseline, same run). items_per_second counts 4 KiB pages (1e6 / it
-// = us per page). Ways: 0 `faults` (a page fault per page, as before MapAhead),
-// 1 `map_ahead` (the writer maps 256 KiB at a time), 2 `prefaulted` (the
-// pages were populated and read by Populate before the timing: what the
-// collectors' prefault thread does off the recording threads), 3 `touched`
-// (the baseline). On a VM that shadows page tables the first user access to
-// a page costs the hypervisor's fault even after the guest mapped it, so
-// only 2 comes near 3 there.
+// in a LazyArray whose pages no one has touched (a fresh mapping each
+// iteration: storage over 256 KiB is the array's own, its first 256 KiB in
+// 4 KiB pages and the rest advised for transparent huge pages), against the
+// same writes into pages already touched (the baseline, same run).
+// items_per_second counts 4 KiB pages (1e6 / it = us per page). Ways: 0
+// `faults` (a page fault per page, or per huge page), 1 `map_ahead` (the
+// writer maps 256 KiB at a time), 2 `prefaulted` (the pages were populated
+// and read by Populate before the timing: what the collectors' prefault
+// thread does off the recording threads), 3 `touched` (the baseline). On a
+// VM that shadows page tables the first user access to a page costs the
+// hypervisor's fault even after the guest mapped it: ~11 us per 4 KiB page
+// and ~135 us per 2 MiB one here, which is why the arrays use huge pages.
 void BM_FreshPages(benchmark::State& state) {
   struct Rec {
     uint64_t v[8];

@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 namespace dfx::collectors::internal {
@@ -35,28 +39,50 @@ size_t MappedPages(const LazyArray<Row>& rows, size_t from, size_t to) {
   return n;
 }
 
+// How many whole records `bytes` hold.
+size_t RecordsIn(size_t bytes) { return bytes / sizeof(Row); }
+
+// The index just past the huge page that holds record `record` (a huge-page
+// fault there maps no further).
+size_t HugePageEnd(const LazyArray<Row>& rows, size_t record) {
+  const auto addr = reinterpret_cast<uintptr_t>(rows.data() + record);
+  const uintptr_t huge = LazyArray<Row>::kHugePageBytes;
+  const uintptr_t end = (addr / huge + 1) * huge;
+  return (end - reinterpret_cast<uintptr_t>(rows.data())) / sizeof(Row);
+}
+
 TEST(LazyArrayTest, MapAheadMapsThePagesAfterTheWritersRecordBeforeItGetsThere) {
 #ifndef MADV_POPULATE_WRITE
   GTEST_SKIP() << "this kernel's headers have no MADV_POPULATE_WRITE";
 #else
   const size_t records = 64 * 1024 * 1024 / sizeof(Row);  // 64 MiB, untouched
   LazyArray<Row> rows(records);
-  const size_t ahead = 256 * 1024 / sizeof(Row);
-  // Nothing is mapped before a record is written (operator new of 64 MiB is
-  // a fresh mapping; only the allocator's header shares the first page).
-  ASSERT_EQ(MappedPages(rows, ahead, records), 0u);
+  const size_t head = RecordsIn(LazyArray<Row>::kSmallHeadBytes);
+  const size_t ahead = RecordsIn(256 * 1024);
+  // Nothing is mapped before a record is written (a fresh mapping of its own).
+  ASSERT_EQ(MappedPages(rows, 0, records), 0u);
   rows.MapAhead(0);
-  // The 256 KiB after record 0 are mapped without being written...
-  EXPECT_EQ(MappedPages(rows, 0, ahead), Pages(rows, 0, ahead));
-  // ...and nothing far beyond them.
-  EXPECT_EQ(MappedPages(rows, 2 * ahead, records), 0u);
+  // In the head, the look-ahead maps the pages after record 0 up to the
+  // head's end and not one page past it: a run whose records fit there
+  // (a one-task dispatch) never maps a 2 MiB page.
+  EXPECT_EQ(MappedPages(rows, 0, head), Pages(rows, 0, head));
+  EXPECT_EQ(MappedPages(rows, head, records), 0u);
   // A writer moving through the mapped part maps nothing more.
-  for (size_t i = 0; i <= ahead; ++i) rows.MapAhead(i);
-  EXPECT_EQ(MappedPages(rows, 2 * ahead, records), 0u);
-  // Crossing the mark (record 0's end plus 256 KiB) maps the next step.
-  rows.MapAhead(ahead + 1);
-  EXPECT_EQ(MappedPages(rows, ahead + 1, 2 * ahead + 1), Pages(rows, ahead + 1, 2 * ahead + 1));
-  EXPECT_EQ(MappedPages(rows, 3 * ahead, records), 0u);
+  for (size_t i = 0; i < head; ++i) rows.MapAhead(i);
+  EXPECT_EQ(MappedPages(rows, head, records), 0u);
+  // The background look-ahead stops at the head's end too.
+  rows.PopulateAhead(0);
+  EXPECT_EQ(MappedPages(rows, head, records), 0u);
+  // Crossing into the rest (transparent huge pages when the kernel has them)
+  // maps the next step, and nothing past the huge page where it ends.
+  rows.MapAhead(head);
+  EXPECT_EQ(MappedPages(rows, head, head + ahead), Pages(rows, head, head + ahead));
+  EXPECT_EQ(MappedPages(rows, HugePageEnd(rows, head + ahead), records), 0u);
+  // Then step by step as before: past the mark, the next step.
+  const size_t far = records / 2;
+  rows.MapAhead(far);
+  EXPECT_EQ(MappedPages(rows, far, far + ahead), Pages(rows, far, far + ahead));
+  EXPECT_EQ(MappedPages(rows, HugePageEnd(rows, far + ahead), records), 0u);
   // The last record maps up to the end of the storage and not past it (a
   // madvise past it would fail or touch another allocation).
   rows.MapAhead(records - 1);
@@ -64,6 +90,43 @@ TEST(LazyArrayTest, MapAheadMapsThePagesAfterTheWritersRecordBeforeItGetsThere) 
   // Past the end: nothing (the caller drops such a record).
   rows.MapAhead(records);
 #endif
+}
+
+// Storage no larger than the head is a plain allocation that maps 4 KiB
+// pages as records land; a larger one asks for huge pages past its head
+// (when this kernel has them at all).
+TEST(LazyArrayTest, StoragePastTheHeadIsAdvisedForHugePages) {
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
+  if (mode.empty() || mode.find("[never]") != std::string::npos) {
+    GTEST_SKIP() << "transparent huge pages are off on this kernel";
+  }
+  const size_t records = 8 * 1024 * 1024 / sizeof(Row);
+  LazyArray<Row> rows(records);
+  const size_t head = RecordsIn(LazyArray<Row>::kSmallHeadBytes);
+  // The storage past the head starts at a huge-page boundary.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(rows.data() + head) % LazyArray<Row>::kHugePageBytes, 0u);
+  // /proc/self/smaps: the area that holds it carries VmFlags "hg" (madvise
+  // split the mapping, so the head is an area of its own).
+  const auto huge_start = reinterpret_cast<uintptr_t>(rows.data() + head);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_area = false, eligible = false, seen = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // an area's first line
+      in_area = lo <= huge_start && huge_start < hi;
+      seen = seen || in_area;
+    } else if (in_area && line.rfind("VmFlags:", 0) == 0) {
+      eligible = line.find(" hg") != std::string::npos;
+    }
+  }
+  ASSERT_TRUE(seen) << "no mapping in /proc/self/smaps holds the storage";
+  EXPECT_TRUE(eligible) << "the storage past the head is not advised for huge pages (VmFlags hg)";
+
+  LazyArray<Row> small(RecordsIn(LazyArray<Row>::kSmallHeadBytes));
+  small.MapAhead(0);
+  EXPECT_EQ(MappedPages(small, 0, small.size()), Pages(small, 0, small.size()));
 }
 
 }  // namespace
