@@ -8,7 +8,6 @@
 //
 // Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -26,6 +25,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/heap.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
@@ -670,10 +670,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Artifact chunks are 1 MiB buffers allocated and freed per chunk; keep
-  // them in the heap instead of mmap/munmap + page faults for every one.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  dfx::TuneHeap();  // before anything is allocated in earnest
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

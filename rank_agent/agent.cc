@@ -21,6 +21,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "protocol/codec.h"
 #include "protocol/endpoint.h"
@@ -317,6 +318,10 @@ struct RankAgent::Impl {
           const size_t tensors = w->chip->resident_state().size();
           w->chip->resident_state().clear();
           w->chip->ReleaseShared();  // the kept lowering, with the session's programs
+          // What the session allocated goes back to the kernel (with the
+          // heap's reserve on huge pages, glibc would keep up to 256 MiB of
+          // a freed top).
+          ReleaseFreeHeap();
           if (tensors > 0) {
             DFX_LOG_INFO("rank {}: session ended; cleared {} device-resident tensor(s)", w->rank,
                          tensors);
@@ -888,6 +893,9 @@ struct RankAgent::Impl {
   // Ends the current session for a serve agent: forget queued work, clear
   // the chips' device memory once nothing runs on them, keep the spool.
   void ResetSession() {
+    // First, so that the programs are gone when the workers release what
+    // remains of the session and give the heap back (WorkerLoop).
+    programs_.Clear();  // a program is sent again to each session
     for (auto& w : workers_) {
       {
         std::lock_guard<std::mutex> lock(w->mu);
@@ -896,7 +904,6 @@ struct RankAgent::Impl {
       }
       w->cv.notify_one();
     }
-    programs_.Clear();  // a program is sent again to each session
     send_queue_.clear();
     held_accepts_.clear();
     held_dispatches_.clear();

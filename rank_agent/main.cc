@@ -3,7 +3,6 @@
 // protocol/agent_command_line.h, which the coordinator's launcher writes with.
 // Usage errors exit 2, a failed run or agent 1.
 #include <fmt/format.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "collectors/artifact_layout.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "protocol/agent_command_line.h"
 #include "rank_agent/agent.h"
@@ -219,10 +219,7 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line, bool connect_timeo
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Artifact chunks are 1 MiB buffers allocated and freed per chunk; keep
-  // them in the heap instead of mmap/munmap + page faults for every one.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  dfx::TuneHeap();  // before anything is allocated in earnest
   using Form = dfx::protocol::ParsedAgentCommandLine::Form;
   auto parsed =
       dfx::protocol::ParseAgentCommandLine(std::vector<std::string>(argv + 1, argv + argc));

@@ -54,7 +54,6 @@
 // build's bin/), e.g. a copy of an earlier build's, for a paired comparison.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <malloc.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -80,6 +79,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/heap.h"
 #include "common/json.h"
 #include "protocol/channel.h"
 #include "protocol/curve.h"
@@ -428,11 +428,10 @@ double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The same malloc tuning as dfx-coordinator and dfx-rank-agent (1 MiB
-  // buffers stay in the heap instead of fresh mmap pages per frame), so the
-  // raw baselines do not pay page faults the gather avoids.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // The same heap as dfx-coordinator and dfx-rank-agent (1 MiB buffers stay
+  // in the heap instead of fresh mmap pages per frame, on huge pages), so
+  // the raw baselines do not pay page faults the gather avoids.
+  dfx::TuneHeap();
   self_path = fs::canonical("/proc/self/exe").string();
   if (argc == 5 && std::string(argv[1]) == "--raw-sender") {
     return RawSender(argv[2], argv[3], std::stoull(argv[4]));
