@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "common/testing/huge_pages.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
@@ -31,32 +31,12 @@ std::string CannotJudge() {
 #ifdef DFX_HEAP_TEST_OTHER_ALLOCATOR
   return "a sanitizer's allocator replaces glibc's heap";
 #else
-  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-  if (mode.empty() || mode.find("[never]") != std::string::npos) {
-    return "transparent huge pages are off on this kernel";
-  }
-  return "";
+  return HugePagesOff();
 #endif
 }
 
-// Whether the memory area that holds the heap's last byte is advised for
-// huge pages (VmFlags "hg" in /proc/self/smaps).
-bool HeapTopAdvised() {
-  const auto last = reinterpret_cast<uintptr_t>(::sbrk(0)) - 1;
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in_area = false;
-  while (std::getline(smaps, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // an area's first line
-      in_area = lo <= last && last < hi;
-    } else if (in_area && line.rfind("VmFlags:", 0) == 0) {
-      return line.find(" hg") != std::string::npos;
-    }
-  }
-  return false;
-}
+// Whether the heap's last byte is on memory advised for huge pages.
+bool HeapTopAdvised() { return AdvisedForHugePages(reinterpret_cast<uintptr_t>(::sbrk(0)) - 1); }
 
 uint64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");

@@ -7,11 +7,10 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
+
+#include "common/testing/huge_pages.h"
 
 namespace dfx::collectors::internal {
 namespace {
@@ -96,33 +95,16 @@ TEST(LazyArrayTest, MapAheadMapsThePagesAfterTheWritersRecordBeforeItGetsThere) 
 // pages as records land; a larger one asks for huge pages past its head
 // (when this kernel has them at all).
 TEST(LazyArrayTest, StoragePastTheHeadIsAdvisedForHugePages) {
-  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-  if (mode.empty() || mode.find("[never]") != std::string::npos) {
-    GTEST_SKIP() << "transparent huge pages are off on this kernel";
-  }
+  if (const std::string why = HugePagesOff(); !why.empty()) GTEST_SKIP() << why;
   const size_t records = 8 * 1024 * 1024 / sizeof(Row);
   LazyArray<Row> rows(records);
   const size_t head = RecordsIn(LazyArray<Row>::kSmallHeadBytes);
   // The storage past the head starts at a huge-page boundary.
   EXPECT_EQ(reinterpret_cast<uintptr_t>(rows.data() + head) % LazyArray<Row>::kHugePageBytes, 0u);
-  // /proc/self/smaps: the area that holds it carries VmFlags "hg" (madvise
-  // split the mapping, so the head is an area of its own).
-  const auto huge_start = reinterpret_cast<uintptr_t>(rows.data() + head);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in_area = false, eligible = false, seen = false;
-  while (std::getline(smaps, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // an area's first line
-      in_area = lo <= huge_start && huge_start < hi;
-      seen = seen || in_area;
-    } else if (in_area && line.rfind("VmFlags:", 0) == 0) {
-      eligible = line.find(" hg") != std::string::npos;
-    }
-  }
-  ASSERT_TRUE(seen) << "no mapping in /proc/self/smaps holds the storage";
-  EXPECT_TRUE(eligible) << "the storage past the head is not advised for huge pages (VmFlags hg)";
+  // The area that holds it is advised for huge pages (madvise split the
+  // mapping, so the head is an area of its own).
+  EXPECT_TRUE(AdvisedForHugePages(reinterpret_cast<uintptr_t>(rows.data() + head)))
+      << "the storage past the head is not advised for huge pages";
 
   LazyArray<Row> small(RecordsIn(LazyArray<Row>::kSmallHeadBytes));
   small.MapAhead(0);
