@@ -10,8 +10,6 @@
 namespace dfx {
 namespace {
 
-constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
-
 // Grows the heap by kHeapReserveBytes (M_TOP_PAD: every growth reserves that
 // much past what it needs) and advises the new range for huge pages.
 void AdviseHeapGrowth() {
@@ -23,7 +21,8 @@ void AdviseHeapGrowth() {
   // Only a probe from the brk heap, just below its top: not a sanitizer's
   // allocator, nor glibc's mmap fallback after a refused brk.
   if (top <= at || top - at > kHeapReserveBytes + (uintptr_t{8} << 20)) return;
-  const uintptr_t begin = (at + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  const uintptr_t huge = kHugePageBytes;
+  const uintptr_t begin = (at + huge - 1) & ~(huge - 1);
 #ifdef MADV_HUGEPAGE
   if (top > begin) (void)::madvise(reinterpret_cast<void*>(begin), top - begin, MADV_HUGEPAGE);
 #endif

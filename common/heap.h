@@ -15,6 +15,9 @@
 
 namespace dfx {
 
+// A transparent huge page: x86-64's (and arm64's with 4 KiB pages) PMD size.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 // Bytes of address space the heap keeps reserved past its top (glibc's
 // M_TOP_PAD): what TuneHeap advises for huge pages. Address space only:
 // memory is used as the heap grows into it.

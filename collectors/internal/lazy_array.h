@@ -34,6 +34,8 @@
 #include <new>
 #include <type_traits>
 
+#include "common/heap.h"  // kHugePageBytes
+
 namespace dfx::collectors::internal {
 
 template <typename T>
@@ -45,7 +47,6 @@ class LazyArray {
   static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
  public:
-  static constexpr size_t kHugePageBytes = 2 << 20;  // x86-64's (and arm64's) PMD page
   // The head: storage up to this size is a plain allocation, and larger
   // storage keeps 4 KiB pages for this many bytes from its start.
   static constexpr size_t kSmallHeadBytes = 256 * 1024;

@@ -45,7 +45,7 @@ size_t RecordsIn(size_t bytes) { return bytes / sizeof(Row); }
 // fault there maps no further).
 size_t HugePageEnd(const LazyArray<Row>& rows, size_t record) {
   const auto addr = reinterpret_cast<uintptr_t>(rows.data() + record);
-  const uintptr_t huge = LazyArray<Row>::kHugePageBytes;
+  const uintptr_t huge = kHugePageBytes;
   const uintptr_t end = (addr / huge + 1) * huge;
   return (end - reinterpret_cast<uintptr_t>(rows.data())) / sizeof(Row);
 }
@@ -100,7 +100,7 @@ TEST(LazyArrayTest, StoragePastTheHeadIsAdvisedForHugePages) {
   LazyArray<Row> rows(records);
   const size_t head = RecordsIn(LazyArray<Row>::kSmallHeadBytes);
   // The storage past the head starts at a huge-page boundary.
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(rows.data() + head) % LazyArray<Row>::kHugePageBytes, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(rows.data() + head) % kHugePageBytes, 0u);
   // The area that holds it is advised for huge pages (madvise split the
   // mapping, so the head is an area of its own).
   EXPECT_TRUE(AdvisedForHugePages(reinterpret_cast<uintptr_t>(rows.data() + head)))
