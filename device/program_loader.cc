@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/file_util.h"
@@ -66,7 +67,10 @@ constexpr ArgType kAllArgTypes[] = {ArgType::kInput, ArgType::kOutput, ArgType::
 
 std::string ShapeString(const std::vector<uint32_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 
@@ -101,39 +105,50 @@ class Parser {
     return InvalidArgument(file_ + ": at " + path + ": " + what);
   }
 
-  Status CheckKeys(const Json& obj, const std::string& path,
+  // A JSON path, or a function that makes it: the paths of a program's
+  // elements ("$.orchestration[7].args[1]") are spelt out for an error
+  // message only, not for each of a large program's elements.
+  static const std::string& PathOf(const std::string& path) { return path; }
+  template <typename MakePath>
+  requires std::is_invocable_r_v<std::string, const MakePath&>
+  static std::string PathOf(const MakePath& make) { return make(); }
+
+  template <typename Path>
+  Status CheckKeys(const Json& obj, const Path& path,
                    std::initializer_list<const char*> allowed) const {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool ok = false;
+      const std::string& key = it.key();
+      if (std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
+        continue;
       std::string list;
-      for (const char* a : allowed) {
-        if (it.key() == a) ok = true;
-        list += (list.empty() ? "" : ", ") + std::string(a);
-      }
-      if (!ok)
-        return ErrMsg(path + "." + it.key(),
-                      "unknown key \"" + it.key() + "\"; expected one of: " + list);
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return ErrMsg(PathOf(path) + "." + key,
+                    "unknown key \"" + key + "\"; expected one of: " + list);
     }
     return Status::Ok();
   }
 
-  Result<int64_t> Int(const Json& j, const std::string& path, int64_t lo, int64_t hi) const {
+  template <typename Path>
+  Result<int64_t> Int(const Json& j, const Path& path, int64_t lo, int64_t hi) const {
     if (!j.is_number_integer())
-      return Err(path, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", j);
+      return Err(PathOf(path),
+                 "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", j);
     int64_t v = j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
                     ? INT64_MAX
                     : j.get<int64_t>();
     if (v < lo || v > hi)
-      return Err(path, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", j);
+      return Err(PathOf(path),
+                 "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", j);
     return v;
   }
 
   Result<std::string> String(const Json& obj, const std::string& key, const std::string& path,
                              const std::string& expected) const {
-    if (!obj.contains(key)) return ErrMsg(path, "missing key \"" + key + "\" (" + expected + ")");
-    if (!obj[key].is_string() || obj[key].get<std::string>().empty())
-      return Err(path + "." + key, expected, obj[key]);
-    return obj[key].get<std::string>();
+    auto it = obj.find(key);
+    if (it == obj.end()) return ErrMsg(path, "missing key \"" + key + "\" (" + expected + ")");
+    if (!it->is_string() || it->get_ref<const std::string&>().empty())
+      return Err(path + "." + key, expected, *it);
+    return it->get_ref<const std::string&>();
   }
 
   Result<DType> ParseDTypeAt(const Json& obj, const std::string& path) const {
@@ -227,9 +242,10 @@ class Parser {
       return Err(path + ".shape", "an array of 1..5 positive integers", s);
     std::vector<uint32_t> shape;
     uint64_t numel = 1;
+    shape.reserve(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
-      DFX_ASSIGN_OR_RETURN(int64_t v,
-                           Int(s[d], path + ".shape[" + std::to_string(d) + "]", 1, 1 << 24));
+      auto dim_path = [&] { return path + ".shape[" + std::to_string(d) + "]"; };
+      DFX_ASSIGN_OR_RETURN(int64_t v, Int(s[d], dim_path, 1, 1 << 24));
       shape.push_back(static_cast<uint32_t>(v));
       numel *= static_cast<uint64_t>(v);
     }
@@ -240,17 +256,18 @@ class Parser {
   Status ParseInit(const Json& t, const std::string& path, TensorDecl* decl) const {
     if (!t.contains("init")) return Status::Ok();
     const Json& in = t["init"];
-    std::string ipath = path + ".init";
+    auto ipath = [&] { return path + ".init"; };
     const char* expected =
         "\"zeros\", \"ones\", {\"range\": start or [start, step]}, {\"random\": seed} or an array "
         "of numel numbers";
     if (in.is_string()) {
-      if (in == "zeros") {
+      const std::string& name = in.get_ref<const std::string&>();
+      if (name == "zeros") {
         decl->init.kind = InitKind::kZeros;
-      } else if (in == "ones") {
+      } else if (name == "ones") {
         decl->init.kind = InitKind::kOnes;
       } else {
-        return Err(ipath, expected, in);
+        return Err(ipath(), expected, in);
       }
     } else if (in.is_object() && in.size() == 1 && in.contains("range")) {
       decl->init.kind = InitKind::kRange;
@@ -261,29 +278,29 @@ class Parser {
         decl->init.range_start = r[0].get<double>();
         decl->init.range_step = r[1].get<double>();
       } else {
-        return Err(ipath + ".range", "a number or [start, step]", r);
+        return Err(ipath() + ".range", "a number or [start, step]", r);
       }
     } else if (in.is_object() && in.size() == 1 && in.contains("random")) {
       decl->init.kind = InitKind::kRandom;
       if (!in["random"].is_number_unsigned() &&
           !(in["random"].is_number_integer() && in["random"].get<int64_t>() >= 0))
-        return Err(ipath + ".random", "a non-negative integer seed", in["random"]);
+        return Err(ipath() + ".random", "a non-negative integer seed", in["random"]);
       decl->init.seed = in["random"].get<uint64_t>();
     } else if (in.is_array()) {
       decl->init.kind = InitKind::kValues;
       if (in.size() != decl->Numel())
-        return Err(ipath,
+        return Err(ipath(),
                    "an array of exactly " + std::to_string(decl->Numel()) +
                        " numbers (the numel of shape " + ShapeString(decl->shape) + ")",
                    in);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!in[i].is_number() && !in[i].is_boolean())
-          return Err(ipath + "[" + std::to_string(i) + "]", "a number", in[i]);
+          return Err(ipath() + "[" + std::to_string(i) + "]", "a number", in[i]);
         decl->init.values.push_back(in[i].is_boolean() ? (in[i].get<bool>() ? 1.0 : 0.0)
                                                        : in[i].get<double>());
       }
     } else {
-      return Err(ipath, expected, in);
+      return Err(ipath(), expected, in);
     }
     return Status::Ok();
   }
@@ -345,10 +362,13 @@ class Parser {
     return s;
   }
 
-  Result<int> TensorRef(const Json& v, const std::string& path, const Program& p) const {
-    if (!v.is_string() || !tensor_index_.count(v.get<std::string>()))
-      return Err(path, "the name of a declared tensor (one of " + TensorNames(p) + ")", v);
-    return tensor_index_.at(v.get<std::string>());
+  template <typename Path>
+  Result<int> TensorRef(const Json& v, const Path& path, const Program& p) const {
+    if (v.is_string()) {
+      auto it = tensor_index_.find(v.get_ref<const std::string&>());
+      if (it != tensor_index_.end()) return it->second;
+    }
+    return Err(PathOf(path), "the name of a declared tensor (one of " + TensorNames(p) + ")", v);
   }
 
   Status ParseBody(const Json& body, const std::string& path, Program* p,
@@ -394,41 +414,52 @@ class Parser {
   Status ParseSubmit(const Json& s, const std::string& path, Program* p, Submit* sub) {
     DFX_RETURN_IF_ERROR(
         CheckKeys(s, path, {"submit", "args", "scalars", "block_num", "dumps", "id", "deps"}));
-    if (!s["submit"].is_string() || !kernel_index_.count(s["submit"].get<std::string>())) {
+    const Json& kernel_name = s["submit"];
+    auto kernel_it = kernel_name.is_string()
+                         ? kernel_index_.find(kernel_name.get_ref<const std::string&>())
+                         : kernel_index_.end();
+    if (kernel_it == kernel_index_.end()) {
       std::string names;
       for (const auto& k : p->kernels) names += (names.empty() ? "" : ", ") + k.name;
       return Err(path + ".submit", "the name of a declared kernel (one of " + names + ")",
-                 s["submit"]);
+                 kernel_name);
     }
-    sub->kernel = kernel_index_[s["submit"].get<std::string>()];
+    sub->kernel = kernel_it->second;
     const Kernel& kernel = p->kernels[sub->kernel];
     if (!s.contains("args") || !s["args"].is_array() || s["args"].size() > 32)
       return Err(path + ".args", "an array of at most 32 tensor arguments",
                  s.value("args", Json()));
-    for (size_t a = 0; a < s["args"].size(); ++a) {
-      const Json& arg = s["args"][a];
-      std::string apath = path + ".args[" + std::to_string(a) + "]";
+    const Json& args = s["args"];
+    sub->args.reserve(args.size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      const Json& arg = args[a];
+      auto apath = [&] { return path + ".args[" + std::to_string(a) + "]"; };
       if (!arg.is_object())
-        return Err(apath, "{\"tensor\": name, \"type\": INPUT|OUTPUT|INOUT|OUTPUT_EXISTING}", arg);
+        return Err(apath(), "{\"tensor\": name, \"type\": INPUT|OUTPUT|INOUT|OUTPUT_EXISTING}",
+                   arg);
       DFX_RETURN_IF_ERROR(CheckKeys(arg, apath, {"tensor", "type"}));
       SubmitArg sa;
-      if (!arg.contains("tensor")) return ErrMsg(apath, "missing key \"tensor\" (a tensor name)");
-      DFX_ASSIGN_OR_RETURN(sa.tensor, TensorRef(arg["tensor"], apath + ".tensor", *p));
+      auto tensor = arg.find("tensor");
+      if (tensor == arg.end()) return ErrMsg(apath(), "missing key \"tensor\" (a tensor name)");
+      auto tensor_path = [&] { return apath() + ".tensor"; };
+      DFX_ASSIGN_OR_RETURN(sa.tensor, TensorRef(*tensor, tensor_path, *p));
       const char* types = "one of INPUT, OUTPUT, INOUT, OUTPUT_EXISTING";
-      if (!arg.contains("type") || !arg["type"].is_string())
-        return Err(apath + ".type", types, arg.value("type", Json()));
+      auto type = arg.find("type");
+      if (type == arg.end() || !type->is_string())
+        return Err(apath() + ".type", types, arg.value("type", Json()));
+      const std::string& type_name = type->get_ref<const std::string&>();
       bool found = false;
       for (ArgType t : kAllArgTypes) {
-        if (arg["type"] == ArgTypeName(t)) {
+        if (type_name == ArgTypeName(t)) {
           sa.type = t;
           found = true;
         }
       }
-      if (!found) return Err(apath + ".type", types, arg["type"]);
+      if (!found) return Err(apath() + ".type", types, *type);
       if (sa.type == ArgType::kOutput && p->tensors[sa.tensor].view_of >= 0)
-        return Err(apath + ".tensor",
+        return Err(apath() + ".tensor",
                    "a base tensor for an OUTPUT (a view cannot be rebound; use OUTPUT_EXISTING)",
-                   arg["tensor"]);
+                   *tensor);
       sub->args.push_back(sa);
     }
     if (s.contains("scalars")) {
@@ -688,44 +719,69 @@ namespace {
 // Line (1-based) of every object that holds a "scope" key, and of the
 // "orchestration" key, by the loader's JSON path ("$.orchestration[3].body[0]").
 // A scanner, not a parser: the text was already parsed, this only finds
-// positions.
+// positions. Paths are spelt out only for the objects that hold a scope: a
+// large program has a container per argument, and a key per field.
 std::map<std::string, int> ScopeLines(std::string_view text) {
   struct Frame {
     bool object;
-    std::string path;
     int line;
-    size_t index = 0;
-    std::string key;
+    size_t index = 0;          // array: the element being read
+    std::string_view raw_key;  // object: the key being read, as written in `text`
+    std::string unescaped;     // the key, when it held escapes
+    bool escaped = false;
     bool expect_key = true;
+    std::string_view key() const { return escaped ? std::string_view(unescaped) : raw_key; }
   };
   std::map<std::string, int> lines;
   std::vector<Frame> stack;
-  int line = 1;
-  auto child_path = [&]() -> std::string {
-    if (stack.empty()) return "$";
-    const Frame& f = stack.back();
-    return f.object ? f.path + "." + f.key : f.path + "[" + std::to_string(f.index) + "]";
+  // The path of stack[depth] (stack[0] is "$"): each frame is its parent's
+  // current key or element, which stay put while the frame is open.
+  auto path_of = [&](size_t depth) {
+    std::string path = "$";
+    for (size_t d = 0; d < depth; ++d) {
+      const Frame& f = stack[d];
+      if (f.object) {
+        path.append(".").append(f.key());
+      } else {
+        path.append("[").append(std::to_string(f.index)).append("]");
+      }
+    }
+    return path;
   };
+  int line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') {
       ++line;
     } else if (c == '"') {
-      std::string s;
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+      // The string's text up to its closing quote; a backslash keeps the
+      // character after it (as the key, and as a newline for the line count).
+      const size_t begin = ++i;
+      bool escaped = false;
+      for (; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) {
+          escaped = true;
+          ++i;
+        }
         if (text[i] == '\n') ++line;
-        s.push_back(text[i]);
       }
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         Frame& f = stack.back();
-        f.key = s;
         f.expect_key = false;
-        if (s == "scope") lines[f.path] = f.line;
-        if (s == "orchestration" && f.path == "$") lines["$.orchestration"] = line;
+        f.raw_key = text.substr(begin, std::min(i, text.size()) - begin);
+        f.escaped = escaped;
+        if (escaped) {
+          f.unescaped.clear();
+          for (size_t k = 0; k < f.raw_key.size(); ++k) {
+            if (f.raw_key[k] == '\\' && k + 1 < f.raw_key.size()) ++k;
+            f.unescaped.push_back(f.raw_key[k]);
+          }
+        }
+        if (f.key() == "scope") lines[path_of(stack.size() - 1)] = f.line;
+        if (f.key() == "orchestration" && stack.size() == 1) lines["$.orchestration"] = line;
       }
     } else if (c == '{' || c == '[') {
-      stack.push_back(Frame{c == '{', child_path(), line});
+      stack.push_back(Frame{c == '{', line});
       if (stack.size() > 256) return {};
     } else if (c == '}' || c == ']') {
       if (stack.empty()) return {};

@@ -7,6 +7,12 @@
 //   device_bench [--tasks 100000] [--width 32] [--repeat 3] [--dfx]
 //                [--host-threads N] [--mode both|virtual|real]
 // (--mode runs one clock mode alone, e.g. under `perf stat`.)
+//
+// It also times loading the same program from its JSON text the way an agent
+// does (rank_agent/run_dispatch.cc: ParseJson, ParseProgram, AttachSourceLines;
+// the document freed), against the floor of that path
+// measured in the same run: nlohmann's parse of the same text into a
+// document, and freeing it. Best of --repeat each, interleaved.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -15,9 +21,11 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/json.h"
 #include "device/emulator.h"
 #include "device/generators.h"
 #include "device/lowering.h"
+#include "device/program_loader.h"
 
 namespace {
 
@@ -55,6 +63,30 @@ uint64_t BaselineWalk(const LoweredProgram& lp) {
   uint64_t ns = MonotonicClock::Instance().NowNs() - t0;
   if (done != n || sink == 42) std::fprintf(stderr, "baseline walked %lu of %zu\n", done, n);
   return ns;
+}
+
+// Loads `text` as an agent loads a dispatched program; returns ns (0: it failed).
+uint64_t TimeLoad(const std::string& text, int expected_submits) {
+  uint64_t t0 = MonotonicClock::Instance().NowNs();
+  Result<Program> p = InvalidArgument("not parsed");
+  if (auto json = ParseJson(text, "bench.json"); json.ok()) {
+    p = ParseProgram(*json, "bench.json");
+    if (p.ok()) AttachSourceLines(&*p, text, "bench.json");
+  }
+  uint64_t ns = MonotonicClock::Instance().NowNs() - t0;
+  if (!p.ok() || p->submit_count != expected_submits) {
+    std::fprintf(stderr, "program load failed: %s\n",
+                 p.ok() ? "wrong submit count" : p.status().ToString().c_str());
+    return 0;
+  }
+  return ns;
+}
+
+// The floor of that path: the text into a JSON document and the document freed.
+uint64_t TimeDomParse(const std::string& text) {
+  uint64_t t0 = MonotonicClock::Instance().NowNs();
+  { Json j = Json::parse(text); }
+  return MonotonicClock::Instance().NowNs() - t0;
 }
 
 }  // namespace
@@ -98,6 +130,21 @@ int main(int argc, char** argv) {
               n, o.width, static_cast<unsigned long>(lp->edge_count));
   std::printf("  lowering (ids, buffers, dependency inference): %.3f s = %.0f tasks/s\n",
               Seconds(lower_ns), n / Seconds(lower_ns));
+  {
+    const std::string text = ProgramToJson(p).dump();  // as dfx-gen-program --indent -1 writes it
+    uint64_t load_ns = UINT64_MAX, dom_ns = UINT64_MAX;
+    for (int r = 0; r < repeat; ++r) {
+      dom_ns = std::min(dom_ns, TimeDomParse(text));
+      const uint64_t ns = TimeLoad(text, p.submit_count);
+      if (ns == 0) return 1;
+      load_ns = std::min(load_ns, ns);
+    }
+    std::printf(
+        "  program load (%.1f MB of JSON -> Program, as an agent): %.3f s; floor: the JSON "
+        "document alone %.3f s; ratio to floor %.2f\n",
+        text.size() / 1e6, Seconds(load_ns), Seconds(dom_ns),
+        static_cast<double>(load_ns) / static_cast<double>(dom_ns));
+  }
   std::printf("  %-44s %10.3f s %14.0f tasks/s\n", "baseline: bare topological walk, no-op kernel",
               Seconds(base_ns), base_tps);
 
