@@ -26,23 +26,25 @@ uint32_t* Word(std::atomic<uint32_t>* a) { return reinterpret_cast<uint32_t*>(a)
 
 void Parker::Wait(uint32_t seen) {
   for (int i = 0; i < kSpins; ++i) {
-    if (seq_.load(std::memory_order_acquire) != seen) return;
+    if (Seq() != seen) return;
     Pause();
   }
-  // Counted before each sleep; Notify takes the count (exchange with 0)
-  // and wakes all, so nobody decrements. The kernel sleeps only while the
-  // word still holds `seen`: a Notify between the check and the sleep is
-  // not lost (it saw the count, or the check sees its new seq_).
-  while (true) {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (seq_.load(std::memory_order_seq_cst) != seen) return;
-    ::syscall(SYS_futex, Word(&seq_), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
-    if (seq_.load(std::memory_order_seq_cst) != seen) return;
+  // Flag the word, then sleep while it holds exactly that: the sequence we
+  // saw, flagged. A Notify in between changes the word, so the kernel does
+  // not let us sleep; one after it finds the flag and wakes us.
+  for (;;) {
+    uint32_t word = word_.load(std::memory_order_seq_cst);
+    if ((word >> 1) != seen) return;
+    if ((word & kSleeping) == 0 &&
+        !word_.compare_exchange_strong(word, word | kSleeping, std::memory_order_seq_cst)) {
+      continue;  // a Notify (or another sleeper's flag) came first: look again
+    }
+    ::syscall(SYS_futex, Word(&word_), FUTEX_WAIT_PRIVATE, word | kSleeping, nullptr, nullptr, 0);
   }
 }
 
 void Parker::WakeAll() {
-  ::syscall(SYS_futex, Word(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  ::syscall(SYS_futex, Word(&word_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 RunMutex::RunMutex() {

@@ -22,15 +22,26 @@ namespace dfx::device {
 // std::atomic::wait, which does before it sleeps): on a loaded machine a
 // yielding thread waits behind every other runnable one, and a run of 20k
 // tasks took minutes instead of seconds.
+//
+// The sequence and the "someone sleeps" flag share the one word the futex
+// waits on, and a Notify changes both in one step. They used to be two
+// words (a sequence, and a count of sleepers that Notify took with an
+// exchange), which lost wake-ups: a notifier delayed between its two steps
+// took the count of the waiter's next wait, woke it before it slept, and
+// the Notify after that found no count and made no call, leaving it asleep
+// for good (a 100k-task run stalled twice in ~2,000; a ping-pong through
+// two such words lost one wake-up in ~5 million).
 class Parker {
  public:
-  uint32_t Seq() const { return seq_.load(std::memory_order_seq_cst); }
+  uint32_t Seq() const { return word_.load(std::memory_order_seq_cst) >> 1; }
   // Wakes every sleeper; a system call only when someone went to sleep
   // since the last one (a sleeper woken but not yet running is not woken
   // again: that was one futex call per Notify while it waited for a CPU).
   void Notify() {
-    seq_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.exchange(0, std::memory_order_seq_cst) > 0) WakeAll();
+    uint32_t old = word_.load(std::memory_order_relaxed);
+    while (!word_.compare_exchange_weak(old, ((old >> 1) + 1) << 1, std::memory_order_seq_cst)) {
+    }
+    if ((old & kSleeping) != 0) WakeAll();
   }
   void Wait(uint32_t seen);
 
@@ -40,9 +51,9 @@ class Parker {
   // spin (more sleeps) and 1000 (the spinner holds the core the worker
   // needs).
   static constexpr int kSpins = 128;
+  static constexpr uint32_t kSleeping = 1;  // bit 0; the sequence is bits 1..31
   void WakeAll();
-  std::atomic<uint32_t> seq_{0};
-  std::atomic<uint32_t> sleepers_{0};  // went to sleep since the last Notify
+  std::atomic<uint32_t> word_{0};
 };
 
 // The run's one lock (Engine::mu_): glibc's adaptive mutex, which spins a
