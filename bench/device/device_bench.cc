@@ -9,8 +9,8 @@
 // (--mode runs one clock mode alone, e.g. under `perf stat`.)
 //
 // It also times loading the same program from its JSON text the way an agent
-// does (rank_agent/run_dispatch.cc: ParseJson, ParseProgram, AttachSourceLines;
-// the document freed), against the floor of that path
+// does (ParseJson, then rank_agent::ParseDispatchProgram, as RunDispatch
+// does; the document freed), against the floor of that path
 // measured in the same run: nlohmann's parse of the same text into a
 // document, and freeing it. Best of --repeat each, interleaved.
 #include <CLI/CLI.hpp>
@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "common/clock.h"
@@ -26,6 +27,7 @@
 #include "device/generators.h"
 #include "device/lowering.h"
 #include "device/program_loader.h"
+#include "rank_agent/run_dispatch.h"
 
 namespace {
 
@@ -68,13 +70,12 @@ uint64_t BaselineWalk(const LoweredProgram& lp) {
 // Loads `text` as an agent loads a dispatched program; returns ns (0: it failed).
 uint64_t TimeLoad(const std::string& text, int expected_submits) {
   uint64_t t0 = MonotonicClock::Instance().NowNs();
-  Result<Program> p = InvalidArgument("not parsed");
+  Result<std::shared_ptr<const Program>> p = InvalidArgument("not parsed");
   if (auto json = ParseJson(text, "bench.json"); json.ok()) {
-    p = ParseProgram(*json, "bench.json");
-    if (p.ok()) AttachSourceLines(&*p, text, "bench.json");
+    p = rank_agent::ParseDispatchProgram(*json, text, "bench.json", "bench.json");
   }
   uint64_t ns = MonotonicClock::Instance().NowNs() - t0;
-  if (!p.ok() || p->submit_count != expected_submits) {
+  if (!p.ok() || (*p)->submit_count != expected_submits) {
     std::fprintf(stderr, "program load failed: %s\n",
                  p.ok() ? "wrong submit count" : p.status().ToString().c_str());
     return 0;
