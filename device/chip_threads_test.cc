@@ -4,17 +4,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
+#include <vector>
 
 namespace dfx::device {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Waits up to `limit` for `flag`.
-bool Eventually(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+// Waits up to `limit` for `done()`.
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
-  while (!flag.load()) {
+  while (!done()) {
     if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(1ms);
   }
@@ -36,19 +38,12 @@ TEST(ParkerTest, ANotifyAfterTheWaiterReadTheSequenceWakesItFromItsSleep) {
     std::this_thread::sleep_for(50ms);  // past their spin: asleep in the kernel
     EXPECT_EQ(woke.load(), 0) << "a Wait returned before any Notify";
     p.Notify();
-    std::atomic<bool> all{false};
-    std::thread check([&] {
-      while (woke.load() < sleepers && !all.load()) std::this_thread::sleep_for(1ms);
-      all = true;
-    });
-    const bool in_time = Eventually(all, 5000ms);
+    const bool in_time = Eventually([&] { return woke.load() == sleepers; }, 5000ms);
     EXPECT_TRUE(in_time) << woke.load() << " of " << sleepers << " sleepers woke";
     while (woke.load() < sleepers) {  // after a failure: wake them again (if Notify wakes at all)
       p.Notify();
       std::this_thread::sleep_for(10ms);
     }
-    all = true;
-    check.join();
     for (auto& w : waiters) w.join();
     if (in_time) {
       EXPECT_EQ(p.Seq(), seen + 1);
@@ -77,13 +72,7 @@ TEST(ParkerTest, EveryWaiterReturnsOnceTheSequenceItSawMoved) {
       ++finished;
     });
   }
-  std::atomic<bool> done{false};
-  std::thread check([&] {
-    while (finished.load() < kThreads) std::this_thread::sleep_for(1ms);
-    done = true;
-  });
-  EXPECT_TRUE(Eventually(done, 20000ms));
-  check.join();
+  EXPECT_TRUE(Eventually([&] { return finished.load() == kThreads; }, 20000ms));
   for (auto& t : threads) t.join();
   EXPECT_EQ(p.Seq(), static_cast<uint32_t>(kThreads * kRounds));
 }
