@@ -21,12 +21,17 @@ struct Level {
 constexpr size_t kMaxKeyChars = 40;
 
 void AppendLevel(std::string* path, const Level& l) {
+  // Appended piece by piece: gcc 12 warns (-Wrestrict, a false positive)
+  // about the temporary of "[" + std::to_string(...).
   if (!l.object) {
-    *path += "[" + std::to_string(l.index) + "]";
+    *path += '[';
+    *path += std::to_string(l.index);
+    *path += ']';
   } else if (l.key.empty()) {
     *path += ".?";
   } else {
-    *path += "." + l.key;
+    *path += '.';
+    *path += l.key;
   }
 }
 
@@ -154,14 +159,18 @@ Result<Json> ParseJson(const std::string& text, const std::string& origin) {
   }
 }
 
-Result<Json> ReadJsonFile(const std::filesystem::path& path, uint64_t max_bytes) {
+Result<std::string> ReadJsonText(const std::filesystem::path& path, uint64_t max_bytes) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > max_bytes) {
     return InvalidArgument(fmt::format("{}: {} bytes; a JSON file read here may hold at most {}",
                                        path.string(), size, max_bytes));
   }
-  DFX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ReadFile(path);
+}
+
+Result<Json> ReadJsonFile(const std::filesystem::path& path, uint64_t max_bytes) {
+  DFX_ASSIGN_OR_RETURN(std::string text, ReadJsonText(path, max_bytes));
   return ParseJson(text, path.string());
 }
 

@@ -29,6 +29,9 @@ inline constexpr uint64_t kMaxJsonFileBytes = 1ull << 30;
 // and column, nesting deeper than kMaxJsonDepth names the JSON path.
 Result<Json> ReadJsonFile(const std::filesystem::path& path,
                           uint64_t max_bytes = kMaxJsonFileBytes);
+// The text of `path`, unparsed, refused as ReadJsonFile refuses a larger file.
+Result<std::string> ReadJsonText(const std::filesystem::path& path,
+                                 uint64_t max_bytes = kMaxJsonFileBytes);
 // Parses text; `origin` names the source in errors. Depth is checked first.
 Result<Json> ParseJson(const std::string& text, const std::string& origin);
 
