@@ -1,10 +1,12 @@
 #include "device/program_loader.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "common/file_util.h"
@@ -74,12 +76,128 @@ std::string ShapeString(const std::vector<uint32_t>& shape) {
   return s + "]";
 }
 
+bool IsJsonSpace(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
+
+// A cursor over JSON text that reads the plain forms only (the text reader
+// of the orchestration, ParseProgramFast): strings of printable ASCII
+// without escapes, non-negative integers without a fraction or exponent.
+// Each read skips white space first and is false when the text holds
+// anything else there.
+class TextCursor {
+ public:
+  TextCursor(std::string_view text, size_t at) : t_(text), i_(at) {}
+  size_t pos() const { return i_; }
+  size_t size() const { return t_.size(); }
+  void Ws() {
+    while (i_ < t_.size() && IsJsonSpace(t_[i_])) ++i_;
+  }
+  bool Eat(char ch) {
+    Ws();
+    if (i_ >= t_.size() || t_[i_] != ch) return false;
+    ++i_;
+    return true;
+  }
+  bool Str(std::string_view* out) {
+    if (!Eat('"')) return false;
+    const size_t begin = i_;
+    for (; i_ < t_.size(); ++i_) {
+      const auto ch = static_cast<unsigned char>(t_[i_]);
+      if (ch == '"') {
+        *out = t_.substr(begin, i_ - begin);
+        ++i_;
+        return true;
+      }
+      if (ch < 0x20 || ch >= 0x7f || ch == '\\') return false;
+    }
+    return false;
+  }
+  // At most 9 digits.
+  bool Int(int64_t* out) {
+    Ws();
+    const size_t begin = i_;
+    int64_t v = 0;
+    while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9' && i_ - begin < 10) {
+      v = v * 10 + (t_[i_] - '0');
+      ++i_;
+    }
+    const size_t n = i_ - begin;
+    if (n == 0 || n > 9 || (n > 1 && t_[begin] == '0')) return false;
+    if (i_ < t_.size() && (t_[i_] == '.' || t_[i_] == 'e' || t_[i_] == 'E')) return false;
+    *out = v;
+    return true;
+  }
+  bool Bool(bool* out) {
+    Ws();
+    for (bool v : {true, false}) {
+      const std::string_view word = v ? "true" : "false";
+      if (t_.substr(i_, word.size()) == word) {
+        i_ += word.size();
+        *out = v;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool StrArray(std::vector<std::string_view>* out) {
+    if (!Eat('[')) return false;
+    if (Eat(']')) return true;
+    do {
+      std::string_view v;
+      if (!Str(&v)) return false;
+      out->push_back(v);
+    } while (Eat(','));
+    return Eat(']');
+  }
+  // Moves past any one JSON value: a string with its escapes, an array or
+  // object by its brackets, anything else up to the next delimiter. False
+  // where no value can end. Syntax is not checked: the caller's reader does.
+  bool Skip() {
+    Ws();
+    size_t i = i_;
+    int depth = 0;
+    do {
+      if (i >= t_.size()) return false;
+      const char ch = t_[i];
+      if (ch == '"') {
+        for (++i; i < t_.size() && t_[i] != '"'; ++i) {
+          if (t_[i] == '\\') ++i;
+        }
+        if (i >= t_.size()) return false;
+        ++i;
+      } else if (ch == '[' || ch == '{') {
+        if (++depth > kMaxJsonDepth) return false;
+        ++i;
+      } else if (ch == ']' || ch == '}') {
+        if (depth == 0) return false;
+        --depth;
+        ++i;
+      } else if (depth == 0) {
+        const size_t begin = i;
+        while (i < t_.size() && !IsJsonSpace(t_[i]) && t_[i] != ',' && t_[i] != '}' && t_[i] != ']')
+          ++i;
+        if (i == begin) return false;
+      } else {
+        ++i;
+      }
+    } while (depth > 0);
+    i_ = i;
+    return true;
+  }
+
+ private:
+  std::string_view t_;
+  size_t i_;
+};
+
 // Parses one program; `file_` names the source in every error.
 class Parser {
  public:
   explicit Parser(std::string file) : file_(std::move(file)) {}
 
-  Result<Program> Parse(const Json& j) {
+  // `body`, when given, reads the orchestration instead of j's (the text
+  // reader; j's orchestration is then an empty array).
+  Result<Program> Parse(const Json& j,
+                        const std::function<Status(Parser&, Program*)>& body = nullptr) {
     Program p;
     p.origin = file_;
     if (!j.is_object())
@@ -92,11 +210,213 @@ class Parser {
     DFX_RETURN_IF_ERROR(ParseTensors(j, &p));
     if (!j.contains("orchestration") || !j["orchestration"].is_array())
       return Err("$.orchestration", "an array of statements", j.value("orchestration", Json()));
-    DFX_RETURN_IF_ERROR(ParseBody(j["orchestration"], "$.orchestration", &p, &p.orchestration));
+    if (body) {
+      DFX_RETURN_IF_ERROR(body(*this, &p));
+    } else {
+      DFX_RETURN_IF_ERROR(ParseBody(j["orchestration"], "$.orchestration", &p, &p.orchestration));
+    }
     p.submit_count = submit_count_;
     return p;
   }
 
+  // ---- The orchestration read from the program's text ----------------------
+  //
+  // ParseBody over the text of an orchestration array instead of its JSON
+  // document, for the statement forms programs are written in: submits (no
+  // scalars), dump tags and scopes, every string plain (printable ASCII, no
+  // escape), every integer plain. True when it read the whole array into
+  // `out` exactly as ParseBody reads the document. False on anything else,
+  // including every error: the caller then reads the document, whose reading
+  // says what is wrong. `*at` is where the array ends.
+  bool FastBody(std::string_view text, size_t* at, const std::string& path, Program* p,
+                std::vector<Statement>* out, int depth) {
+    TextCursor c(text, *at);
+    if (!c.Eat('[')) return false;
+    if (!c.Eat(']')) {
+      for (size_t i = 0;; ++i) {
+        Statement st;
+        st.json_path = path + "[" + std::to_string(i) + "]";
+        size_t pos = c.pos();
+        if (!FastStatement(text, &pos, p, &st, depth)) return false;
+        out->push_back(std::move(st));
+        c = TextCursor(text, pos);
+        if (c.Eat(',')) continue;
+        if (c.Eat(']')) break;
+        return false;
+      }
+    }
+    *at = c.pos();
+    return true;
+  }
+
+  template <typename Map>
+  static const int* Find(const Map& map, std::string_view name) {
+    auto it = map.find(name);
+    return it == map.end() ? nullptr : &it->second;
+  }
+
+  // One statement object at `*at` (see FastBody).
+  bool FastStatement(std::string_view text, size_t* at, Program* p, Statement* st, int depth) {
+    TextCursor c(text, *at);
+    if (!c.Eat('{') || c.Eat('}')) return false;
+    enum Key : unsigned {
+      kSubmit = 1,
+      kArgs = 2,
+      kBlockNum = 4,
+      kDumps = 8,
+      kId = 16,
+      kDeps = 32,
+      kDumpTag = 64,
+      kScope = 128,
+      kManual = 256,
+      kBody = 512,
+    };
+    unsigned seen = 0;
+    std::string_view kernel_name, id, tag, site;
+    std::vector<SubmitArg> args;
+    std::vector<std::string_view> dumps, deps;
+    int64_t block_num = 1;
+    bool manual = false;
+    do {
+      std::string_view key;
+      if (!c.Str(&key) || !c.Eat(':')) return false;
+      unsigned k = 0;
+      bool ok = false;
+      if (key == "submit") {
+        k = kSubmit;
+        ok = c.Str(&kernel_name);
+      } else if (key == "args") {
+        k = kArgs;
+        ok = FastArgs(c, *p, &args);
+      } else if (key == "block_num") {
+        k = kBlockNum;
+        ok = c.Int(&block_num) && block_num >= 1 && block_num <= 4096;
+      } else if (key == "dumps") {
+        k = kDumps;
+        ok = c.StrArray(&dumps);
+      } else if (key == "id") {
+        k = kId;
+        ok = c.Str(&id) && !id.empty();
+      } else if (key == "deps") {
+        k = kDeps;
+        ok = c.StrArray(&deps);
+      } else if (key == "dump_tag") {
+        k = kDumpTag;
+        ok = c.Str(&tag);
+      } else if (key == "scope") {
+        k = kScope;
+        ok = c.Str(&site) && !site.empty();
+      } else if (key == "manual") {
+        k = kManual;
+        ok = c.Bool(&manual);
+      } else if (key == "body") {
+        // A scope's body; its submits come in text order either way.
+        k = kBody;
+        c.Ws();
+        size_t pos = c.pos();
+        ok = depth < 64 && FastBody(text, &pos, st->json_path + ".body", p, &st->body, depth + 1);
+        c = TextCursor(text, pos);
+      }
+      if (!ok || (seen & k) != 0) return false;  // an unknown or repeated key too
+      seen |= k;
+    } while (c.Eat(','));
+    if (!c.Eat('}')) return false;
+    *at = c.pos();
+
+    if (seen & kSubmit) {
+      if ((seen & ~(kSubmit | kArgs | kBlockNum | kDumps | kId | kDeps)) != 0 || !(seen & kArgs))
+        return false;
+      st->kind = Statement::Kind::kSubmit;
+      Submit& sub = st->submit;
+      const int* kernel = Find(kernel_index_, kernel_name);
+      if (kernel == nullptr) return false;
+      sub.kernel = *kernel;
+      sub.args = std::move(args);
+      sub.block_num = static_cast<int>(block_num);
+      for (std::string_view name : dumps) {
+        const int* t = Find(tensor_index_, name);
+        if (t == nullptr) return false;
+        bool any = false;
+        for (size_t a = 0; a < sub.args.size(); ++a) {
+          if (sub.args[a].tensor == *t) {
+            sub.dumps.push_back(static_cast<int>(a));
+            any = true;
+          }
+        }
+        if (!any) return false;
+      }
+      if (seen & kId) {
+        if (Find(labels_, id) != nullptr) return false;
+        sub.label = std::string(id);
+      }
+      for (std::string_view label : deps) {
+        const int* d = Find(labels_, label);
+        if (d == nullptr) return false;
+        sub.deps.push_back(*d);
+      }
+      if (!CheckOp(p->kernels[sub.kernel], sub, *p, st->json_path, nullptr).ok()) return false;
+      if (!sub.label.empty()) labels_.emplace(sub.label, submit_count_);
+      ++submit_count_;
+      return true;
+    }
+    if (seen & kDumpTag) {
+      if (seen != kDumpTag) return false;
+      st->kind = Statement::Kind::kDumpTag;
+      const int* t = Find(tensor_index_, tag);
+      if (t == nullptr) return false;
+      st->tag_tensor = *t;
+      return true;
+    }
+    if ((seen & kScope) && (seen & kBody) && (seen & ~(kScope | kManual | kBody)) == 0) {
+      st->kind = Statement::Kind::kScope;
+      st->site = std::string(site);
+      st->manual = manual;
+      return true;
+    }
+    return false;
+  }
+
+  // A submit's "args": at most 32 {"tensor": name, "type": name} objects.
+  bool FastArgs(TextCursor& c, const Program& p, std::vector<SubmitArg>* out) const {
+    if (!c.Eat('[')) return false;
+    if (c.Eat(']')) return true;
+    do {
+      if (out->size() == 32 || !c.Eat('{')) return false;
+      std::string_view tensor, type;
+      bool has_tensor = false, has_type = false;
+      do {
+        std::string_view key;
+        if (!c.Str(&key) || !c.Eat(':')) return false;
+        if (key == "tensor" && !has_tensor) {
+          has_tensor = c.Str(&tensor);
+          if (!has_tensor) return false;
+        } else if (key == "type" && !has_type) {
+          has_type = c.Str(&type);
+          if (!has_type) return false;
+        } else {
+          return false;
+        }
+      } while (c.Eat(','));
+      if (!c.Eat('}') || !has_tensor || !has_type) return false;
+      SubmitArg sa;
+      const int* t = Find(tensor_index_, tensor);
+      if (t == nullptr) return false;
+      sa.tensor = *t;
+      bool found = false;
+      for (ArgType at : kAllArgTypes) {
+        if (type == ArgTypeName(at)) {
+          sa.type = at;
+          found = true;
+        }
+      }
+      if (!found) return false;
+      if (sa.type == ArgType::kOutput && p.tensors[sa.tensor].view_of >= 0) return false;
+      out->push_back(sa);
+    } while (c.Eat(','));
+    return c.Eat(']');
+  }
+
+ public:
  private:
   Status Err(const std::string& path, const std::string& expected, const Json& got) const {
     return JsonError(file_, path, expected, got);
@@ -518,7 +838,7 @@ class Parser {
         sub->deps.push_back(labels_[d[i].get<std::string>()]);
       }
     }
-    DFX_RETURN_IF_ERROR(CheckOp(kernel, *sub, *p, path, s));
+    DFX_RETURN_IF_ERROR(CheckOp(kernel, *sub, *p, path, &s));
     if (!sub->label.empty()) labels_[sub->label] = submit_count_;
     ++submit_count_;
     return Status::Ok();
@@ -526,8 +846,10 @@ class Parser {
 
   // Shape rules per op. Inputs are INPUT/INOUT args, outputs OUTPUT/
   // OUTPUT_EXISTING/INOUT args, each in argument order.
+  // `s` is the submit's JSON, for the value an error message quotes; the
+  // text reader (FastBody) has none and only asks whether the op is right.
   Status CheckOp(const Kernel& k, const Submit& sub, const Program& p, const std::string& path,
-                 const Json& s) const {
+                 const Json* s) const {
     std::vector<int> ins, outs;  // arg indices
     for (size_t a = 0; a < sub.args.size(); ++a) {
       ArgType t = sub.args[a].type;
@@ -547,7 +869,8 @@ class Parser {
       return Status::Ok();
     };
     auto mismatch = [&](int a, const std::string& expected) {
-      return Err(apath(a), expected, s["args"][a]["tensor"]);
+      if (s == nullptr) return ErrMsg(apath(a), "expected " + expected);
+      return Err(apath(a), expected, (*s)["args"][a]["tensor"]);
     };
     switch (k.op) {
       case KernelOp::kAdd:
@@ -624,9 +947,15 @@ class Parser {
   }
 
   std::string file_;
-  std::map<std::string, int> kernel_index_;
-  std::map<std::string, int> tensor_index_;
-  std::map<std::string, int> labels_;  // label -> submit ordinal
+  // Looked up by std::string_view too (the text reader), without a copy.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using NameIndex = std::unordered_map<std::string, int, NameHash, std::equal_to<>>;
+  NameIndex kernel_index_;
+  NameIndex tensor_index_;
+  NameIndex labels_;  // label -> submit ordinal
   int submit_count_ = 0;
   int depth_ = 0;
 };
@@ -706,10 +1035,96 @@ Result<Program> ParseProgram(const Json& json, const std::string& origin) {
   return parser.Parse(json);
 }
 
+namespace {
+
+// Where the value of the top-level key "orchestration" is in `t`: [*begin,
+// *end). False when the text is not a plain top-level object with that key
+// once (a key with an escape, a repeated key, text after the object). With
+// `last_key`, an orchestration that is the object's last key, as programs
+// are written, is taken to end at the last ']' before the closing '}'
+// without a look at what lies between (*last_key stays true then; the
+// text reader checks that its array ends there).
+bool FindOrchestration(std::string_view t, size_t* begin, size_t* end, bool* last_key) {
+  size_t last = t.size();
+  while (last > 0 && IsJsonSpace(t[last - 1])) --last;
+  size_t tail = last > 0 && t[last - 1] == '}' ? last - 1 : 0;
+  while (tail > 0 && IsJsonSpace(t[tail - 1])) --tail;
+  TextCursor c(t, 0);
+  if (!c.Eat('{')) return false;
+  bool found = false;
+  do {
+    std::string_view key;
+    if (!c.Str(&key) || !c.Eat(':')) return false;
+    c.Ws();
+    const size_t value = c.pos();
+    const bool orchestration = key == "orchestration";
+    if (*last_key && orchestration && !found && tail > value && t[tail - 1] == ']') {
+      *begin = value;
+      *end = tail;
+      return true;
+    }
+    if (!c.Skip()) return false;
+    *last_key = false;
+    if (orchestration) {
+      if (found) return false;
+      found = true;
+      *begin = value;
+      *end = c.pos();
+    }
+  } while (c.Eat(','));
+  if (!c.Eat('}')) return false;
+  c.Ws();
+  return found && c.pos() == t.size();
+}
+
+// ParseProgramFast with or without FindOrchestration's `last_key` guess.
+// *guess_failed: the guess was taken and may be what failed (the rest of the
+// object did not read, or the orchestration, read whole, ended before the
+// guessed end: a key follows it).
+std::optional<Program> ReadProgramText(std::string_view text, const std::string& origin,
+                                       bool last_key, bool* guess_failed) {
+  size_t begin = 0, end = 0;
+  *guess_failed = false;
+  if (!FindOrchestration(text, &begin, &end, &last_key)) return std::nullopt;
+  *guess_failed = last_key;  // until the orchestration is read
+  // Everything but the orchestration goes through the JSON reader (a few
+  // KiB: kernels, tensors); the orchestration is read from the text.
+  std::string rest;
+  rest.reserve(text.size() - (end - begin) + 2);
+  rest.append(text.substr(0, begin)).append("[]").append(text.substr(end));
+  auto json = ParseJson(rest, origin);
+  if (!json.ok()) return std::nullopt;
+  Parser parser(origin);
+  bool read = false;  // the orchestration, whole
+  auto program = parser.Parse(*json, [&](Parser& self, Program* p) {
+    size_t at = begin;
+    read = self.FastBody(text, &at, "$.orchestration", p, &p->orchestration, 0);
+    *guess_failed = last_key && read && at != end;
+    read = read && at == end;
+    return read ? Status::Ok() : Internal("the orchestration is not in the text reader's forms");
+  });
+  if (!program.ok() || !read) return std::nullopt;
+  return std::move(*program);
+}
+
+}  // namespace
+
+std::optional<Program> ParseProgramFast(std::string_view text, const std::string& origin) {
+  bool guess_failed = false;
+  std::optional<Program> p = ReadProgramText(text, origin, /*last_key=*/true, &guess_failed);
+  if (!p && guess_failed) p = ReadProgramText(text, origin, false, &guess_failed);
+  return p;
+}
+
+Result<Program> ParseProgramText(const std::string& text, const std::string& origin) {
+  if (auto fast = ParseProgramFast(text, origin)) return std::move(*fast);
+  DFX_ASSIGN_OR_RETURN(Json json, ParseJson(text, origin));
+  return ParseProgram(json, origin);
+}
+
 Result<Program> LoadProgram(const std::filesystem::path& path) {
-  DFX_ASSIGN_OR_RETURN(Json j, ReadJsonFile(path));  // bounded before parsing
-  DFX_ASSIGN_OR_RETURN(Program p, ParseProgram(j, path.string()));
-  DFX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  DFX_ASSIGN_OR_RETURN(std::string text, ReadJsonText(path));  // bounded before parsing
+  DFX_ASSIGN_OR_RETURN(Program p, ParseProgramText(text, path.string()));
   AttachSourceLines(&p, text, path.filename().string());
   return p;
 }

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <vector>
 
 #include "common/file_util.h"
+#include "device/generators.h"
 
 namespace dfx::device {
 namespace {
@@ -36,10 +39,38 @@ const char* kGood = R"({
   ]
 })";
 
+void ExpectSamePaths(const std::vector<Statement>& a, const std::vector<Statement>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].json_path, b[i].json_path);
+    ExpectSamePaths(a[i].body, b[i].body);
+  }
+}
+
+// Everything the loader sets: the JSON form, the statements' paths, the
+// explicit-dep index space and the origin.
+void ExpectSameProgram(const Program& a, const Program& b) {
+  EXPECT_EQ(ProgramToJson(a).dump(), ProgramToJson(b).dump());
+  EXPECT_EQ(a.submit_count, b.submit_count);
+  EXPECT_EQ(a.origin, b.origin);
+  ExpectSamePaths(a.orchestration, b.orchestration);
+}
+
+// The program `text` holds, read through ParseProgramText; every call also
+// checks that the JSON document's reading (ParseJson, ParseProgram) gives
+// the same program or the same error.
 Result<Program> Parse(const std::string& text) {
-  auto j = ParseJson(text, "prog.json");
-  if (!j.ok()) return j.status();
-  return ParseProgram(*j, "prog.json");
+  Result<Program> document = [&]() -> Result<Program> {
+    auto j = ParseJson(text, "prog.json");
+    if (!j.ok()) return j.status();
+    return ParseProgram(*j, "prog.json");
+  }();
+  Result<Program> read = ParseProgramText(text, "prog.json");
+  EXPECT_EQ(read.ok(), document.ok()) << text;
+  if (read.ok() && document.ok()) ExpectSameProgram(*read, *document);
+  if (!read.ok() && !document.ok())
+    EXPECT_EQ(read.status().ToString(), document.status().ToString());
+  return read;
 }
 
 // Replaces the first occurrence of `from` in kGood.
@@ -77,6 +108,92 @@ TEST(ProgramLoaderTest, ParsesEveryConstruct) {
   EXPECT_EQ(scope.body[0].submit.block_num, 2);
   EXPECT_EQ(scope.body[0].json_path, "$.orchestration[2].body[0]");
   EXPECT_EQ(p->submit_count, 3);
+}
+
+// The text reader (ParseProgramFast) takes a program in the usual forms
+// whole, as the JSON document reads it, whatever the white space.
+TEST(ProgramLoaderTest, TextReaderReadsTheUsualFormsAsTheDocumentDoes) {
+  const std::string no_scalars =
+      Mutate(", \"scalars\": [{\"dtype\": \"FLOAT32\", \"value\": 0.5}]", "");
+  std::vector<std::string> texts = {no_scalars};
+  LayeredDagOptions dag;
+  dag.tasks = 300;
+  AttentionDecodeOptions attention;
+  attention.dump_tags = true;
+  for (const Program& g : {GenerateLayeredDag(dag), GenerateAttentionDecode(attention)}) {
+    for (int indent : {-1, 0, 2}) texts.push_back(ProgramToJson(g).dump(indent));
+    // The orchestration first, not last.
+    const Json j = ProgramToJson(g);
+    Json reordered = Json::object();
+    for (const char* key : {"orchestration", "name", "kernels", "tensors"}) reordered[key] = j[key];
+    texts.push_back(reordered.dump());
+  }
+  for (const std::string& text : texts) {
+    std::optional<Program> fast = ParseProgramFast(text, "prog.json");
+    ASSERT_TRUE(fast.has_value()) << text.substr(0, 200);
+    auto document = ParseJson(text, "prog.json");
+    ASSERT_TRUE(document.ok());
+    auto program = ParseProgram(*document, "prog.json");
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    ExpectSameProgram(*fast, *program);
+  }
+  // The forms it reads: scopes nested, labels and deps, dumps, dump tags,
+  // block_num, and their keys in any order.
+  std::optional<Program> p = ParseProgramFast(no_scalars, "prog.json");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->orchestration[2].body[0].submit.deps, std::vector<int>{0});
+  EXPECT_EQ(p->orchestration[2].body[0].json_path, "$.orchestration[2].body[0]");
+  EXPECT_TRUE(p->orchestration[2].manual);
+  EXPECT_EQ(p->submit_count, 3);
+}
+
+// Anything else is left to the JSON document, which gives the program or
+// the error (Parse checks that ParseProgramText agrees with it).
+TEST(ProgramLoaderTest, TextReaderLeavesEverythingElseToTheDocument) {
+  const std::vector<std::string> texts = {
+      kGood,  // a scalar (a double, read by the JSON reader only)
+      ProgramToJson(GenerateVectorPipeline()).dump(),              // scalars too
+      Mutate("\"submit\": \"add\"", "\"submit\": \"a\\u0064d\""),  // an escape
+      Mutate("\"submit\": \"add\"", "\"submit\": \"add\", \"submit\": \"mm\""),
+      Mutate("\"block_num\": 2", "\"block_num\": 2.0"),
+      Mutate("\"block_num\": 2", "\"block_num\": -2"),
+      Mutate("\"block_num\": 2", "\"block_num\": 02"),
+      Mutate("\"block_num\": 2", "\"block_num\": 4097"),
+      Mutate("\"deps\": [\"first\"]", "\"deps\": [\"second\"]"),
+      Mutate("{\"dump_tag\": \"c\"}", "{\"dump_tag\": \"c\", \"scope\": \"x\"}"),
+      Mutate("{\"dump_tag\": \"c\"}", "{}"),
+      Mutate("\"manual\": true", "\"manual\": 1"),
+      Mutate("\"scope\": \"inner\"", "\"scope\": \"\""),
+      Mutate("{\"tensor\": \"a\", \"type\": \"INPUT\"}", "{\"tensor\": \"a\"}"),
+      Mutate("{\"tensor\": \"a\", \"type\": \"INPUT\"}",
+             "{\"tensor\": \"zz\", \"type\": \"INPUT\"}"),
+      Mutate("{\"tensor\": \"c\", \"type\": \"OUTPUT\"}",
+             "{\"tensor\": \"row\", \"type\": \"OUTPUT\"}"),
+      Mutate("\"type\": \"INPUT\"}", "\"type\": \"INPUT\",}"),
+      Mutate("\"orchestration\": [", "\"orchestration\": [], \"orchestration\": ["),
+      Mutate("\"name\": \"p\",", "\"name\": \"p\", \"colour\": 1,"),
+      std::string(kGood) + " x",
+      std::string("\xEF\xBB\xBF") + kGood,
+      Mutate("\"scope\": \"inner\"", "\"scope\": \"in\xC3\xA9ner\""),
+      "{\"name\": \"x\", \"kernels\": [], \"tensors\": [], \"orchestration\": {}}",
+      "{\"name\": \"x\", \"kernels\": [], \"tensors\": [], \"orchestration\": [1]}",
+  };
+  for (const std::string& text : texts) {
+    EXPECT_FALSE(ParseProgramFast(text, "prog.json").has_value()) << text;
+    (void)Parse(text);
+  }
+  // Scopes nest 64 deep, and no deeper, either way.
+  auto nested = [](int depth) {
+    std::string body = "[]";
+    for (int i = 0; i < depth; ++i) body = "[{\"scope\": \"s\", \"body\": " + body + "}]";
+    return "{\"name\": \"x\", \"tensors\": [], \"kernels\": [{\"func_id\": 0, \"name\": \"k\", "
+           "\"core_type\": \"aiv\", \"op\": \"add\"}], \"orchestration\": " +
+           body + "}";
+  };
+  EXPECT_TRUE(ParseProgramFast(nested(64), "prog.json").has_value());
+  EXPECT_TRUE(Parse(nested(64)).ok());
+  EXPECT_FALSE(ParseProgramFast(nested(65), "prog.json").has_value());
+  EXPECT_FALSE(Parse(nested(65)).ok());
 }
 
 TEST(ProgramLoaderTest, ScopeStatementsGetTheirFileLines) {

@@ -771,9 +771,7 @@ struct RankAgent::Impl {
   // chip read; nullptr if it does not parse.
   std::shared_ptr<const device::Program> ParseSmallProgram(const protocol::Dispatch& d) {
     const std::string origin = ProgramOrigin(d);
-    auto json = ParseJson(d.program_json, origin);
-    if (!json.ok()) return nullptr;
-    auto program = ParseDispatchProgram(*json, d.program_json, origin, d.program_file);
+    auto program = ParseDispatchProgram(d.program_json, origin, d.program_file);
     if (!program.ok()) return nullptr;
     programs_.Put(ProgramKey{protocol::ProgramHash(d.program_json), d.program_name, d.program_file},
                   *program, d.program_json.size());

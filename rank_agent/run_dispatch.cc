@@ -1,6 +1,8 @@
 #include "rank_agent/run_dispatch.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -65,14 +67,23 @@ collectors::NameMap NameMapFor(const device::Program& program) {
   return map;
 }
 
-Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(const Json& json,
-                                                                    const std::string& text,
-                                                                    const std::string& origin,
-                                                                    const std::string& file) {
-  DFX_ASSIGN_OR_RETURN(device::Program program, device::ParseProgram(json, origin));
+Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(
+    const std::string& text, const std::string& origin, const std::string& file,
+    const std::function<Status()>& before_program) {
+  // The text reader takes the usual programs whole (a valid program in valid
+  // JSON); anything else is read as a JSON document, whose errors say what
+  // is wrong, in the order: syntax, `before_program`, the program.
+  std::optional<device::Program> program = device::ParseProgramFast(text, origin);
+  if (!program) {
+    DFX_ASSIGN_OR_RETURN(Json json, ParseJson(text, origin));
+    if (before_program) DFX_RETURN_IF_ERROR(before_program());
+    DFX_ASSIGN_OR_RETURN(program, device::ParseProgram(json, origin));
+  } else if (before_program) {
+    DFX_RETURN_IF_ERROR(before_program());
+  }
   device::AttachSourceLines(
-      &program, text, file.empty() ? std::filesystem::path(origin).filename().string() : file);
-  return std::make_shared<const device::Program>(std::move(program));
+      &*program, text, file.empty() ? std::filesystem::path(origin).filename().string() : file);
+  return std::make_shared<const device::Program>(std::move(*program));
 }
 
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) {
@@ -81,12 +92,9 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
     // 1. The program and the config, in the order a reader fixes them.
     std::shared_ptr<const device::Program> program = request.program;
     if (!program) {
-      auto json = ParseJson(request.program_json, request.program_origin);
-      if (!json.ok()) return Failed(std::move(o), DispatchFailure::kRefused, json.status());
-      if (Status s = request.config.Validate(); !s.ok())
-        return Failed(std::move(o), DispatchFailure::kRefused, s);
-      auto parsed = ParseDispatchProgram(*json, request.program_json, request.program_origin,
-                                         request.program_file);
+      auto parsed =
+          ParseDispatchProgram(request.program_json, request.program_origin, request.program_file,
+                               [&request] { return request.config.Validate(); });
       if (!parsed.ok()) return Failed(std::move(o), DispatchFailure::kRefused, parsed.status());
       program = std::move(*parsed);
     } else if (Status s = request.config.Validate(); !s.ok()) {

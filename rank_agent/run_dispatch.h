@@ -96,12 +96,13 @@ inline constexpr uint64_t kInlineMaxTensorBytes = 1ull << 20;
 bool RunsInline(const device::Program& program, const config::RunConfig& config);
 
 // Step 1's reading of a program (RunDispatch's when the request has no
-// parsed program): `json` parsed from `text`, with the source lines of
-// `text`; or why it was refused. `origin` and `file` as in DispatchRequest.
-Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(const Json& json,
-                                                                    const std::string& text,
-                                                                    const std::string& origin,
-                                                                    const std::string& file);
+// parsed program): the program `text` holds, with its source lines; or why
+// it was refused: a syntax error, else what `before_program` returns (when
+// given and not Ok; RunDispatch checks the run config there), else the
+// program's first error. `origin` and `file` as in DispatchRequest.
+Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(
+    const std::string& text, const std::string& origin, const std::string& file,
+    const std::function<Status()>& before_program = nullptr);
 
 // The program's kernel names as a name map (artifacts.md §3): func_id ->
 // name, orchestrator_name = the program's name.
