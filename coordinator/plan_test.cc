@@ -81,6 +81,29 @@ TEST_F(PlanTest, ErrorsNameFileJsonPathAndExpectation) {
   EXPECT_NE(too_few.status().message().find("--ranks 2"), std::string::npos);
 }
 
+// A program file must be a JSON object; the plan names what is wrong with
+// one that is not (its syntax is checked without a document when it is).
+TEST_F(PlanTest, AProgramFileMustBeAJsonObject) {
+  const std::string plan = R"({"programs": {"a": "programs/a.json"}, "steps": [{"program": "a"}]})";
+  ASSERT_TRUE(
+      WriteFileAtomic(dir_ / "programs/a.json", " \n{\"name\": \"a\", \"x\": [1, {}]}\n").ok());
+  EXPECT_TRUE(Load(plan).ok());
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"name": "a", "kernels": [})", "programs/a.json: not valid JSON: parse error at line 1"},
+      {R"({"name": "a"} x)", "programs/a.json: not valid JSON"},
+      {"", "programs/a.json: not valid JSON"},
+      {R"(["a"])", "programs/a.json: at $: expected a program object, got array"},
+      {R"("a")", "programs/a.json: at $: expected a program object, got string"},
+      {"{\"a\": 1e400}", "programs/a.json: not valid JSON"},
+  };
+  for (const auto& [text, expected] : bad) {
+    ASSERT_TRUE(WriteFileAtomic(dir_ / "programs/a.json", text).ok());
+    auto p = Load(plan);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_NE(p.status().message().find(expected), std::string::npos) << p.status().message();
+  }
+}
+
 TEST_F(PlanTest, ProgramsAndPlansAreTellable) {
   EXPECT_TRUE(IsPlan(Json::parse(R"({"steps": []})")));
   EXPECT_FALSE(IsPlan(Json::parse(R"({"kernels": []})")));
