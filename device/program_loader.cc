@@ -235,7 +235,13 @@ class Parser {
     if (!c.Eat(']')) {
       for (size_t i = 0;; ++i) {
         Statement st;
-        st.json_path = path + "[" + std::to_string(i) + "]";
+        // Piece by piece: gcc 12 warns (-Wrestrict, a false positive) about
+        // the temporaries of path + "[" + ...
+        st.json_path.reserve(path.size() + 12);
+        st.json_path += path;
+        st.json_path += '[';
+        st.json_path += std::to_string(i);
+        st.json_path += ']';
         size_t pos = c.pos();
         if (!FastStatement(text, &pos, p, &st, depth)) return false;
         out->push_back(std::move(st));
@@ -314,7 +320,9 @@ class Parser {
         k = kBody;
         c.Ws();
         size_t pos = c.pos();
-        ok = depth < 64 && FastBody(text, &pos, st->json_path + ".body", p, &st->body, depth + 1);
+        std::string body_path = st->json_path;
+        body_path += ".body";
+        ok = depth < 64 && FastBody(text, &pos, body_path, p, &st->body, depth + 1);
         c = TextCursor(text, pos);
       }
       if (!ok || (seen & k) != 0) return false;  // an unknown or repeated key too
@@ -1116,9 +1124,14 @@ std::optional<Program> ParseProgramFast(std::string_view text, const std::string
   return p;
 }
 
-Result<Program> ParseProgramText(const std::string& text, const std::string& origin) {
-  if (auto fast = ParseProgramFast(text, origin)) return std::move(*fast);
+Result<Program> ParseProgramText(const std::string& text, const std::string& origin,
+                                 const std::function<Status()>& before_program) {
+  if (std::optional<Program> fast = ParseProgramFast(text, origin)) {
+    if (before_program) DFX_RETURN_IF_ERROR(before_program());
+    return std::move(*fast);
+  }
   DFX_ASSIGN_OR_RETURN(Json json, ParseJson(text, origin));
+  if (before_program) DFX_RETURN_IF_ERROR(before_program());
   return ParseProgram(json, origin);
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +25,11 @@ Result<Program> ParseProgram(const Json& json, const std::string& origin);
 // ParseJson and ParseProgram in one: the same program, or the same error.
 // An orchestration written in the usual statement forms (ParseProgramFast)
 // is read straight from the text, without a JSON document of it.
-Result<Program> ParseProgramText(const std::string& text, const std::string& origin);
+// `before_program`, when given, runs once the text is known to be JSON and
+// before the program's errors: a caller's error that must come after a
+// syntax error but before the program's (RunDispatch's run config).
+Result<Program> ParseProgramText(const std::string& text, const std::string& origin,
+                                 const std::function<Status()>& before_program = nullptr);
 // The program when its text is a plain top-level object whose orchestration
 // holds submits without scalars, dump tags and scopes, with plain strings
 // (printable ASCII, no escapes) and integers, and is a valid program: what

@@ -67,9 +67,11 @@ Result<Program> Parse(const std::string& text) {
   }();
   Result<Program> read = ParseProgramText(text, "prog.json");
   EXPECT_EQ(read.ok(), document.ok()) << text;
-  if (read.ok() && document.ok()) ExpectSameProgram(*read, *document);
-  if (!read.ok() && !document.ok())
+  if (read.ok() && document.ok()) {
+    ExpectSameProgram(*read, *document);
+  } else if (!read.ok() && !document.ok()) {
     EXPECT_EQ(read.status().ToString(), document.status().ToString());
+  }
   return read;
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -70,20 +69,11 @@ collectors::NameMap NameMapFor(const device::Program& program) {
 Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(
     const std::string& text, const std::string& origin, const std::string& file,
     const std::function<Status()>& before_program) {
-  // The text reader takes the usual programs whole (a valid program in valid
-  // JSON); anything else is read as a JSON document, whose errors say what
-  // is wrong, in the order: syntax, `before_program`, the program.
-  std::optional<device::Program> program = device::ParseProgramFast(text, origin);
-  if (!program) {
-    DFX_ASSIGN_OR_RETURN(Json json, ParseJson(text, origin));
-    if (before_program) DFX_RETURN_IF_ERROR(before_program());
-    DFX_ASSIGN_OR_RETURN(program, device::ParseProgram(json, origin));
-  } else if (before_program) {
-    DFX_RETURN_IF_ERROR(before_program());
-  }
+  DFX_ASSIGN_OR_RETURN(device::Program program,
+                       device::ParseProgramText(text, origin, before_program));
   device::AttachSourceLines(
-      &*program, text, file.empty() ? std::filesystem::path(origin).filename().string() : file);
-  return std::make_shared<const device::Program>(std::move(*program));
+      &program, text, file.empty() ? std::filesystem::path(origin).filename().string() : file);
+  return std::make_shared<const device::Program>(std::move(program));
 }
 
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) {

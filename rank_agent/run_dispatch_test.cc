@@ -115,6 +115,39 @@ TEST(RunDispatchTest, ABadProgramOrConfigIsRefusedBeforeAnythingHappens) {
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// A syntax error comes first, then the run config's, then the program's,
+// whether the program is one the text reader takes (attention_decode) or one
+// it leaves to the JSON document (vector_pipeline: scalars).
+TEST(RunDispatchTest, RefusalsComeInOrderSyntaxConfigProgram) {
+  collectors::testing::TempDir tmp;
+  auto chip = device::MakeEmulatedChip({});
+  for (const char* example : {"examples/attention_decode.json", "examples/vector_pipeline.json"}) {
+    SCOPED_TRACE(example);
+    DispatchRequest good = Request(example, tmp.path() / "out");
+    EXPECT_EQ(device::ParseProgramFast(good.program_json, example).has_value(),
+              std::string(example) == "examples/attention_decode.json");
+    DispatchRequest bad_config = good;
+    bad_config.config.enable_chip_swimlane = 7;
+    DispatchRequest both = bad_config;
+    const size_t at = both.program_json.find("\"submit\"");
+    ASSERT_NE(at, std::string::npos);
+    both.program_json.replace(at, 8, "\"submut\"");  // an unknown key
+    DispatchRequest all = both;
+    all.program_json += "}";
+    auto message = [&](const DispatchRequest& r) {
+      DispatchOutcome out = RunDispatch(*chip, r);
+      EXPECT_EQ(out.failure, DispatchFailure::kRefused);
+      return out.status.message();
+    };
+    EXPECT_NE(message(all).find("not valid JSON"), std::string::npos) << message(all);
+    EXPECT_NE(message(both).find("enable_chip_swimlane"), std::string::npos) << message(both);
+    EXPECT_NE(message(bad_config).find("enable_chip_swimlane"), std::string::npos);
+    DispatchRequest bad_program = good;
+    bad_program.program_json = both.program_json;
+    EXPECT_NE(message(bad_program).find("submut"), std::string::npos) << message(bad_program);
+  }
+}
+
 TEST(RunDispatchTest, TheHookAndAnInjectedFaultStopTheDispatchBeforeTheRun) {
   collectors::testing::TempDir tmp;
   const fs::path dir = tmp.path();
