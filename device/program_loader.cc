@@ -87,7 +87,6 @@ class TextCursor {
  public:
   TextCursor(std::string_view text, size_t at) : t_(text), i_(at) {}
   size_t pos() const { return i_; }
-  size_t size() const { return t_.size(); }
   void Ws() {
     while (i_ < t_.size() && IsJsonSpace(t_[i_])) ++i_;
   }
