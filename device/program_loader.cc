@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <type_traits>
@@ -188,6 +189,27 @@ class TextCursor {
   size_t i_;
 };
 
+// The argument type named `name` ("INPUT", ...), if any.
+std::optional<ArgType> ArgTypeNamed(std::string_view name) {
+  for (ArgType t : kAllArgTypes) {
+    if (name == ArgTypeName(t)) return t;
+  }
+  return std::nullopt;
+}
+
+// Marks for dumping every argument of `sub` that passes `tensor`; false when
+// none does.
+bool MarkDumps(Submit* sub, int tensor) {
+  bool any = false;
+  for (size_t a = 0; a < sub->args.size(); ++a) {
+    if (sub->args[a].tensor == tensor) {
+      sub->dumps.push_back(static_cast<int>(a));
+      any = true;
+    }
+  }
+  return any;
+}
+
 // Parses one program; `file_` names the source in every error.
 class Parser {
  public:
@@ -195,8 +217,7 @@ class Parser {
 
   // `body`, when given, reads the orchestration instead of j's (the text
   // reader; j's orchestration is then an empty array).
-  Result<Program> Parse(const Json& j,
-                        const std::function<Status(Parser&, Program*)>& body = nullptr) {
+  Result<Program> Parse(const Json& j, const std::function<Status(Program*)>& body = nullptr) {
     Program p;
     p.origin = file_;
     if (!j.is_object())
@@ -210,7 +231,7 @@ class Parser {
     if (!j.contains("orchestration") || !j["orchestration"].is_array())
       return Err("$.orchestration", "an array of statements", j.value("orchestration", Json()));
     if (body) {
-      DFX_RETURN_IF_ERROR(body(*this, &p));
+      DFX_RETURN_IF_ERROR(body(&p));
     } else {
       DFX_RETURN_IF_ERROR(ParseBody(j["orchestration"], "$.orchestration", &p, &p.orchestration));
     }
@@ -254,6 +275,7 @@ class Parser {
     return true;
   }
 
+ private:
   template <typename Map>
   static const int* Find(const Map& map, std::string_view name) {
     auto it = map.find(name);
@@ -342,15 +364,7 @@ class Parser {
       sub.block_num = static_cast<int>(block_num);
       for (std::string_view name : dumps) {
         const int* t = Find(tensor_index_, name);
-        if (t == nullptr) return false;
-        bool any = false;
-        for (size_t a = 0; a < sub.args.size(); ++a) {
-          if (sub.args[a].tensor == *t) {
-            sub.dumps.push_back(static_cast<int>(a));
-            any = true;
-          }
-        }
-        if (!any) return false;
+        if (t == nullptr || !MarkDumps(&sub, *t)) return false;
       }
       if (seen & kId) {
         if (Find(labels_, id) != nullptr) return false;
@@ -409,22 +423,15 @@ class Parser {
       const int* t = Find(tensor_index_, tensor);
       if (t == nullptr) return false;
       sa.tensor = *t;
-      bool found = false;
-      for (ArgType at : kAllArgTypes) {
-        if (type == ArgTypeName(at)) {
-          sa.type = at;
-          found = true;
-        }
-      }
-      if (!found) return false;
+      const std::optional<ArgType> arg_type = ArgTypeNamed(type);
+      if (!arg_type) return false;
+      sa.type = *arg_type;
       if (sa.type == ArgType::kOutput && p.tensors[sa.tensor].view_of >= 0) return false;
       out->push_back(sa);
     } while (c.Eat(','));
     return c.Eat(']');
   }
 
- public:
- private:
   Status Err(const std::string& path, const std::string& expected, const Json& got) const {
     return JsonError(file_, path, expected, got);
   }
@@ -774,15 +781,9 @@ class Parser {
       auto type = arg.find("type");
       if (type == arg.end() || !type->is_string())
         return Err(apath() + ".type", types, arg.value("type", Json()));
-      const std::string& type_name = type->get_ref<const std::string&>();
-      bool found = false;
-      for (ArgType t : kAllArgTypes) {
-        if (type_name == ArgTypeName(t)) {
-          sa.type = t;
-          found = true;
-        }
-      }
-      if (!found) return Err(apath() + ".type", types, *type);
+      const std::optional<ArgType> arg_type = ArgTypeNamed(type->get_ref<const std::string&>());
+      if (!arg_type) return Err(apath() + ".type", types, *type);
+      sa.type = *arg_type;
       if (sa.type == ArgType::kOutput && p->tensors[sa.tensor].view_of >= 0)
         return Err(apath() + ".tensor",
                    "a base tensor for an OUTPUT (a view cannot be rebound; use OUTPUT_EXISTING)",
@@ -818,14 +819,7 @@ class Parser {
       for (size_t i = 0; i < d.size(); ++i) {
         std::string dpath = path + ".dumps[" + std::to_string(i) + "]";
         DFX_ASSIGN_OR_RETURN(int t, TensorRef(d[i], dpath, *p));
-        bool any = false;
-        for (size_t a = 0; a < sub->args.size(); ++a) {
-          if (sub->args[a].tensor == t) {
-            sub->dumps.push_back(static_cast<int>(a));
-            any = true;
-          }
-        }
-        if (!any) return Err(dpath, "a tensor passed in this submit's args", d[i]);
+        if (!MarkDumps(sub, t)) return Err(dpath, "a tensor passed in this submit's args", d[i]);
       }
     }
     if (s.contains("id")) {
@@ -1103,9 +1097,9 @@ std::optional<Program> ReadProgramText(std::string_view text, const std::string&
   if (!json.ok()) return std::nullopt;
   Parser parser(origin);
   bool read = false;  // the orchestration, whole
-  auto program = parser.Parse(*json, [&](Parser& self, Program* p) {
+  auto program = parser.Parse(*json, [&](Program* p) {
     size_t at = begin;
-    read = self.FastBody(text, &at, "$.orchestration", p, &p->orchestration, 0);
+    read = parser.FastBody(text, &at, "$.orchestration", p, &p->orchestration, 0);
     *guess_failed = last_key && read && at != end;
     read = read && at == end;
     return read ? Status::Ok() : Internal("the orchestration is not in the text reader's forms");
