@@ -13,9 +13,15 @@
 # system; less disturbed than the wall by other load on a shared machine).
 # Prints min and median of makespan and wall and the median CPU per way, the
 # median ratios against `none`, the median of the per-round wall ratios
-# ("paired": each way against `none` of the same round), and last one line
-# per way that bench/run_all.sh reads:
+# ("paired": each way against `none` of the same round), two parts of the
+# cost as shares of the same round's `none` wall (medians over the rounds):
+#   in run   the makespan the way adds over `none` (collection inside the
+#            run, before any export);
+#   writes   the write floor: dd writing as many bytes as the way's
+#            artifacts into the same file system, timed by dd (no start-up);
+# and last one line per way that bench/run_all.sh reads:
 #   perturbation: way=W tasks=T rounds=R makespan_ratio=.. wall_ratio=.. paired_wall_ratio=.. cpu_ratio=..
+#     run_share=.. write_floor_share=.. artifact_mb=..
 # Threads are not pinned: the emulator's 1 orchestrator + AICPU + 6 core
 # threads outnumber this machine's 2 cores, so pinning would only serialise
 # them; run it on an idle machine and read the min beside the median.
@@ -53,9 +59,10 @@ flags_of() {
   esac
 }
 
-# run_once WAY: appends "MAKESPAN_US WALL_S CPU_S" to $WORK/WAY.txt (CPU_S:
-# the process's user + system time, which other load on the machine
-# disturbs less than the wall).
+# run_once WAY: appends "MAKESPAN_US WALL_S CPU_S FLOOR_S BYTES" to
+# $WORK/WAY.txt (CPU_S: the process's user + system time, which other load
+# on the machine disturbs less than the wall; FLOOR_S: writing BYTES, the
+# size of the run's artifacts, see below).
 run_once() {
   local way=$1 out="$WORK/out_$1" times line
   rm -rf "$out"
@@ -70,7 +77,19 @@ run_once() {
   local makespan
   makespan=$(sed -nE 's/.*makespan ([0-9.]+) us.*/\1/p' <<<"$line")
   [[ -n $makespan ]] || { echo "perturbation_bench: no makespan in: $line" >&2; exit 1; }
-  echo "$makespan $(awk '{ printf "%.3f %.3f", $1, $2 + $3 }' <<<"$times")" >>"$WORK/$way.txt"
+  # The write floor: writing as many bytes as this run's artifacts into the
+  # same file system, timed by dd itself (its start-up left out). A way with
+  # no artifact (none) writes nothing.
+  local bytes=0 floor=0
+  [[ -d $out ]] && bytes=$(find "$out" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+  if ((bytes > 0)); then
+    rm -f "$WORK/floor.bin"
+    floor=$(LC_ALL=C dd if=/dev/zero of="$WORK/floor.bin" bs=1M iflag=count_bytes count="$bytes" 2>&1 |
+      sed -nE 's/.* copied, ([0-9.e-]+) s,.*/\1/p')
+    rm -f "$WORK/floor.bin"
+    [[ -n $floor ]] || { echo "perturbation_bench: dd printed no time for $bytes bytes" >&2; exit 1; }
+  fi
+  echo "$makespan $(awk '{ printf "%.3f %.3f", $1, $2 + $3 }' <<<"$times") $floor $bytes" >>"$WORK/$way.txt"
 }
 
 for ((r = 0; r < ROUNDS; ++r)); do
@@ -91,8 +110,14 @@ paired() {
   paste -d' ' <(col "$1" 2) <(col "$2" 2) | awk '$2 > 0 { printf "%.4f\n", $1 / $2 }' | median |
     awk '{ printf "%.3f", $1 }'
 }
-printf '%-11s %14s %14s %10s %10s %10s %9s %9s %9s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" \
-  "cpu med" "ms ratio" "wall ratio" "paired" "cpu ratio"
+# share WAY BASE EXPR: the median over rounds of EXPR (awk, over WAY's row
+# in $1.., BASE's row of the same round in $6..) divided by BASE's wall.
+share() {
+  paste -d' ' "$WORK/$1.txt" "$WORK/$2.txt" | awk "\$7 > 0 { printf \"%.4f\\n\", ($3) / \$7 }" | median |
+    awk '{ printf "%.3f", $1 }'
+}
+printf '%-11s %14s %14s %10s %10s %10s %9s %9s %9s %9s %8s %8s %9s\n' way "makespan min" "makespan med" "wall min" "wall med" \
+  "cpu med" "ms ratio" "wall ratio" "paired" "cpu ratio" "in run" "writes" "artifacts"
 summary=()
 for way in "${WAYS[@]}"; do
   ms_min=$(col "$way" 1 | min)
@@ -100,6 +125,14 @@ for way in "${WAYS[@]}"; do
   w_min=$(col "$way" 2 | min)
   w_med=$(col "$way" 2 | median)
   c_med=$(col "$way" 3 | median)
+  base=none
+  [[ $way == *-before ]] && base=none-before
+  # What collection costs inside the run (the makespan over the same
+  # round's none, on the chip clock) and what writing its artifacts' bytes
+  # costs on its own, each as a share of none's process wall.
+  run_share=$(share "$way" "$base" '($1 - $6) / 1e6')
+  floor_share=$(share "$way" "$base" '$4')
+  mbytes=$(col "$way" 5 | median | awk '{ printf "%.1f", $1 / 1e6 }')
   if [[ $way == *-before ]]; then
     w_paired=$(paired "$way" none-before)
     ms_ratio=$(div "$ms_med" "$(col none-before 1 | median)")
@@ -111,8 +144,10 @@ for way in "${WAYS[@]}"; do
     w_ratio=$(div "$w_med" "$base_wall")
     c_ratio=$(div "$c_med" "$base_cpu")
   fi
-  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx %8sx\n' "$way" "$ms_min" "$ms_med" \
-    "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$w_paired" "$c_ratio"
-  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio paired_wall_ratio=$w_paired cpu_ratio=$c_ratio")
+  printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx %8sx %7s%% %7s%% %6s MB\n' "$way" "$ms_min" "$ms_med" \
+    "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$w_paired" "$c_ratio" \
+    "$(awk -v r="$run_share" 'BEGIN { printf "%+.1f", 100 * r }')" \
+    "$(awk -v r="$floor_share" 'BEGIN { printf "%+.1f", 100 * r }')" "$mbytes"
+  summary+=("perturbation: way=$way tasks=$TASKS rounds=$ROUNDS makespan_ratio=$ms_ratio wall_ratio=$w_ratio paired_wall_ratio=$w_paired cpu_ratio=$c_ratio run_share=$run_share write_floor_share=$floor_share artifact_mb=$mbytes")
 done
 printf '%s\n' "${summary[@]}"
