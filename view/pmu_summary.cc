@@ -53,7 +53,10 @@ Status RunPmuSummary(const std::filesystem::path& path, std::ostream& out, std::
   DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
                        LoadNameMapFor(path.parent_path(), std::nullopt, path.string(), err));
   std::string types;
-  for (int t : s.event_types) types += (types.empty() ? "" : ",") + std::to_string(t);
+  for (int t : s.event_types) {
+    if (!types.empty()) types += ',';
+    types += std::to_string(t);
+  }
   out << "PMU summary: " << path.string() << " (" << s.rows << " row(s), event_type "
       << (types.empty() ? "-" : types) << ")\n";
   for (const auto& [key, g] : s.groups) {
