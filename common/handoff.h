@@ -62,6 +62,15 @@ class Handoff {
     if (wake) filled_.notify_one();
     return true;
   }
+  // Producer, before its first Put: makes `n` empty buffers now (with
+  // `make`) for Put to hand out, so that what making one costs is paid
+  // here rather than in the middle of the stream.
+  void Prepare(size_t n) {
+    std::vector<Buf> made;
+    for (size_t i = 0; i < n; ++i) made.push_back(make_());
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Buf& b : made) spare_.push_back(std::move(b));
+  }
   // Producer: nothing more comes.
   void Close() { End(&closed_); }
   // Producer: ends without the rest; what is queued is never taken.

@@ -45,6 +45,33 @@ TEST(HandoffTest, BuffersArriveInOrderAndAreReused) {
   EXPECT_FALSE(h.Take(got)) << "a closed handoff stays at its end";
 }
 
+// Buffers made by Prepare are the ones Put hands out: none is made in the
+// stream until they are used up (ChunkedWriter maps its chunks' pages so).
+TEST(HandoffTest, PreparedBuffersAreHandedOutBeforeAnyIsMade) {
+  std::atomic<int> made{0};
+  Handoff<Batch> h(4, [&] {
+    ++made;
+    return Batch{};
+  });
+  h.Prepare(2);
+  EXPECT_EQ(made.load(), 2);
+  Batch b{1};
+  ASSERT_TRUE(h.Put(b));
+  EXPECT_EQ(made.load(), 2) << "Put hands out a prepared buffer";
+  b = {2};
+  ASSERT_TRUE(h.Put(b));
+  EXPECT_EQ(made.load(), 2) << "two Puts, two prepared buffers: nothing made in the stream";
+  b = {3};
+  ASSERT_TRUE(h.Put(b));
+  EXPECT_EQ(made.load(), 3) << "the prepared ones used up, Put makes one";
+  h.Close();
+  Batch got;
+  for (uint64_t want = 1; want <= 3; ++want) {
+    ASSERT_TRUE(h.Take(got));
+    EXPECT_EQ(got, Batch{want});
+  }
+}
+
 // The producer runs at most `depth` buffers ahead of a consumer that does
 // not take, and a consumer that stops releases it: Put refuses.
 TEST(HandoffTest, AProducerWaitsForRoomAndAStoppedConsumerReleasesIt) {

@@ -103,31 +103,36 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   }
   DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
                        LoadNameMapFor(dir, options.func_names, options.input.string(), err));
-  std::optional<TaskGraph> deps = DepsOrWarn(deps_loaded.get(), deps_path, options.verbose, err);
-  if (options.overhead && !deps) {
-    err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
-           "Analysis track skipped.\n";
-  }
   // With every default, the trace would be the one the run already wrote
   // beside the records (merged_swimlane_<ts>.json): say where it is instead
   // of writing a second identical copy.
   const bool defaults = !options.output && !options.deps_json && !options.func_names &&
                         !options.overhead && options.filter.flows && !options.filter.windowed() &&
                         options.format == TraceFormat::kJson;
-  if (defaults) {
-    if (auto existing = ExistingConversion(options.input)) {
-      if (options.print_statistics) PrintStatistics(data, deps ? &*deps : nullptr, names, out);
-      out << "\nUp to date: " << existing->string()
-          << " was converted from these records after they were written; not writing a second "
-             "copy (-o PATH writes one).\n";
-      return Status::Ok();
-    }
-  }
-  std::filesystem::path output =
-      options.output ? *options.output
-                     : DefaultTracePath(dir / collectors::kMergedSwimlaneFile, options.format);
+  const std::optional<std::filesystem::path> existing =
+      defaults ? ExistingConversion(options.input) : std::nullopt;
+  // The trace is opened before the wait for deps.json (the records are
+  // usually read first): its chunk buffers' pages are mapped in that wait.
   TraceWriter trace;
-  DFX_RETURN_IF_ERROR(trace.Open(output, options.filter, options.format));
+  std::filesystem::path output;
+  if (!existing) {
+    output = options.output
+                 ? *options.output
+                 : DefaultTracePath(dir / collectors::kMergedSwimlaneFile, options.format);
+    DFX_RETURN_IF_ERROR(trace.Open(output, options.filter, options.format));
+  }
+  std::optional<TaskGraph> deps = DepsOrWarn(deps_loaded.get(), deps_path, options.verbose, err);
+  if (options.overhead && !deps) {
+    err << "Warning: --overhead needs deps.json for task readiness; no deps found, Overhead "
+           "Analysis track skipped.\n";
+  }
+  if (existing) {
+    if (options.print_statistics) PrintStatistics(data, deps ? &*deps : nullptr, names, out);
+    out << "\nUp to date: " << existing->string()
+        << " was converted from these records after they were written; not writing a second "
+           "copy (-o PATH writes one).\n";
+    return Status::Ok();
+  }
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
                          trace, err, &digest);
   DFX_RETURN_IF_ERROR(conv.Run());
