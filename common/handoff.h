@@ -62,14 +62,12 @@ class Handoff {
     if (wake) filled_.notify_one();
     return true;
   }
-  // Producer, before its first Put: makes `n` empty buffers now (with
-  // `make`) for Put to hand out, so that what making one costs is paid
-  // here rather than in the middle of the stream.
-  void Prepare(size_t n) {
-    std::vector<Buf> made;
-    for (size_t i = 0; i < n; ++i) made.push_back(make_());
+  // Producer, before its first Put: adds `buf` (empty) to the buffers Put
+  // hands out before it makes any, so a buffer can be made ready (its
+  // memory mapped, say) ahead of the stream.
+  void Give(Buf buf) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (Buf& b : made) spare_.push_back(std::move(b));
+    spare_.push_back(std::move(buf));
   }
   // Producer: nothing more comes.
   void Close() { End(&closed_); }

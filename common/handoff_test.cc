@@ -45,25 +45,28 @@ TEST(HandoffTest, BuffersArriveInOrderAndAreReused) {
   EXPECT_FALSE(h.Take(got)) << "a closed handoff stays at its end";
 }
 
-// Buffers made by Prepare are the ones Put hands out: none is made in the
-// stream until they are used up (ChunkedWriter maps its chunks' pages so).
-TEST(HandoffTest, PreparedBuffersAreHandedOutBeforeAnyIsMade) {
+// Buffers given before the stream are the ones Put hands out: none is made
+// until they are used up (ChunkedWriter's chunks, mapped at Open, so).
+TEST(HandoffTest, GivenBuffersAreHandedOutBeforeAnyIsMade) {
   std::atomic<int> made{0};
   Handoff<Batch> h(4, [&] {
     ++made;
     return Batch{};
   });
-  h.Prepare(2);
-  EXPECT_EQ(made.load(), 2);
+  Batch given;
+  given.reserve(64);
+  const uint64_t* storage = given.data();
+  h.Give(std::move(given));
+  h.Give(Batch{});
   Batch b{1};
   ASSERT_TRUE(h.Put(b));
-  EXPECT_EQ(made.load(), 2) << "Put hands out a prepared buffer";
   b = {2};
   ASSERT_TRUE(h.Put(b));
-  EXPECT_EQ(made.load(), 2) << "two Puts, two prepared buffers: nothing made in the stream";
+  EXPECT_EQ(made.load(), 0) << "two Puts, two given buffers: nothing made";
+  EXPECT_EQ(b.data(), storage) << "the buffer given first came back with its storage";
   b = {3};
   ASSERT_TRUE(h.Put(b));
-  EXPECT_EQ(made.load(), 3) << "the prepared ones used up, Put makes one";
+  EXPECT_EQ(made.load(), 1) << "the given ones used up, Put makes one";
   h.Close();
   Batch got;
   for (uint64_t want = 1; want <= 3; ++want) {

@@ -518,7 +518,11 @@ static std::string MappedChunk() {
 // (common/handoff.h): at most kBackgroundChunks in memory, the one being
 // filled, one queued and the one being written.
 struct ChunkedWriter::Background {
-  Handoff<std::string> chunks{kBackgroundChunks - 2, MappedChunk};
+  Handoff<std::string> chunks{kBackgroundChunks - 2, [] {
+                                std::string chunk;
+                                chunk.reserve(kChunkBytes + 4096);
+                                return chunk;
+                              }};
   std::atomic<uint64_t> file_bytes{0};  // the file's size after the last write
   uint64_t handed = 0;                  // caller's side: bytes queued so far
   // Direct writes (AtomicFileWriter::SetDirect): their alignment, and the
@@ -545,9 +549,10 @@ ChunkedWriter& ChunkedWriter::operator=(ChunkedWriter&& other) noexcept {
   return *this;
 }
 
-Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool background) {
+Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool background,
+                           bool map_chunks) {
   StopBackground();
-  if (!background) buffer_.reserve(kChunkBytes + 4096);  // a background one's: below
+  if (!(background && map_chunks)) buffer_.reserve(kChunkBytes + 4096);  // else mapped below
   status_ = file_.Open(path);
   if (status_.ok() && gzip) {
     gzip_ = std::make_unique<Gzip>();
@@ -565,15 +570,17 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool ba
       file_.SetDirect();
       if (file_.direct()) {
         bg.align = file_.align();
-        bg.next = MappedChunk();
+        bg.next.reserve(kChunkBytes + 4096);
       }
     }
-    // Every chunk the stream will use, mapped now (see MappedChunk): the
-    // caller's, and the two a full queue and the writer hold. A caller that
-    // opens before it has to wait for something (dfx-view waits for
-    // deps.json) pays for them in that wait.
-    buffer_ = MappedChunk();
-    bg.chunks.Prepare(kBackgroundChunks - 1);
+    if (map_chunks) {
+      // Every chunk the stream will use, mapped now (see MappedChunk): the
+      // caller's, the next one of direct writes, and the two a full queue
+      // and the writer hold.
+      buffer_ = MappedChunk();
+      if (bg.align != 0) bg.next = MappedChunk();
+      for (size_t i = 0; i + 1 < kBackgroundChunks; ++i) bg.chunks.Give(MappedChunk());
+    }
     bg.thread = std::thread([this, &bg] {
       std::string chunk;
       while (bg.chunks.Take(chunk)) {

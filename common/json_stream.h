@@ -128,12 +128,13 @@ class JsonPullReader {
 // At most kBackgroundChunks chunks exist at a time (the caller waits for
 // the writer to take one; common/handoff.h), one more with direct writes
 // (AtomicFileWriter::SetDirect: the next chunk, which each one is cut for),
-// so memory stays bounded; Open makes all of them at once, their pages
-// mapped (a first touch costs a page fault, ~11 us per 4 KiB on this
-// project's VMs), so a caller that opens before a wait pays for them there.
-// The caller's side is still one thread. A background writer's file is one
-// written once and not read back soon (a trace): it keeps only its last few
-// MiB in the page cache (AtomicFileWriter::SetDropBehind).
+// so memory stays bounded. With `map_chunks` Open makes all of them at
+// once, their pages mapped (a first touch costs a page fault, ~11 us per 4
+// KiB on this project's VMs): for output known to fill them all, opened
+// before a wait that can pay for them. The caller's side is still one
+// thread. A background writer's file is one written once and not read back
+// soon (a trace): it keeps only its last few MiB in the page cache
+// (AtomicFileWriter::SetDropBehind).
 class ChunkedWriter {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
@@ -145,7 +146,8 @@ class ChunkedWriter {
   ChunkedWriter& operator=(ChunkedWriter&&) noexcept;
 
   // Opens "<path>.tmp.<pid>" (see AtomicFileWriter).
-  Status Open(const std::filesystem::path& path, bool gzip = false, bool background = false);
+  Status Open(const std::filesystem::path& path, bool gzip = false, bool background = false,
+              bool map_chunks = false);
   void Append(std::string_view s) {
     buffer_.append(s);
     MaybeFlush();

@@ -1,7 +1,10 @@
 #include "common/json_stream.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -259,6 +262,37 @@ TEST(ChunkedWriterTest, StreamsAcrossChunksAndAppearsOnlyOnCommit) {
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, expected);
   std::filesystem::remove(p);
+}
+
+// With map_chunks, the chunk the caller fills is resident as soon as Open
+// returns (its page faults were taken there), and the file is the same.
+TEST(ChunkedWriterTest, MappedChunksAreResidentAtOpenAndWriteTheSameFile) {
+  const auto dir = std::filesystem::temp_directory_path();
+  auto plain = dir / ("chunked_plain" + std::to_string(getpid()));
+  auto mapped = dir / ("chunked_mapped" + std::to_string(getpid()));
+  ChunkedWriter a, b;
+  ASSERT_TRUE(a.Open(plain, false, /*background=*/true).ok());
+  ASSERT_TRUE(b.Open(mapped, false, /*background=*/true, /*map_chunks=*/true).ok());
+  ASSERT_GE(b.buffer().capacity(), ChunkedWriter::kChunkBytes);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const auto begin = reinterpret_cast<uintptr_t>(b.buffer().data()) & ~uintptr_t(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(b.buffer().data()) + ChunkedWriter::kChunkBytes;
+  std::vector<unsigned char> resident((end - begin + page - 1) / page);
+  ASSERT_EQ(::mincore(reinterpret_cast<void*>(begin), end - begin, resident.data()), 0);
+  size_t in_memory = 0;
+  for (unsigned char r : resident) in_memory += r & 1;
+  EXPECT_EQ(in_memory, resident.size()) << "pages of the first chunk not yet mapped at Open";
+  for (int i = 0; i < 700000; ++i) {  // about 5 chunks
+    a.Format("{},", i);
+    b.Format("{},", i);
+  }
+  ASSERT_TRUE(a.Commit().ok());
+  ASSERT_TRUE(b.Commit().ok());
+  auto x = ReadFile(plain), y = ReadFile(mapped);
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(*x, *y);
+  std::filesystem::remove(plain);
+  std::filesystem::remove(mapped);
 }
 
 // With a writer thread: the same bytes, gzip or not, the buffer callers

@@ -37,12 +37,15 @@ std::filesystem::path DefaultTracePath(const std::filesystem::path& json_default
 }
 
 Status TraceWriter::Open(const std::filesystem::path& path, const TraceFilter& filter,
-                         TraceFormat format) {
+                         TraceFormat format, uint64_t min_bytes) {
   filter_ = filter;
   format_ = format;
   const std::string name = path.filename().string();
   const bool gzip = name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0;
-  DFX_RETURN_IF_ERROR(writer_.Open(path, gzip, /*background=*/true));
+  // A compressed trace may come out smaller than what is known of it.
+  const bool fills_chunks =
+      !gzip && min_bytes >= (ChunkedWriter::kBackgroundChunks + 1) * ChunkedWriter::kChunkBytes;
+  DFX_RETURN_IF_ERROR(writer_.Open(path, gzip, /*background=*/true, fills_chunks));
   if (format_ == TraceFormat::kProto) {
     proto_ = std::make_unique<PerfettoEncodeThread>(&writer_);
     return Status::Ok();

@@ -370,9 +370,12 @@ class TraceWriter {
   // the events go to the encoder on a thread of its own
   // (PerfettoEncodeThread): the views' JSON events (Begin/End) are parsed
   // here and encoded there, and the fields of Event, names and flows are
-  // encoded there directly.
+  // encoded there directly. `min_bytes`: what the trace is known to reach at
+  // least, if anything; when that fills every chunk the trace's writer will
+  // use, their pages are mapped here (ChunkedWriter::Open's `map_chunks`),
+  // so a caller that opens before a wait pays for them in it.
   Status Open(const std::filesystem::path& path, const TraceFilter& filter = {},
-              TraceFormat format = TraceFormat::kJson);
+              TraceFormat format = TraceFormat::kJson, uint64_t min_bytes = 0);
   // Closes the event list, adds a top-level "metadata" object unless
   // `metadata` is null (proto: an instant "trace metadata" at time 0), and
   // renames the trace into place. An event the proto encoder could not read
