@@ -98,20 +98,13 @@ done
 
 col() { awk -v c="$2" '{ print $c }' "$WORK/$1.txt"; }
 min() { sort -g | head -1; }
-base_makespan=$(col none 1 | median)
-base_wall=$(col none 2 | median)
-base_cpu=$(col none 3 | median)
 div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
-# The median over rounds of WAY's wall over its baseline's wall in the same
-# round: a round runs every way back to back, so a slow stretch of the
-# machine moves both sides of each pair, where it moves only one side of a
-# ratio of medians.
-paired() {
-  paste -d' ' <(col "$1" 2) <(col "$2" 2) | awk '$2 > 0 { printf "%.4f\n", $1 / $2 }' | median |
-    awk '{ printf "%.3f", $1 }'
-}
 # share WAY BASE EXPR: the median over rounds of EXPR (awk, over WAY's row
-# in $1.., BASE's row of the same round in $6..) divided by BASE's wall.
+# in $1.., BASE's row of the same round in $6..) divided by BASE's wall in
+# that round. Paired so: a round runs every way back to back, so a slow
+# stretch of the machine moves both sides of each pair, where it moves only
+# one side of a ratio of medians. With EXPR '$2' it is WAY's paired wall
+# ratio.
 share() {
   paste -d' ' "$WORK/$1.txt" "$WORK/$2.txt" | awk "\$7 > 0 { printf \"%.4f\\n\", ($3) / \$7 }" | median |
     awk '{ printf "%.3f", $1 }'
@@ -132,18 +125,11 @@ for way in "${WAYS[@]}"; do
   # costs on its own, each as a share of none's process wall.
   run_share=$(share "$way" "$base" '($1 - $6) / 1e6')
   floor_share=$(share "$way" "$base" '$4')
+  w_paired=$(share "$way" "$base" '$2')
   mbytes=$(col "$way" 5 | median | awk '{ printf "%.1f", $1 / 1e6 }')
-  if [[ $way == *-before ]]; then
-    w_paired=$(paired "$way" none-before)
-    ms_ratio=$(div "$ms_med" "$(col none-before 1 | median)")
-    w_ratio=$(div "$w_med" "$(col none-before 2 | median)")
-    c_ratio=$(div "$c_med" "$(col none-before 3 | median)")
-  else
-    w_paired=$(paired "$way" none)
-    ms_ratio=$(div "$ms_med" "$base_makespan")
-    w_ratio=$(div "$w_med" "$base_wall")
-    c_ratio=$(div "$c_med" "$base_cpu")
-  fi
+  ms_ratio=$(div "$ms_med" "$(col "$base" 1 | median)")
+  w_ratio=$(div "$w_med" "$(col "$base" 2 | median)")
+  c_ratio=$(div "$c_med" "$(col "$base" 3 | median)")
   printf '%-11s %11.1f us %11.1f us %8.3f s %8.3f s %8.3f s %8sx %8sx %8sx %8sx %7s%% %7s%% %6s MB\n' "$way" "$ms_min" "$ms_med" \
     "$w_min" "$w_med" "$c_med" "$ms_ratio" "$w_ratio" "$w_paired" "$c_ratio" \
     "$(awk -v r="$run_share" 'BEGIN { printf "%+.1f", 100 * r }')" \
