@@ -503,13 +503,16 @@ struct ChunkedWriter::Gzip {
   ~Gzip() { deflateEnd(&z); }
 };
 
+// What a chunk buffer holds: a full chunk and the event that crossed its end.
+static constexpr size_t kChunkCapacity = ChunkedWriter::kChunkBytes + 4096;
+
 // An empty chunk buffer whose pages are already mapped: the zeros written
 // here take the first-touch page faults (~11 us per 4 KiB page on the
 // virtual machines this project runs on, 256 per chunk) when the writer
 // opens, not while the caller formats into it.
 static std::string MappedChunk() {
   std::string chunk;
-  chunk.resize(ChunkedWriter::kChunkBytes + 4096);
+  chunk.resize(kChunkCapacity);
   chunk.clear();  // keeps the capacity, and its pages
   return chunk;
 }
@@ -520,7 +523,7 @@ static std::string MappedChunk() {
 struct ChunkedWriter::Background {
   Handoff<std::string> chunks{kBackgroundChunks - 2, [] {
                                 std::string chunk;
-                                chunk.reserve(kChunkBytes + 4096);
+                                chunk.reserve(kChunkCapacity);
                                 return chunk;
                               }};
   std::atomic<uint64_t> file_bytes{0};  // the file's size after the last write
@@ -552,7 +555,7 @@ ChunkedWriter& ChunkedWriter::operator=(ChunkedWriter&& other) noexcept {
 Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool background,
                            bool map_chunks) {
   StopBackground();
-  if (!(background && map_chunks)) buffer_.reserve(kChunkBytes + 4096);  // else mapped below
+  if (!(background && map_chunks)) buffer_.reserve(kChunkCapacity);  // else mapped below
   status_ = file_.Open(path);
   if (status_.ok() && gzip) {
     gzip_ = std::make_unique<Gzip>();
@@ -570,7 +573,7 @@ Status ChunkedWriter::Open(const std::filesystem::path& path, bool gzip, bool ba
       file_.SetDirect();
       if (file_.direct()) {
         bg.align = file_.align();
-        bg.next.reserve(kChunkBytes + 4096);
+        bg.next.reserve(kChunkCapacity);
       }
     }
     if (map_chunks) {
