@@ -1,18 +1,27 @@
 #include "common/status.h"
 
-namespace dfx {
+#include "common/enum_text.h"
 
-const char* CodeName(Code code) {
-  switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kUnavailable: return "UNAVAILABLE";
-    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case Code::kInternal: return "INTERNAL";
-  }
-  return "UNKNOWN";
+namespace dfx {
+namespace {
+
+constexpr auto kCodeText = MakeEnumTable<Code>({{Code::kOk, "OK"},
+                                                {Code::kInvalidArgument, "INVALID_ARGUMENT"},
+                                                {Code::kNotFound, "NOT_FOUND"},
+                                                {Code::kUnavailable, "UNAVAILABLE"},
+                                                {Code::kDeadlineExceeded, "DEADLINE_EXCEEDED"},
+                                                {Code::kFailedPrecondition, "FAILED_PRECONDITION"},
+                                                {Code::kInternal, "INTERNAL"}},
+                                               "UNKNOWN");
+
+}  // namespace
+
+const char* CodeName(Code code) { return kCodeText.Name(code); }
+
+void DieOnErrorValue(const Status& status) {
+  std::fprintf(stderr, "CHECK failed: Result::value() of an error: %s\n",
+               status.ToString().c_str());
+  std::abort();
 }
 
 std::string Status::ToString() const {

@@ -26,6 +26,10 @@ enum class Code {
 
 const char* CodeName(Code code);
 
+class Status;
+// Aborts with "Result::value() of an error: <status>" (a bug, not bad input).
+[[noreturn]] void DieOnErrorValue(const Status& status);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -64,15 +68,20 @@ class [[nodiscard]] Result {
   }
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  // The value. Reading it from an error is a bug: it aborts, naming the
+  // error (check ok() first, or use DFX_ASSIGN_OR_RETURN).
+  T& value() & { return Checked(), *value_; }
+  const T& value() const& { return Checked(), *value_; }
+  T&& value() && { return Checked(), std::move(*value_); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
 
  private:
+  void Checked() const {
+    if (!value_.has_value()) DieOnErrorValue(status_);
+  }
   std::optional<T> value_;
   Status status_;
 };
