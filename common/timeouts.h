@@ -52,9 +52,10 @@ inline constexpr int kMinHeartbeatTimeoutIntervals = 3;
 // The largest deadline a flag accepts (11.6 days).
 inline constexpr double kMaxTimeoutSeconds = 1e6;
 
-// Seconds as a command line gives them -> a Duration (rounded to the ns).
+// Seconds as a command line gives them -> a Duration, rounded to the
+// nearest ns (so a Duration written by ToSeconds reads back exactly).
 constexpr Timeouts::Duration Seconds(double s) {
-  return std::chrono::duration_cast<Timeouts::Duration>(std::chrono::duration<double>(s));
+  return std::chrono::round<Timeouts::Duration>(std::chrono::duration<double>(s));
 }
 // A Duration in seconds, for messages and command lines.
 constexpr double ToSeconds(Timeouts::Duration d) {

@@ -14,9 +14,15 @@
 
 namespace dfx::coordinator {
 
-namespace {
-uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
-}  // namespace
+LoopOptions MakeLoopOptions(const Timeouts& timeouts, uint32_t credit_window,
+                            uint64_t max_artifact_bytes, collectors::ArtifactState verified_state) {
+  LoopOptions o;
+  o.timeouts = timeouts;
+  o.receiver.credit_window = credit_window;
+  o.receiver.max_artifact_bytes = max_artifact_bytes;
+  o.receiver.verified_state = verified_state;
+  return o;
+}
 
 EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
                      const Clock& clock, ArtifactStore store)
@@ -305,11 +311,11 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
     }
   }
   DeclareDisconnected(handler, /*read_monitor=*/false);
-  const uint64_t timeout = SecondsToNs(options_.heartbeat_timeout_s);
-  for (AgentState* silent : registry_.Tick(SecondsToNs(options_.heartbeat_interval_s), timeout)) {
+  const Timeouts& t = options_.timeouts;
+  for (AgentState* silent : registry_.Tick(ToNs(t.heartbeat_interval), ToNs(t.heartbeat_timeout))) {
     DeclareDead(*silent,
                 fmt::format("silent for {:.1f} s (heartbeat deadline --heartbeat-timeout {:g} s)",
-                            (NowNs() - silent->last_rx_ns) / 1e9, options_.heartbeat_timeout_s),
+                            (NowNs() - silent->last_rx_ns) / 1e9, ToSeconds(t.heartbeat_timeout)),
                 handler);
   }
   handler.OnTick();

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "coordinator/agent_registry.h"
 #include "coordinator/artifact_receiver.h"
 #include "protocol/channel.h"
@@ -48,8 +49,9 @@ class PeerHandler {
 };
 
 struct LoopOptions {
-  double heartbeat_interval_s = 0.2;  // both directions
-  double heartbeat_timeout_s = 10;    // a silent peer is dead after this
+  // heartbeat_interval (both directions) and heartbeat_timeout (a silent
+  // peer is dead after it); the loop reads no other deadline.
+  Timeouts timeouts;
   ReceiverOptions receiver;
   // Agents never send a frame larger than kMaxAgentFrameBytes, and at most
   // the credit window of chunks plus a few control messages at a time: the
@@ -61,6 +63,11 @@ struct LoopOptions {
     return o;
   }();
 };
+
+// The options of a run's or a gather's loop: their deadlines, the receiver's
+// credit window and size bound, and the state a verified artifact gets.
+LoopOptions MakeLoopOptions(const Timeouts& timeouts, uint32_t credit_window,
+                            uint64_t max_artifact_bytes, collectors::ArtifactState verified_state);
 
 class EventLoop {
  public:

@@ -25,8 +25,6 @@ using collectors::ArtifactState;
 
 namespace {
 
-uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
-
 // One gather over one spool (or, attached, over the serve agents that connect).
 class GatherCoordinator final : public PeerHandler {
  public:
@@ -93,13 +91,8 @@ class GatherCoordinator final : public PeerHandler {
     return p;
   }
   LoopOptions LoopOpts() const {
-    LoopOptions o;
-    o.heartbeat_interval_s = options_.heartbeat_interval_s;
-    o.heartbeat_timeout_s = options_.heartbeat_timeout_s;
-    o.receiver.credit_window = options_.credit_window;
-    o.receiver.max_artifact_bytes = options_.max_artifact_bytes;
-    o.receiver.verified_state = ArtifactState::kRecovered;
-    return o;
+    return MakeLoopOptions(options_.timeouts, options_.credit_window, options_.max_artifact_bytes,
+                           ArtifactState::kRecovered);
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
   void TimeOut() {
@@ -136,14 +129,14 @@ Result<GatherOutcome> GatherCoordinator::FromSpool(const fs::path& spool) {
   launch.endpoint = loop_.endpoint();
   launch.session = session_;
   launch.spool_root = spool;
-  launch.connect_timeout_s = options_.timeout_s;
-  launch.heartbeat_timeout_s = options_.heartbeat_timeout_s;
+  launch.timeouts = options_.timeouts;
+  launch.timeouts.connect = options_.timeouts.gather;
   // One recovery agent per rank directory, so ranks stream in parallel like
   // the agents of the run did.
   for (int32_t rank : collectors::ListRankDirs(spool / Hex64(session_))) {
     DFX_RETURN_IF_ERROR(launcher_.StartRecovery(launch, rank));
   }
-  const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
+  const uint64_t deadline = Now() + ToNs(options_.timeouts.gather);
   for (;;) {
     const size_t exited_silent = launcher_.exited();
     auto& agents = loop_.registry().agents();
@@ -176,7 +169,7 @@ Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
       "gather of session {}: waiting for {} rank(s) on {}; start (or keep running) "
       "`dfx-rank-agent serve --coordinator {} --rank R`",
       Hex64(session_), ranks, loop_.endpoint(), advertised);
-  const uint64_t deadline = Now() + SecondsToNs(options_.timeout_s);
+  const uint64_t deadline = Now() + ToNs(options_.timeouts.gather);
   std::set<int32_t> missing;
   for (;;) {
     missing.clear();
@@ -199,19 +192,19 @@ Result<GatherOutcome> GatherCoordinator::Attached(int ranks) {
   }
   std::vector<std::string> failures;
   if (!missing.empty()) {
-    failures.push_back(
-        fmt::format("no serve agent offered rank(s) {} within --timeout {:g} s (are they running "
-                    "with --coordinator {}?)",
-                    fmt::join(missing, ","), options_.timeout_s, loop_.endpoint()));
+    failures.push_back(fmt::format(
+        "no serve agent offered rank(s) {} within --timeout {:g} s (are they running "
+        "with --coordinator {}?)",
+        fmt::join(missing, ","), ToSeconds(options_.timeouts.gather), loop_.endpoint()));
   }
   return Conclude(std::move(failures));
 }
 
 GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures) {
   // Every received file is verified and acknowledged before the agents go.
-  loop_.DrainWriter(Now() + SecondsToNs(options_.shutdown_timeout_s), *this);
+  loop_.DrainWriter(Now() + ToNs(options_.timeouts.shutdown), *this);
   loop_.SendShutdown("gather complete");
-  const uint64_t deadline = Now() + SecondsToNs(options_.shutdown_timeout_s);
+  const uint64_t deadline = Now() + ToNs(options_.timeouts.shutdown);
   // A short poll: an agent's exit wakes nothing here, and the gather ends
   // as soon as the last one is gone.
   while (launcher_.AnyRunning() && Now() <= deadline) (void)loop_.Pump(2, *this);

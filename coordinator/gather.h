@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "coordinator/access.h"
 #include "coordinator/artifact_receiver.h"
 
@@ -36,10 +37,9 @@ struct GatherOptions {
   bool attach = false;
   std::string bind;
   std::string advertise;  // what the serve agents dial ("" = derived from bind)
-  double timeout_s = 120;
-  double heartbeat_interval_s = 0.2;
-  double heartbeat_timeout_s = 10;
-  double shutdown_timeout_s = 10;
+  // Deadlines: gather (the whole gather, --timeout), the heartbeat pair
+  // and shutdown.
+  Timeouts timeouts;
   uint32_t credit_window = 8;
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;
   // Attach mode: who may connect (coordinator/access.h). Recovery agents

@@ -53,11 +53,12 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     }
     std::fflush(stdout);
     DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
-    if (!child.Wait(static_cast<int>(options.timeout_s * 1000))) {
+    if (!child.Wait(ToPollMs(options.timeouts.dispatch))) {
       child.Terminate(2000);
       std::string text =
           fmt::format("{}: the {} pass did not finish within --dispatch-timeout {:g} s",
-                      options.program.string(), config::PassKindName(pass.kind), options.timeout_s);
+                      options.program.string(), config::PassKindName(pass.kind),
+                      ToSeconds(options.timeouts.dispatch));
       if (pass.kind == config::PassKind::kGraph) {
         std::printf("%s\n", GraphPassWarning(options.program.string(), text,
                                              dfx_dir / collectors::kDepsFile)
@@ -87,7 +88,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
   // The listing of an earlier run is not an artifact of this one.
   std::erase(out.artifacts, std::string(collectors::kArtifactsReadmeFile));
   if (options.config.enable_chip_swimlane > 0) {
-    for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts))
+    for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts, options.timeouts.convert))
       out.artifacts.push_back(merged);
   }
   if (options.bench) {
@@ -103,7 +104,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     exec.config = plain;
     std::vector<std::string> argv = {options.agent_binary.string()};
     for (std::string& a : exec.ToArgv()) argv.push_back(std::move(a));
-    DFX_ASSIGN_OR_RETURN(CompletedRun run, RunCaptured(argv, options.timeout_s));
+    DFX_ASSIGN_OR_RETURN(CompletedRun run, RunCaptured(argv, ToSeconds(options.timeouts.dispatch)));
     if (run.exit_code != 0) {
       return Internal(fmt::format(
           "{}: the --bench plain run failed ({}): {}", options.program.string(),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "config/run_config.h"
 #include "protocol/agent_command_line.h"
 
@@ -24,7 +25,7 @@ struct L2Options {
   // What every `dfx-rank-agent exec` of the run shares (chip flags, the
   // args-dump drain model); RunL2 fills in the program, dirs, config, pass.
   protocol::AgentExecCommandLine agent;
-  double timeout_s = 3600;  // per pass
+  Timeouts timeouts;  // .dispatch bounds each pass, .convert the merged trace
   // After the run, a separate plain run (no DFX flags, fresh device state)
   // whose wall time is reported (`run --bench`).
   bool bench = false;

@@ -107,9 +107,7 @@ protocol::AgentCommandLine AgentLauncher::CommandLine(const AgentLaunch& l) cons
   line.session_id = l.session;
   line.chips = l.chips_per_agent;
   line.spool = l.spool_root.string();
-  line.connect_timeout_s = l.connect_timeout_s;
-  line.heartbeat_interval_s = l.heartbeat_interval_s;
-  line.heartbeat_timeout_s = l.heartbeat_timeout_s;
+  line.timeouts = l.timeouts;
   line.chip.log_level = l.log_level;
   line.chip.virtual_clock = l.virtual_clock;
   line.total_ranks = l.total_ranks;

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "common/subprocess.h"
+#include "common/timeouts.h"
 #include "protocol/agent_command_line.h"
 #include "protocol/curve.h"
 
@@ -51,9 +52,9 @@ struct AgentLaunch {
   uint64_t session = 0;
   int chips_per_agent = 1;
   std::filesystem::path spool_root;  // empty: each agent's node-local default
-  double connect_timeout_s = 60;
-  double heartbeat_interval_s = 0.2;
-  double heartbeat_timeout_s = 10;
+  // What the agents are told: connect (their wait for this coordinator's
+  // first answer: the run's startup deadline) and the heartbeat pair.
+  Timeouts timeouts;
   std::string log_level = "warn";
   bool virtual_clock = false;
   int total_ranks = 0;  // the run's rank count: the last agent drives only ranks below it

@@ -29,6 +29,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/timeouts.h"
 #include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/access.h"
@@ -46,7 +47,7 @@ namespace fs = std::filesystem;
 namespace dc = dfx::coordinator;
 
 // Seconds flags are forwarded to agents: the same range as their command line.
-constexpr double kMaxSeconds = dfx::protocol::kMaxAgentSeconds;
+constexpr double kMaxSeconds = dfx::kMaxTimeoutSeconds;
 
 int Fail(const std::string& message, int code = 1) {
   std::fflush(stdout);
@@ -67,6 +68,15 @@ const CLI::Validator& PositiveSeconds() {
       },
       "SECONDS");
   return v;
+}
+
+// A deadline flag, given in seconds, into its Timeouts member.
+CLI::Option* AddDeadline(CLI::App& app, const std::string& flag, dfx::Timeouts::Duration& field,
+                         const std::string& help) {
+  return app
+      .add_option_function<double>(
+          flag, [&field](double seconds) { field = dfx::Seconds(seconds); }, help)
+      ->check(PositiveSeconds());
 }
 
 const CLI::Validator& LogLevel() {
@@ -192,17 +202,13 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.add_option("--chips-per-agent", so.chips_per_agent, "chips (ranks) each agent drives")
       ->check(CLI::Range(1, 64));
   run.add_option("--spool", so.spool_root, "agents' spool root (default W/.dfx_spool)");
-  run.add_option("--startup-timeout", so.startup_timeout_s,
-                 "spawn + HELLO + READY of every rank (default 60)")
-      ->check(PositiveSeconds());
-  run.add_option("--heartbeat-interval", so.heartbeat_interval_s, "(default 0.2)")
-      ->check(PositiveSeconds());
-  run.add_option("--heartbeat-timeout", so.heartbeat_timeout_s,
-                 "a silent agent is dead after this (default 10)")
-      ->check(PositiveSeconds());
-  run.add_option("--dispatch-timeout", so.dispatch_timeout_s,
-                 "one dispatch, run + stream (default 3600)")
-      ->check(PositiveSeconds());
+  AddDeadline(run, "--startup-timeout", so.timeouts.startup,
+              "spawn + HELLO + READY of every rank (default 60)");
+  AddDeadline(run, "--heartbeat-interval", so.timeouts.heartbeat_interval, "(default 0.2)");
+  AddDeadline(run, "--heartbeat-timeout", so.timeouts.heartbeat_timeout,
+              "a silent agent is dead after this (default 10)");
+  AddDeadline(run, "--dispatch-timeout", so.timeouts.dispatch,
+              "one dispatch, run + stream (default 3600)");
   run.add_option("--convert-jobs", so.convert_jobs,
                  "post-run swimlane conversions (one dfx-view per dispatch) run at once "
                  "(default 0: one per core)")
@@ -212,9 +218,8 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "--convert-jobs at a time), lazy (on demand: the run prints the dfx-view "
                  "commands), auto (default: eager onboard, as the reference; lazy in sim)")
       ->check(CLI::IsMember({"auto", "eager", "lazy"}));
-  run.add_option("--shutdown-timeout", so.shutdown_timeout_s,
-                 "agents exiting after the run (default 10)")
-      ->check(PositiveSeconds());
+  AddDeadline(run, "--shutdown-timeout", so.timeouts.shutdown,
+              "agents exiting after the run (default 10)");
   run.add_option("--agent-log-level", so.agent_log_level,
                  "log level of launched agents (default warn, or this process's level when it is "
                  "quieter: -q, --log-level error|critical|off)")
@@ -263,9 +268,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     }
   }
   for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
-  if (dfx::Status s =
-          dfx::protocol::CheckHeartbeat(so.heartbeat_interval_s, so.heartbeat_timeout_s);
-      !s.ok()) {
+  if (dfx::Status s = so.timeouts.ValidateHeartbeat(); !s.ok()) {
     return Fail(s.message(), 2);
   }
   so.config = parsed.config;
@@ -341,7 +344,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     if (f.dump_drain >= 0) l2.agent.dump_drain_bytes_per_sec = f.dump_drain;
     if (f.dump_timeout >= 0) l2.agent.dump_timeout_ms = static_cast<uint64_t>(f.dump_timeout);
     if (f.dump_arena >= 0) l2.agent.dump_arena_bytes = static_cast<uint64_t>(f.dump_arena);
-    l2.timeout_s = so.dispatch_timeout_s;
+    l2.timeouts = so.timeouts;
     l2.bench = f.bench;
     auto out = dc::RunL2(l2);
     if (!out.ok()) {
@@ -511,8 +514,7 @@ struct GatherFlags {
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_option("--work-dir", f.work_dir, "the work dir of the run to gather")->required();
   gather.add_option("--spool", f.spool, "the spool to read (default: the ones the run recorded)");
-  gather.add_option("--timeout", o.timeout_s, "give up after this (default 120)")
-      ->check(PositiveSeconds());
+  AddDeadline(gather, "--timeout", o.timeouts.gather, "give up after this (default 120)");
   gather.add_flag("--attach", o.attach,
                   "serve agents on other hosts stream their spools (needs --bind)");
   gather.add_option("--bind", o.bind, "where the serve agents connect (e.g. the run's --bind)");

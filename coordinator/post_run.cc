@@ -65,13 +65,13 @@ struct Conversion {
   std::string output;   // the converter's console output, shown when it failed
 };
 
-void Convert(Conversion& c, const fs::path& trace, double timeout_s) {
-  auto run = RunCaptured(c.argv, timeout_s);
+void Convert(Conversion& c, const fs::path& trace, Timeouts::Duration timeout) {
+  auto run = RunCaptured(c.argv, ToSeconds(timeout));
   std::string why;
   if (!run.ok()) {
     why = run.status().message();
   } else if (run->timed_out) {
-    why = fmt::format("it did not finish within {:g} s", timeout_s);
+    why = fmt::format("it did not finish within {:g} s", ToSeconds(timeout));
   } else if (run->exit_code != 0) {
     why = fmt::format("exit code {}", run->exit_code);
   }
@@ -87,8 +87,8 @@ void Convert(Conversion& c, const fs::path& trace, double timeout_s) {
 }  // namespace
 
 std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_dir,
-                                          const std::vector<std::string>& files, double timeout_s,
-                                          unsigned jobs) {
+                                          const std::vector<std::string>& files,
+                                          Timeouts::Duration timeout, unsigned jobs) {
   std::vector<std::string> written;
   std::set<std::string> dirs;  // relative, "" at L2; sorted, so the results are in a fixed order
   for (const auto& f : files) {
@@ -140,7 +140,7 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
       log::SetStatusLine(fmt::format("converting swimlane records {}/{}{}", i + 1,
                                      conversions.size(),
                                      rel_dir.empty() ? "" : " (" + rel_dir + ")"));
-      Convert(conversions[i], fs::path(conversions[i].argv[4]), timeout_s);
+      Convert(conversions[i], fs::path(conversions[i].argv[4]), timeout);
     }
   };
   std::vector<std::thread> threads;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/timeouts.h"
+
 namespace dfx::coordinator {
 
 // The warning printed when a graph pass (the dep_gen capture) failed: what
@@ -25,7 +27,7 @@ std::string GraphPassWarning(const std::string& what, const std::string& error,
 // For every directory of `files` (relative to `dfx_dir`; "" at L2,
 // rank<N>/d<K> at L3) that holds chip_swimlane_records.json, runs
 // `dfx-view swimlane <records> -o <dir>/merged_swimlane_<YYYYmmdd_HHMMSS>.json
-// [--func-names <name map>]` as a child process (bounded by `timeout_s`
+// [--func-names <name map>]` as a child process (bounded by `timeout`
 // each; its console output is shown only when it fails), up to
 // ConvertJobs(jobs, directories) of them at a time. deps.json is picked up
 // beside the records when it exists; without it the lanes are anonymous
@@ -37,7 +39,7 @@ std::string GraphPassWarning(const std::string& what, const std::string& error,
 // the conversions interleaved.
 std::vector<std::string> ConvertSwimlanes(std::FILE* out, const std::filesystem::path& dfx_dir,
                                           const std::vector<std::string>& files,
-                                          double timeout_s = 600, unsigned jobs = 0);
+                                          Timeouts::Duration timeout, unsigned jobs = 0);
 
 // When an L3 run writes its per-dispatch merged traces (--swimlane-traces).
 // A sim L3 run of 8 ranks x 10 dispatches spent 55% of its wall converting

@@ -60,7 +60,7 @@ class ConvertSwimlanesTest : public ::testing::Test {
     size_t size = 0;
     std::FILE* out = open_memstream(&buf, &size);
     Outcome o;
-    o.written = ConvertSwimlanes(out, dfx_dir, MakeRun(dfx_dir), 120, jobs);
+    o.written = ConvertSwimlanes(out, dfx_dir, MakeRun(dfx_dir), std::chrono::seconds(120), jobs);
     std::fclose(out);
     o.printed.assign(buf, size);
     std::free(buf);

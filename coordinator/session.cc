@@ -39,8 +39,6 @@ namespace {
 
 constexpr uint64_t kMs = 1000000;
 
-uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
-
 uint64_t RandomSessionId() {
   std::random_device rd;
   uint64_t id = 0;
@@ -104,12 +102,8 @@ class RunCoordinator final : public PeerHandler {
     return p;
   }
   LoopOptions LoopOpts() const {
-    LoopOptions o;
-    o.heartbeat_interval_s = options_.heartbeat_interval_s;
-    o.heartbeat_timeout_s = options_.heartbeat_timeout_s;
-    o.receiver.credit_window = options_.credit_window;
-    o.receiver.max_artifact_bytes = options_.max_artifact_bytes;
-    o.receiver.verified_state = ArtifactState::kOk;
+    LoopOptions o = MakeLoopOptions(options_.timeouts, options_.credit_window,
+                                    options_.max_artifact_bytes, ArtifactState::kOk);
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
     o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
     o.receiver.on_verified = [this](size_t dispatch) { scheduler_->OnArtifactVerified(dispatch); };
@@ -238,10 +232,10 @@ void RunCoordinator::OnDispatchFinished(size_t index, const std::string& error) 
 }
 
 void RunCoordinator::OnTick() {
-  const uint64_t budget = SecondsToNs(options_.dispatch_timeout_s);
-  for (auto [rank, k] : scheduler_->ExpireInFlight(
-           budget,
-           fmt::format("exceeded --dispatch-timeout {:g} s", options_.dispatch_timeout_s))) {
+  const uint64_t budget = ToNs(options_.timeouts.dispatch);
+  for (auto [rank, k] :
+       scheduler_->ExpireInFlight(budget, fmt::format("exceeded --dispatch-timeout {:g} s",
+                                                      ToSeconds(options_.timeouts.dispatch)))) {
     if (AgentState* agent = loop_.registry().OwnerOf(rank)) {
       loop_.registry().Send(*agent, rank, protocol::Cancel{rank, k, "dispatch timeout"});
     }
@@ -404,9 +398,8 @@ Status RunCoordinator::Launch() {
   launch.session = session_;
   launch.chips_per_agent = options_.chips_per_agent;
   launch.spool_root = spool_;
-  launch.connect_timeout_s = options_.startup_timeout_s;
-  launch.heartbeat_interval_s = options_.heartbeat_interval_s;
-  launch.heartbeat_timeout_s = options_.heartbeat_timeout_s;
+  launch.timeouts = options_.timeouts;
+  launch.timeouts.connect = options_.timeouts.startup;
   launch.log_level = options_.agent_log_level;
   launch.virtual_clock = options_.virtual_clock;
   launch.total_ranks = options_.ranks;
@@ -418,9 +411,9 @@ void RunCoordinator::Finish() {
   finishing_ = true;
   // Every received file is verified and acknowledged before the agents are
   // told to go: an agent keeps an unacknowledged file in its spool.
-  loop_.DrainWriter(Now() + SecondsToNs(options_.shutdown_timeout_s), *this);
+  loop_.DrainWriter(Now() + ToNs(options_.timeouts.shutdown), *this);
   loop_.SendShutdown("run complete");
-  const uint64_t deadline = Now() + SecondsToNs(options_.shutdown_timeout_s);
+  const uint64_t deadline = Now() + ToNs(options_.timeouts.shutdown);
   // Once no agent is connected any more, mpirun / srun has nothing left to
   // wait for but ranks that never came (dead before HELLO, or stuck):
   // they get a short grace, not the whole --shutdown-timeout.
@@ -576,7 +569,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   WriteManifest(collectors::RunState::kStarting);
 
   // 1. Readiness barrier under one startup deadline.
-  const uint64_t startup_deadline = Now() + SecondsToNs(options_.startup_timeout_s);
+  const uint64_t startup_deadline = Now() + ToNs(options_.timeouts.startup);
   while (scheduler_->AnyWaiting()) {
     if (Now() > startup_deadline) {
       for (int32_t r = 0; r < options_.ranks; ++r) {
@@ -586,9 +579,9 @@ Result<SessionOutcome> RunCoordinator::Run() {
             r,
             owner == nullptr
                 ? fmt::format("no agent said HELLO for rank {} within --startup-timeout {:g} s", r,
-                              options_.startup_timeout_s)
+                              ToSeconds(options_.timeouts.startup))
                 : fmt::format("agent {} said HELLO but not READY within --startup-timeout {:g} s",
-                              owner->identity, options_.startup_timeout_s));
+                              owner->identity, ToSeconds(options_.timeouts.startup)));
       }
       break;
     }
@@ -702,7 +695,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   const bool onboard = options_.config.execution_mode == config::ExecutionMode::kOnboard;
   if (options_.config.enable_chip_swimlane > 0 &&
       ConvertSwimlanesEagerly(options_.swimlane_traces, onboard)) {
-    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.convert_timeout_s,
+    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.timeouts.convert,
                                options_.convert_jobs);
     out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
   }

@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "config/run_config.h"
 #include "coordinator/access.h"
 #include "coordinator/artifact_receiver.h"
@@ -55,14 +56,10 @@ struct SessionOptions {
   std::filesystem::path spool_root;
   bool virtual_clock = false;  // agents run virtual-clock chips
   std::string agent_log_level = "warn";
-  // Deadlines (every wait has one).
-  double startup_timeout_s = 60;      // spawn + HELLO + READY of every rank
-  double heartbeat_interval_s = 0.2;  // both directions
-  double heartbeat_timeout_s = 10;    // a silent peer is dead after this
-  double dispatch_timeout_s = 3600;   // one dispatch, run + stream
-  double shutdown_timeout_s = 10;     // agents exiting after Shutdown
-  double convert_timeout_s = 600;     // the post-run swimlane conversion, per dispatch
-  unsigned convert_jobs = 0;          // conversions at once; 0 = one per core (post_run.h)
+  // Deadlines (every wait has one): startup, the heartbeat pair, dispatch,
+  // shutdown and convert (the post-run swimlane conversion, per dispatch).
+  Timeouts timeouts;
+  unsigned convert_jobs = 0;  // conversions at once; 0 = one per core (post_run.h)
   // Whether the per-dispatch merged traces are written after the run.
   SwimlaneTraces swimlane_traces = SwimlaneTraces::kAuto;
   uint32_t credit_window = 8;                              // chunks in flight per agent (enforced)

@@ -90,22 +90,23 @@ Option<Line> Integer(const char* flag, const char* value_name, std::string help,
           }};
 }
 
-// A deadline in seconds, in (0, kMaxAgentSeconds]. Written in the shortest
-// form that reads back as the same double.
+// A deadline, given in seconds in (0, kMaxTimeoutSeconds]. Written in the
+// shortest decimal that reads back as the same Duration.
 template <typename Line, typename Field>
-Option<Line> Seconds(const char* flag, std::string help, Field field) {
-  return {
-      flag, "S", std::move(help),
-      [field](const Line& l) -> std::optional<std::string> { return fmt::format("{}", field(l)); },
-      [field, flag](Line& l, const std::string& text) {
-        std::optional<double> v = ParseNumber(text);
-        if (!v || !(*v > 0) || *v > kMaxAgentSeconds)
-          return Expected(
-              flag, text,
-              fmt::format("a positive number of seconds, at most {:.0f}", kMaxAgentSeconds));
-        field(l) = *v;
-        return Status::Ok();
-      }};
+Option<Line> Deadline(const char* flag, std::string help, Field field) {
+  return {flag, "S", std::move(help),
+          [field](const Line& l) -> std::optional<std::string> {
+            return fmt::format("{}", ToSeconds(field(l)));
+          },
+          [field, flag](Line& l, const std::string& text) {
+            std::optional<double> v = ParseNumber(text);
+            if (!v || !(*v > 0) || *v > kMaxTimeoutSeconds)
+              return Expected(
+                  flag, text,
+                  fmt::format("a positive number of seconds, at most {:.0f}", kMaxTimeoutSeconds));
+            field(l) = dfx::Seconds(*v);
+            return Status::Ok();
+          }};
 }
 
 // A byte count, rate or duration of the args-dump drain: a number in
@@ -229,15 +230,15 @@ const std::vector<Option<AgentCommandLine>>& AgentRows() {
         "--coordinator-key", "FILE",
         "the coordinator's public key (coordinator.pub); the agent talks to no other peer",
         [](auto& l) -> auto& { return l.coordinator_key_file; }));
-    r.push_back(Seconds<L>(
+    r.push_back(Deadline<L>(
         "--connect-timeout", "seconds to wait for the coordinator's first answer",
-        [](auto& l) -> auto& { return l.connect_timeout_s; }));
-    r.push_back(Seconds<L>(
+        [](auto& l) -> auto& { return l.timeouts.connect; }));
+    r.push_back(Deadline<L>(
         "--heartbeat-interval", "seconds between heartbeats",
-        [](auto& l) -> auto& { return l.heartbeat_interval_s; }));
-    r.push_back(Seconds<L>(
+        [](auto& l) -> auto& { return l.timeouts.heartbeat_interval; }));
+    r.push_back(Deadline<L>(
         "--heartbeat-timeout", "coordinator silence, in seconds, after which it is gone",
-        [](auto& l) -> auto& { return l.heartbeat_timeout_s; }));
+        [](auto& l) -> auto& { return l.timeouts.heartbeat_timeout; }));
     AddChipRows(r);
     return r;
   }();
@@ -368,29 +369,11 @@ Status AgentCommandLine::Validate() const {
   if (mode == AgentMode::kRecover && spool.empty()) {
     return InvalidArgument("--recover needs --spool DIR (the spool the run used)");
   }
-  DFX_RETURN_IF_ERROR(CheckHeartbeat(heartbeat_interval_s, heartbeat_timeout_s));
+  DFX_RETURN_IF_ERROR(timeouts.ValidateHeartbeat());
   if (key_file.empty() != coordinator_key_file.empty()) {
     return InvalidArgument(
         "--key FILE and --coordinator-key FILE go together: the agent proves itself with its "
         "key pair and pins the coordinator's public key");
-  }
-  return Status::Ok();
-}
-
-Status CheckHeartbeat(double interval_s, double timeout_s) {
-  if (interval_s < kMinHeartbeatIntervalSeconds) {
-    return InvalidArgument(fmt::format(
-        "--heartbeat-interval {}: expected at least {} s (a heartbeat more often than that "
-        "only costs CPU)",
-        interval_s, kMinHeartbeatIntervalSeconds));
-  }
-  const double min_timeout = kMinHeartbeatTimeoutIntervals * interval_s;
-  // A relative tolerance: 3 × 0.1 is 0.30000000000000004 in binary.
-  if (timeout_s < min_timeout * (1 - 1e-9)) {
-    return InvalidArgument(fmt::format(
-        "--heartbeat-timeout {}: expected at least {:g} × --heartbeat-interval = {:g} s, so one "
-        "late heartbeat does not declare a live peer dead",
-        timeout_s, kMinHeartbeatTimeoutIntervals, min_timeout));
   }
   return Status::Ok();
 }

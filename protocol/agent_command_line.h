@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
 #include "protocol/curve.h"
@@ -34,23 +35,11 @@ class App;
 
 namespace dfx::protocol {
 
-// The largest deadline any agent flag accepts, in seconds (11.6 days): the
-// agent keeps its deadlines in int milliseconds. A launcher that forwards
-// its own deadlines to the agent must not accept more.
-inline constexpr double kMaxAgentSeconds = 1e6;
 // The most emulated chips (and cores of one kind per chip) one agent runs.
 inline constexpr int kMaxAgentChips = 64;
 inline constexpr int kMaxAgentCores = 64;
 // The largest launcher rank --rank accepts.
 inline constexpr int kMaxAgentRank = 1 << 20;
-// Heartbeats (both programs): the interval is at least this, and the
-// timeout at least kMinHeartbeatTimeoutIntervals intervals, so one late
-// heartbeat never declares a live peer dead.
-inline constexpr double kMinHeartbeatIntervalSeconds = 0.01;
-inline constexpr double kMinHeartbeatTimeoutIntervals = 3;
-// Checks a pair of heartbeat flags (`interval_flag`/`timeout_flag` name them
-// in the error, e.g. "--heartbeat-interval").
-Status CheckHeartbeat(double interval_s, double timeout_s);
 // What --log-level accepts (spdlog's level names).
 inline constexpr const char* kAgentLogLevels[] = {"trace", "debug",    "info", "warn",
                                                   "error", "critical", "off"};
@@ -87,10 +76,12 @@ struct AgentCommandLine {
   // Both or neither; launched agents get theirs through the environment.
   std::string key_file;
   std::string coordinator_key_file;
-  // Deadlines in seconds, each in (0, kMaxAgentSeconds].
-  double connect_timeout_s = 30;      // --connect-timeout: the coordinator's first answer
-  double heartbeat_interval_s = 0.2;  // --heartbeat-interval: how often the agent says it lives
-  double heartbeat_timeout_s = 10;    // --heartbeat-timeout: coordinator silence = gone
+  // Deadlines, each given in seconds in (0, kMaxTimeoutSeconds]:
+  // --connect-timeout (timeouts.connect: the coordinator's first answer),
+  // --heartbeat-interval (how often the agent says it lives) and
+  // --heartbeat-timeout (coordinator silence = gone). The rest of Timeouts
+  // is not the agent's.
+  Timeouts timeouts;
   AgentChipFlags chip;
 
   // The arguments after the program name, e.g. {"--coordinator", "tcp://...",

@@ -30,9 +30,10 @@ AgentCommandLine EveryAgentOption() {
   line.rank = 3;
   line.chips = 4;
   line.spool = "/var/spool/my dfx";
-  line.connect_timeout_s = 60;
-  line.heartbeat_interval_s = 0.1 + 0.2;  // not a short decimal: must still read back exactly
-  line.heartbeat_timeout_s = kMaxAgentSeconds;
+  line.timeouts.connect = std::chrono::seconds(60);
+  // Not a whole number of ms, nor a short decimal of seconds: must still read back exactly.
+  line.timeouts.heartbeat_interval = Seconds(0.1 + 0.2) + std::chrono::nanoseconds(7);
+  line.timeouts.heartbeat_timeout = Seconds(kMaxTimeoutSeconds);
   line.chip.log_level = "warn";
   line.chip.virtual_clock = true;
   line.chip.aic_cores = 1;
@@ -101,7 +102,7 @@ TEST(AgentCommandLineTest, WritesWhatTheLauncherUsedToWriteByHand) {
   line.session_id = 0xab;
   line.rank = 1;
   line.spool = "/w/.dfx_spool";
-  line.connect_timeout_s = 60;
+  line.timeouts.connect = std::chrono::seconds(60);
   line.chip.log_level = "warn";
   EXPECT_EQ(line.ToArgv(), (std::vector<std::string>{
                                "--coordinator", "tcp://127.0.0.1:5555", "--session",
@@ -118,8 +119,10 @@ TEST(AgentCommandLineTest, SecondsAreBoundedTheSameWayInBothDirections) {
     argv.push_back(std::move(value));
     return argv;
   };
-  EXPECT_EQ(ParseAgent(with("--connect-timeout", "1000000")).connect_timeout_s, 1e6);
-  EXPECT_EQ(ParseAgent(with("--heartbeat-interval", "0.05")).heartbeat_interval_s, 0.05);
+  EXPECT_EQ(ParseAgent(with("--connect-timeout", "1000000")).timeouts.connect,
+            std::chrono::seconds(1000000));
+  EXPECT_EQ(ParseAgent(with("--heartbeat-interval", "0.05")).timeouts.heartbeat_interval,
+            std::chrono::milliseconds(50));
   for (const char* flag : {"--connect-timeout", "--heartbeat-interval", "--heartbeat-timeout"}) {
     for (const char* bad : {"1000000.5", "1e7", "0", "-1", "inf", "nan", "soon", ""}) {
       const std::string error = ErrorOf(with(flag, bad));
@@ -224,8 +227,8 @@ TEST(AgentCommandLineTest, HeartbeatsMustLeaveRoomForOneLateBeat) {
   EXPECT_NE(ErrorOf(with({"--heartbeat-interval", "0.001"})).find("at least 0.01 s"),
             std::string::npos);
   EXPECT_EQ(ParseAgent(with({"--heartbeat-interval", "0.1", "--heartbeat-timeout", "0.3"}))
-                .heartbeat_timeout_s,
-            0.3);
+                .timeouts.heartbeat_timeout,
+            std::chrono::milliseconds(300));
 }
 
 TEST(AgentCommandLineTest, KeysGoTogetherAndOffLoopbackTheyAreRequired) {

@@ -541,14 +541,14 @@ struct RankAgent::Impl {
   // coordinator answered. An idle agent used to wake every 50 ms whatever
   // it had to do: at 64 agents on 2 cores, about 1300 wake-ups a second.
   int IdleWaitMs(uint64_t now) const {
-    const int poll_ms = std::max(1, std::min(options_.heartbeat_interval_ms, 50));
+    const int interval_ms = ToPollMs(options_.timeouts.heartbeat_interval);
+    const int poll_ms = std::max(1, std::min(interval_ms, 50));
     if (!attached_ || !send_queue_.empty() || AnyChipBusy()) return poll_ms;
-    const uint64_t due = std::max(last_hb_ns_, last_tx_ns_) +
-                         static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
+    const uint64_t due =
+        std::max(last_hb_ns_, last_tx_ns_) + static_cast<uint64_t>(interval_ms) * 1000000;
     if (due <= now) return 1;
     const uint64_t ms = (due - now + 999999) / 1000000;
-    return static_cast<int>(
-        std::clamp<uint64_t>(ms, 1, std::max(1, options_.heartbeat_interval_ms)));
+    return static_cast<int>(std::clamp<uint64_t>(ms, 1, std::max(1, interval_ms)));
   }
 
   // Progress on a schedule (every kProgressIntervalNs at most, and only what
@@ -925,9 +925,9 @@ struct RankAgent::Impl {
     wait_logged_ns_ = wait_started_ns_;
     std::fprintf(stderr, "dfx-rank-agent rank %d: waiting for a coordinator at %s (%s)\n",
                  options_.first_rank, options_.coordinator.c_str(),
-                 options_.serve_connect_timeout_ms > 0
+                 options_.timeouts.serve_connect.count() > 0
                      ? fmt::format("giving up after --connect-timeout {:g} s",
-                                   options_.serve_connect_timeout_ms / 1000.0)
+                                   ToSeconds(options_.timeouts.serve_connect))
                            .c_str()
                      : "no time limit; --connect-timeout S sets one");
   }
@@ -936,11 +936,11 @@ struct RankAgent::Impl {
   // passed --connect-timeout.
   Status CheckServeWait(uint64_t now) {
     const uint64_t waited = now - wait_started_ns_;
-    if (options_.serve_connect_timeout_ms > 0 &&
-        waited > static_cast<uint64_t>(options_.serve_connect_timeout_ms) * 1000000) {
+    if (options_.timeouts.serve_connect.count() > 0 &&
+        waited > ToNs(options_.timeouts.serve_connect)) {
       return DeadlineExceeded(fmt::format(
           "no coordinator answered at {} within --connect-timeout {:g} s{}", options_.coordinator,
-          options_.serve_connect_timeout_ms / 1000.0,
+          ToSeconds(options_.timeouts.serve_connect),
           handshake_failures_ == 0
               ? std::string("; is it running, and is the endpoint one this host can reach?")
               : fmt::format("; the CURVE handshake failed {} time(s): {}; check --key and "
@@ -1230,7 +1230,8 @@ struct RankAgent::Impl {
     bool finished = false;
     while (!stop_.load() && !finished) {
       const uint64_t now = Now();
-      const uint64_t hb_interval = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000000;
+      const uint64_t hb_interval =
+          static_cast<uint64_t>(ToPollMs(options_.timeouts.heartbeat_interval)) * 1000000;
       // The monitor's events are read on every receive anyway; collecting
       // them for the log does not need every turn of the loop.
       if (now - last_refusals_ns_ >= 100000000) {
@@ -1246,12 +1247,11 @@ struct RankAgent::Impl {
           if (now >= next_hello_ns_ && now - last_hello_ns_ > 2 * hb_interval + 500000000ull) {
             SendHello();
           }
-        } else if (now - started_ns_ >
-                   static_cast<uint64_t>(options_.connect_timeout_ms) * 1000000) {
+        } else if (now - started_ns_ > ToNs(options_.timeouts.connect)) {
           result = DeadlineExceeded(fmt::format(
               "could not reach the coordinator at {} within {} ms (--connect-timeout); is it "
               "running and is the endpoint right?{}",
-              options_.coordinator, options_.connect_timeout_ms,
+              options_.coordinator, ToPollMs(options_.timeouts.connect),
               handshake_failures_ == 0
                   ? std::string()
                   : fmt::format(" The CURVE handshake failed {} time(s): {}; check --key and "
@@ -1268,11 +1268,11 @@ struct RankAgent::Impl {
           Send(ranks_.front(), protocol::Heartbeat{now, 0, false});
           last_hb_ns_ = now;
         }
-        if (now - last_rx_ns_ > static_cast<uint64_t>(options_.heartbeat_timeout_ms) * 1000000) {
+        if (now - last_rx_ns_ > ToNs(options_.timeouts.heartbeat_timeout)) {
           std::string text = fmt::format(
               "the coordinator at {} has been silent for {} ms (--heartbeat-timeout); session {} "
               "abandoned, unconfirmed artifacts kept in {}",
-              options_.coordinator, options_.heartbeat_timeout_ms, Hex64(session_),
+              options_.coordinator, ToPollMs(options_.timeouts.heartbeat_timeout), Hex64(session_),
               SessionDir().string());
           if (options_.mode == AgentMode::kServe) {
             DFX_LOG_WARN("{}", text);

@@ -32,6 +32,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/timeouts.h"
 #include "device/chip.h"
 #include "protocol/channel.h"
 #include "protocol/curve.h"
@@ -50,15 +51,16 @@ struct AgentOptions {
   // Recover mode: offer only first_rank's spool (one recovery agent per rank
   // streams in parallel); false = every rank found in the spool.
   bool recover_only_first_rank = false;
-  // Deadlines (design.md §9: every wait has one).
-  int connect_timeout_ms = 30000;  // first coordinator answer (one-shot / recover)
-  // Serve: how long to wait for a coordinator (at start, and after each
-  // session) before giving up with an error; 0 = no limit. The wait is
-  // logged when it starts and every serve_wait_log_ms while it lasts.
-  int serve_connect_timeout_ms = 0;
+  // Deadlines (design.md §9: every wait has one): connect (the first
+  // coordinator answer of a one-shot or recover agent), serve_connect (how
+  // long a serve agent waits for a coordinator, at start and after each
+  // session, before giving up with an error; 0 = no limit) and the
+  // heartbeat pair (how often this agent says it is alive; the coordinator
+  // silence after which it is gone).
+  Timeouts timeouts;
+  // Serve: the wait for a coordinator is logged when it starts and every
+  // serve_wait_log_ms while it lasts.
   int serve_wait_log_ms = 30000;
-  int heartbeat_interval_ms = 200;   // how often this agent says it is alive
-  int heartbeat_timeout_ms = 10000;  // coordinator silence after which it is gone
   uint64_t chunk_bytes = protocol::kDefaultChunkBytes;
   // CURVE credentials (protocol/curve.h): this agent's pair and the pinned
   // coordinator key. Unset: no authentication (loopback-only coordinators).

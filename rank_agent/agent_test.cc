@@ -617,7 +617,7 @@ TEST(RankAgentTest, HeartbeatsOfItsOwnOnlyWhenNothingElseWasSent) {
   AgentOptions& options = bench.options();
   // Far above the pings' 20 ms, so a loaded machine's scheduling delays do
   // not pass for silence.
-  options.heartbeat_interval_ms = 400;
+  options.timeouts.heartbeat_interval = std::chrono::milliseconds(400);
   ASSERT_TRUE(bench.Start());
   // The coordinator pings every 20 ms for 1 s: the agent answers each
   // (echo_clock_ns set), and sends no unprompted heartbeat.
@@ -651,7 +651,7 @@ TEST(RankAgentTest, ConnectDeadlineIsAClearError) {
   options.coordinator = "tcp://127.0.0.1:1";
   options.session_id = 1;
   options.spool_root = dir;
-  options.connect_timeout_ms = 200;
+  options.timeouts.connect = std::chrono::milliseconds(200);
   RankAgent agent(context, options);
   Status s = agent.Run();
   EXPECT_EQ(s.code(), Code::kDeadlineExceeded);

@@ -133,11 +133,9 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line, bool connect_timeo
   auto curve = dfx::protocol::ResolveAgentCurve(line);
   if (!curve.ok()) return Fail(curve.status().message());
   options.curve = *curve;
-  options.connect_timeout_ms = static_cast<int>(line.connect_timeout_s * 1000);
+  options.timeouts = line.timeouts;
   // A serve agent waits for coordinators without end unless told a limit.
-  if (connect_timeout_given) options.serve_connect_timeout_ms = options.connect_timeout_ms;
-  options.heartbeat_interval_ms = std::max(1, static_cast<int>(line.heartbeat_interval_s * 1000));
-  options.heartbeat_timeout_ms = static_cast<int>(line.heartbeat_timeout_s * 1000);
+  if (connect_timeout_given) options.timeouts.serve_connect = line.timeouts.connect;
   options.chip = ChipOptionsFrom(line.chip);
   options.faults = FaultsFromEnvironment();
   const std::optional<int> flag_rank = line.rank;
