@@ -1,5 +1,5 @@
 # One helper declares every module target so they all share the same standard,
-# warnings and include rules (style.md §1, §10; design.md §3).
+# warnings and include rules (docs/design.md §3, §11.1, §11.10).
 #
 # Include rules: a module's headers are reachable only through its own
 # include root, <build>/include_roots/<module>/<module> -> <src>/<module>. A
@@ -92,7 +92,7 @@ endfunction()
 # dfx_embed_resource(<target> <file> <function>): compiles the bytes of <file>
 # (relative to the calling CMakeLists.txt) into <target> as
 # `std::string_view <function>()`, generated at build time by
-# cmake/embed_resource.cmake (no generated code is committed, style.md §10).
+# cmake/embed_resource.cmake (no generated code is committed, docs/design.md §11.10).
 # Declare the function in a header of the module.
 function(dfx_embed_resource target file function)
   get_filename_component(name ${file} NAME)

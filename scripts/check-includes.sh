@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The build enforces the design (design.md §3): a file may include another
+# The build enforces the design (docs/design.md §3): a file may include another
 # module's header ("<module>/...") only if the CMakeLists.txt of the folder
 # it lives in (or the nearest one above it) links that module (dfx::<module>).
 # An undeclared dependency is a build error here, before it becomes a cycle.
