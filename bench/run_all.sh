@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark that has a row in issue 13's table and prints that
+# Runs every benchmark that has a row in bench/README.md's table and prints that
 # table once: what / baseline (measured in the same run) / measured / ratio /
 # target / met?. A row whose benchmark does not exist yet says "not measured"
 # rather than a figure from somewhere else. Builds nothing: point it at a
@@ -93,7 +93,7 @@ if ((MILLION)); then
     if conversion "conv_1m_l$level" 1000000 "$level"; then
       L="$LOGS/conv_1m_l$level.log"
       # Both formats: JSON is what the reference tools read, proto the
-      # compact trace issue 13 asked for; the cell says which met the target.
+      # compact trace; the cell says which met the target.
       S=$(field convert_s "$L") M=$(field peak_rss_mb "$L")
       P=$(field proto_s "$L") PM=$(field proto_peak_rss_mb "$L")
       ok=$(awk -v s="$S" -v m="$M" -v p="$P" -v pm="$PM" 'BEGIN {
@@ -186,7 +186,7 @@ if run perturbation bench/perturbation/perturbation_bench.sh "$BUILD" "${PERTURB
   # makespan added inside the run, and writing the artifacts' bytes alone.
   share() { awk -v r="$(way "$1" "$2")" 'BEGIN { printf "%+.1f%%", 100 * r }'; }
   shares() { echo "L1 $(share swimlane1 "$1"), L4 $(share swimlane4 "$1"), all five $(share all5 "$1")"; }
-  # Judged on the paired ratios (issue 13: "median of paired runs"): each
+  # Judged on the paired ratios (the median of paired runs): each
   # way against no collectors in the same round, medianed over the rounds.
   row "collector cost, ${PERTURB[0]} tasks at L2, process wall (median of ${PERTURB[1]} paired rounds)" \
     "same program, no collectors, same round" \

@@ -1,5 +1,5 @@
-# Installation, the exported CMake package, pkg-config and the .deb
-# (issue 12). `cmake --install build --prefix P` gives a working tree:
+# Installation, the exported CMake package, pkg-config and the .deb.
+# `cmake --install build --prefix P` gives a working tree:
 #   P/bin/                dfx-coordinator, dfx-rank-agent, dfx-view, dfx-gen-program
 #                         (side by side: the coordinator finds its agent and viewer beside it)
 #   P/include/dfx/        the public headers of common/, config/, collectors/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The L3 run and its post-run swimlane conversion (issue 13's L3 row).
+# The L3 run and its post-run swimlane conversion (bench/README.md, the L3 row).
 # Usage: bench/l3/l3_conversion_bench.sh [BUILD_DIR] [RANKS] [DISPATCHES] [TASKS] [REPEAT]
 #        (default build-rel 8 10 10000 1)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What collection costs (issue 13, "Measuring perturbation honestly"): the same
+# What collection costs, measured honestly (paired rounds, bench/README.md): the same
 # program run by `dfx-rank-agent exec` (the L2 run, no coordinator, no
 # post-run conversion) ROUNDS times round-robin in five ways:
 #   none        no collector (the baseline)

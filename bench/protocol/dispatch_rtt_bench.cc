@@ -8,7 +8,7 @@
 // warm-up, like the echo's first message, so it is left out of the
 // percentiles and reported apart. The baseline, in the same run: one ROUTER and N DEALER echo
 // threads over the same loopback TCP transport, each ping a 64-byte frame, N in flight at once
-// (issue 13's row). A second baseline, also in every pair: the same echo with each DEALER a
+// (bench/README.md, the dispatch row). A second baseline, also in every pair: the same echo with each DEALER a
 // process of its own (this binary, --echo-peer), as each agent is: a ZeroMQ context, and so an
 // I/O thread, per peer, where the threads above share one. Neither speaks CURVE (an agent's
 // control channel does).
@@ -22,8 +22,8 @@
 // (RUSAGE_CHILDREN across the run; the M-round run minus the 1-round run of
 // the same pair, per extra dispatch).
 //
-// It also measures what the coordinator process itself costs (issue 10,
-// docs/scaling.md): peak RSS, open descriptors, CPU per dispatch (the
+// It also measures what the coordinator process itself costs
+// (docs/scaling.md): peak RSS, open descriptors, CPU per dispatch (the
 // difference between an M-round and a 1-round run) and CPU per MiB gathered
 // (the same rounds with a full args dump of --dump-elems floats per tensor,
 // minus the plain ones), and the fan-out of one all-ranks step (first Dispatch
@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
               }()
                   .c_str());
   // Percentiles are medians over the pairs; p50 x / p99 x are the medians
-  // of the per-pair ratios (issue 13's row is the p99 ratio).
+  // of the per-pair ratios (bench/README.md's row is the p99 ratio).
   // "proc": the bare echo with each peer a process of its own, as agents are.
   std::printf("%-6s %-5s %9s %9s %10s %10s %7s %7s %9s %8s %5s %8s %8s %7s %10s %7s\n", "agents",
               "chips", "zmq p50", "zmq p99", "disp p50", "disp p99", "p50 x", "p99 x", "fanout50",

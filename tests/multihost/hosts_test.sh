@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several "hosts" without several machines (issue 10): the coordinator and
+# Several "hosts" without several machines: the coordinator and
 # four serve agents each in its own network namespace, joined by a bridge
 # that lives inside the coordinator's namespace (nothing is added to the
 # machine's own network), each "host" with its own host name (unshare

@@ -1,4 +1,4 @@
-// Runs that span hosts (issue 10), end to end with the real binaries on
+// Runs that span hosts, end to end with the real binaries on
 // loopback: --bind by host name, --advertise, the manifest's endpoints;
 // mpirun with launcher arguments and a rank that dies before HELLO; srun
 // (a FAKE srun script: Slurm is not installed here; it starts the tasks

@@ -1,6 +1,6 @@
-// Issue 9 end to end: a real coordinator and real agents on loopback,
+// Security end to end: a real coordinator and real agents on loopback,
 // attacked as a hostile peer and used as a careless user would. Each test
-// names the defect it guards against; each failed before the fix.
+// names the defect it guards against.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
