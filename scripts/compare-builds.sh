@@ -18,12 +18,13 @@
 #
 # Both sides run in the same work directory (names inside artifacts repeat
 # it), one after the other. What differs on purpose between two runs is
-# normalised first: merged_swimlane_<time>.json is renamed, and the run
-# manifest's session id, times, hosts and pids are masked.
+# normalised first: merged_swimlane_<time>.json is renamed, the run
+# manifest's session id, times, hosts and pids are masked, and so is the
+# build directory in what the coordinator prints.
 # Exit status: 0 identical, 1 something differs (listed), 2 usage error.
 set -euo pipefail
 if (($# < 2)); then
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BEFORE=$(realpath "$1") AFTER=$(realpath "$2")
@@ -127,8 +128,10 @@ side() {
     normalise "$w"
     mv "$w" "$OUT/$name/l3_L$level"
   done
-  # Console lines name the session and the time: masked.
-  sed -i -E 's/[0-9a-f]{16}/SESSION/g; s/[0-9]{8}_[0-9]{6}/TIME/g; s/[0-9]+(\.[0-9]+)? ?(ms|s)\b/T/g; s/^\[[0-9: .-]+\] //' \
+  # Console lines and README.txt name the session, the time and the build
+  # directory the coordinator found dfx-view in: masked.
+  find "$OUT/$name" -name README.txt -exec sed -i "s|$b/|BUILD/|g" {} +
+  sed -i -E "s|$b/|BUILD/|g"'; s/[0-9a-f]{16}/SESSION/g; s/[0-9]{8}_[0-9]{6}/TIME/g; s/[0-9]+(\.[0-9]+)? ?(ms|s)\b/T/g; s/^\[[0-9: .-]+\] //' \
     "$OUT/$name"/*.stdout "$OUT/$name"/*.stderr
 }
 
