@@ -193,7 +193,12 @@ class DispatchConverter {
   // The complete bar holding the last finish of task `g` (kNoBar: none);
   // `*last_row` is that row.
   size_t CompleteBarOf(const Group& g, uint32_t* last_row) const;
+  // The complete, complete→ready, submit→dispatch and dispatch arrows, in
+  // that order.
   Status EmitCompleteAndDispatchFlows();
+  void EmitCompleteFlows();
+  Status EmitReadyAndSubmitFlows();  // the submits' re-read may fail
+  void EmitDispatchFlows();
 
   collectors::SwimlaneRecords& d_;
   const collectors::TaskGraph* deps_;
