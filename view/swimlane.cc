@@ -85,8 +85,8 @@ Result<SwimlaneReport> RunSwimlane(const SwimlaneOptions& options, std::ostream&
   std::filesystem::path deps_path =
       options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
   // deps.json is read on a thread of its own while this one reads the
-  // records (the two readers share nothing; their warnings are printed
-  // below, in the order they always were).
+  // records (the two readers share nothing; deps.json's warnings are
+  // printed below, after the records').
   auto deps_loaded = std::async(std::launch::async, LoadDeps, deps_path);
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
   SwimlaneReadOptions read_options;
