@@ -122,7 +122,7 @@ class JsonTraceEvent {
   }
   [[gnu::always_inline]] JsonTraceEvent& At(int pid, int tid, double ts) {
     ts_ = ts;
-    Room(32 + kNumChars).Lit(R"(,"pid":)").Dec(pid).Lit(R"(,"tid":)").Dec(tid);
+    Room(2 * (7 + 11) + 6 + kNumChars).Lit(R"(,"pid":)").Dec(pid).Lit(R"(,"tid":)").Dec(tid);
     Lit(R"(,"ts":)").NumText(ts);
     return *this;
   }
