@@ -1,7 +1,7 @@
 // A trace event, given once, field by field: what every view of the swimlane
 // trace builds (TraceWriter::Event) and what both trace encoders take — the
-// JSON trace of artifacts.md §4.2 (JsonTraceEvent, json_trace_encoder.h) and
-// the Perfetto protobuf trace (PerfettoTraceEvent, perfetto_trace_event.h).
+// JSON trace (JsonTraceEvent, json_trace_encoder.h) and the Perfetto
+// protobuf trace (PerfettoTraceEvent, perfetto_trace_event.h).
 //
 // An event is its phase ('X' slice, 'C' counter) and category (given to
 // TraceWriter::Event), then its fields in the order of its JSON keys, then its
