@@ -100,6 +100,121 @@ bool IsWritingArg(const DepsArg& a) {
   return a.type == "INOUT" || a.type == "OUTPUT" || a.type == "OUTPUT_EXISTING";
 }
 
+// The node prefix: a fire for an early_dispatch or alloc task; a star when
+// every predecessor fires and at least one is not an alloc.
+std::string NodeMarker(const DepsGraph& g, uint64_t id,
+                       const std::map<uint64_t, std::vector<uint64_t>>& preds) {
+  auto fire = [&](const DepsNode& n) { return n.early_dispatch || n.kind == "alloc"; };
+  if (fire(g.nodes.at(id))) return "\xF0\x9F\x94\xA5 ";
+  auto it = preds.find(id);
+  if (it == preds.end() || it->second.empty()) return "";
+  bool all = true, non_alloc = false;
+  for (uint64_t p : it->second) {
+    const DepsNode& pn = g.nodes.at(p);
+    all = all && fire(pn);
+    non_alloc = non_alloc || pn.kind != "alloc";
+  }
+  return all && non_alloc ? "\xE2\xAD\x90 " : "";
+}
+
+// The DOT statement of node `id`: its label (marker, task, kernel, fan-in
+// and fan-out), a shape and colour per core type, and with --show-tensor-info
+// an HTML table of its input and output tensors.
+std::string DotNode(const DepsGraph& g, uint64_t id, const std::string& marker, bool critical,
+                    bool show_tensor_info, int fi, int fo) {
+  const DepsNode& n = g.nodes.at(id);
+  std::string label = fmt::format("{}{} \xC2\xB7 {} \xE2\x86\x93{} \xE2\x86\x91{}", marker,
+                                  Display(g, id), NodeHint(n), fi, fo);
+  if (n.block_num > 1) label += fmt::format("  x{}", n.block_num);
+  std::string shape = "box", fill = "#E0E0E0", style = "filled";
+  if (n.kind == "alloc") {
+    shape = "note";
+    fill = "#EAEAEA";
+    style = "filled,dashed";
+  } else if (n.core_type == "aic") {
+    shape = "box";
+    fill = "#66A3FF";
+    style = "filled,rounded";
+  } else if (n.core_type == "aiv") {
+    shape = "ellipse";
+    fill = "#FFB366";
+  } else if (n.core_type == "mix") {
+    shape = "diamond";
+    fill = "#66CC99";
+  }
+  std::string border = n.block_num > 1 ? ", color=\"#C62828\", penwidth=1.5" : "";
+  if (critical) border = ", color=\"#d50000\", penwidth=4, class=\"critical\"";
+  if (!show_tensor_info || n.task == nullptr || !n.task->args) {
+    return fmt::format(
+        "  {} [id=\"{}\", shape={}, fillcolor=\"{}\", style=\"{}\", label=\"{}\"{}];\n", NodeId(id),
+        NodeId(id), shape, fill, style, DotEscape(label), border);
+  }
+  std::string html = "<<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">";
+  for (const DepsArg& a : *n.task->args) {
+    if (a.type == "INPUT" || a.type == "INOUT") {
+      html += fmt::format("<TR><TD PORT=\"in_{}\" ALIGN=\"LEFT\">{}</TD></TR>", a.idx.value_or(-1),
+                          HtmlEscape(TensorLabel(g, id, a)));
+    }
+  }
+  html += "<TR><TD BGCOLOR=\"" + fill + "\"><B>" + HtmlEscape(label) + "</B></TD></TR>";
+  for (const DepsArg& a : *n.task->args) {
+    if (IsWritingArg(a)) {
+      html += fmt::format("<TR><TD PORT=\"out_{}\" ALIGN=\"LEFT\">{}</TD></TR>", a.idx.value_or(-1),
+                          HtmlEscape(TensorLabel(g, id, a)));
+    }
+  }
+  html += "</TABLE>>";
+  return fmt::format("  {} [id=\"{}\", shape=plain, style=\"\", label={}{}];\n", NodeId(id),
+                     NodeId(id), html, border);
+}
+
+// The DOT statement of edge `i`: dashed when only explicit, the overlap of a
+// partial tensormap edge, the count of a collapsed edge, red on the critical
+// path, hidden when the edge mode leaves it out; with --show-tensor-info it
+// runs between the tensors' ports.
+std::string DotEdge(const DepsGraph& g, size_t i, bool selected, bool critical,
+                    bool show_tensor_info) {
+  const auto& [p, c] = g.edges[i];
+  const auto& anns = g.annotations.at(g.edges[i]);
+  bool explicit_only = true;
+  std::string overlap_label;
+  int arg = -1;
+  for (const DepsEdge* a : anns) {
+    if (a->source != "explicit") explicit_only = false;
+    std::string ov = a->overlap.value_or("covered");
+    if (a->source == "tensormap" && ov != "covered") overlap_label = ov;
+    if (arg < 0) arg = a->arg;
+  }
+  std::string attrs = fmt::format("id=\"E{}\"", i);
+  if (critical) attrs += ", color=\"#d50000\", penwidth=3, class=\"critical\"";
+  if (explicit_only) attrs += ", style=dashed, color=\"#B0B0B0\"";
+  if (!overlap_label.empty())
+    attrs += ", label=\"" + overlap_label + "\", fontcolor=\"#C62828\", fontsize=8";
+  if (auto w = g.edge_weight.find(g.edges[i]); w != g.edge_weight.end()) {
+    // A collapsed graph: how many task edges this one stands for.
+    attrs += fmt::format(", label=\"{}\", penwidth={:.1f}", w->second,
+                         std::min(6.0, 1.0 + std::log10(static_cast<double>(w->second))));
+  }
+  if (!selected) attrs += ", class=\"hidden-edge\", color=\"#eef2f7\"";
+  std::string from = NodeId(p), to = NodeId(c);
+  if (show_tensor_info) {
+    const DepsNode& cn = g.nodes.at(c);
+    const DepsNode& pn = g.nodes.at(p);
+    if (arg >= 0 && cn.task != nullptr) to += fmt::format(":in_{}", arg);
+    // Producer port: the producer's output arg writing the same tensor.
+    if (pn.task != nullptr && pn.task->args && !anns.empty() && anns[0]->tensor_id) {
+      for (const DepsArg& a : *pn.task->args) {
+        bool inferred = false;
+        if (IsWritingArg(a) && ArgTensorId(g, p, a, &inferred) == anns[0]->tensor_id) {
+          from += fmt::format(":out_{}", a.idx.value_or(-1));
+          break;
+        }
+      }
+    }
+  }
+  return fmt::format("  {} -> {} [{}];\n", from, to, attrs);
+}
+
 std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
                      const DepsViewerOptions& o, const std::map<uint64_t, int>& fanin,
                      const std::map<uint64_t, int>& fanout) {
@@ -119,117 +234,16 @@ std::string BuildDot(const DepsGraph& g, const std::vector<bool>& selected,
   for (size_t i = 1; i < g.critical_path.size(); ++i) {
     critical_edges.insert({g.critical_path[i - 1], g.critical_path[i]});
   }
-  // Fire markers: early_dispatch or alloc; star: all preds fire and >= 1 non-alloc pred.
   std::map<uint64_t, std::vector<uint64_t>> preds;
   for (const auto& [p, c] : g.edges) preds[c].push_back(p);
-  auto fire = [&](const DepsNode& n) { return n.early_dispatch || n.kind == "alloc"; };
-  for (const auto& [id, n] : g.nodes) {
-    std::string prefix;
-    if (fire(n)) {
-      prefix = "\xF0\x9F\x94\xA5 ";
-    } else {
-      auto it = preds.find(id);
-      if (it != preds.end() && !it->second.empty()) {
-        bool all = true, non_alloc = false;
-        for (uint64_t p : it->second) {
-          const DepsNode& pn = g.nodes.at(p);
-          all = all && fire(pn);
-          non_alloc = non_alloc || pn.kind != "alloc";
-        }
-        if (all && non_alloc) prefix = "\xE2\xAD\x90 ";
-      }
-    }
-    std::string what = NodeHint(n);
-    int fi = fanin.count(id) ? fanin.at(id) : 0, fo = fanout.count(id) ? fanout.at(id) : 0;
-    std::string label = fmt::format("{}{} \xC2\xB7 {} \xE2\x86\x93{} \xE2\x86\x91{}", prefix,
-                                    Display(g, id), what, fi, fo);
-    if (n.block_num > 1) label += fmt::format("  x{}", n.block_num);
-    std::string shape = "box", fill = "#E0E0E0", style = "filled";
-    if (n.kind == "alloc") {
-      shape = "note";
-      fill = "#EAEAEA";
-      style = "filled,dashed";
-    } else if (n.core_type == "aic") {
-      shape = "box";
-      fill = "#66A3FF";
-      style = "filled,rounded";
-    } else if (n.core_type == "aiv") {
-      shape = "ellipse";
-      fill = "#FFB366";
-    } else if (n.core_type == "mix") {
-      shape = "diamond";
-      fill = "#66CC99";
-    }
-    std::string border = n.block_num > 1 ? ", color=\"#C62828\", penwidth=1.5" : "";
-    if (critical.count(id)) border = ", color=\"#d50000\", penwidth=4, class=\"critical\"";
-    if (o.show_tensor_info && n.task != nullptr && n.task->args) {
-      std::string html =
-          "<<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">";
-      for (const DepsArg& a : *n.task->args) {
-        if (a.type == "INPUT" || a.type == "INOUT") {
-          html += fmt::format("<TR><TD PORT=\"in_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.idx.value_or(-1), HtmlEscape(TensorLabel(g, id, a)));
-        }
-      }
-      html += "<TR><TD BGCOLOR=\"" + fill + "\"><B>" + HtmlEscape(label) + "</B></TD></TR>";
-      for (const DepsArg& a : *n.task->args) {
-        if (IsWritingArg(a)) {
-          html += fmt::format("<TR><TD PORT=\"out_{}\" ALIGN=\"LEFT\">{}</TD></TR>",
-                              a.idx.value_or(-1), HtmlEscape(TensorLabel(g, id, a)));
-        }
-      }
-      html += "</TABLE>>";
-      s += fmt::format("  {} [id=\"{}\", shape=plain, style=\"\", label={}{}];\n", NodeId(id),
-                       NodeId(id), html, border);
-    } else {
-      s += fmt::format(
-          "  {} [id=\"{}\", shape={}, fillcolor=\"{}\", style=\"{}\", label=\"{}\"{}];\n",
-          NodeId(id), NodeId(id), shape, fill, style, DotEscape(label), border);
-    }
+  for (const auto& node : g.nodes) {
+    const uint64_t id = node.first;
+    const int fi = fanin.count(id) ? fanin.at(id) : 0, fo = fanout.count(id) ? fanout.at(id) : 0;
+    s += DotNode(g, id, NodeMarker(g, id, preds), critical.count(id) > 0, o.show_tensor_info, fi,
+                 fo);
   }
   for (size_t i = 0; i < g.edges.size(); ++i) {
-    const auto& [p, c] = g.edges[i];
-    const auto& anns = g.annotations.at(g.edges[i]);
-    bool explicit_only = true;
-    std::string overlap_label;
-    int arg = -1;
-    std::string out_port;
-    for (const DepsEdge* a : anns) {
-      if (a->source != "explicit") explicit_only = false;
-      std::string ov = a->overlap.value_or("covered");
-      if (a->source == "tensormap" && ov != "covered") overlap_label = ov;
-      if (arg < 0) arg = a->arg;
-    }
-    std::string attrs = fmt::format("id=\"E{}\"", i);
-    if (critical_edges.count(g.edges[i])) {
-      attrs += ", color=\"#d50000\", penwidth=3, class=\"critical\"";
-    }
-    if (explicit_only) attrs += ", style=dashed, color=\"#B0B0B0\"";
-    if (!overlap_label.empty())
-      attrs += ", label=\"" + overlap_label + "\", fontcolor=\"#C62828\", fontsize=8";
-    if (auto w = g.edge_weight.find(g.edges[i]); w != g.edge_weight.end()) {
-      // A collapsed graph: how many task edges this one stands for.
-      attrs += fmt::format(", label=\"{}\", penwidth={:.1f}", w->second,
-                           std::min(6.0, 1.0 + std::log10(static_cast<double>(w->second))));
-    }
-    if (!selected[i]) attrs += ", class=\"hidden-edge\", color=\"#eef2f7\"";
-    std::string from = NodeId(p), to = NodeId(c);
-    if (o.show_tensor_info) {
-      const DepsNode& cn = g.nodes.at(c);
-      const DepsNode& pn = g.nodes.at(p);
-      if (arg >= 0 && cn.task != nullptr) to += fmt::format(":in_{}", arg);
-      // Producer port: the producer's output arg writing the same tensor.
-      if (pn.task != nullptr && pn.task->args && !anns.empty() && anns[0]->tensor_id) {
-        for (const DepsArg& a : *pn.task->args) {
-          bool inferred = false;
-          if (IsWritingArg(a) && ArgTensorId(g, p, a, &inferred) == anns[0]->tensor_id) {
-            from += fmt::format(":out_{}", a.idx.value_or(-1));
-            break;
-          }
-        }
-      }
-    }
-    s += fmt::format("  {} -> {} [{}];\n", from, to, attrs);
+    s += DotEdge(g, i, selected[i], critical_edges.count(g.edges[i]) > 0, o.show_tensor_info);
   }
   s += "}\n";
   return s;

@@ -31,7 +31,7 @@ std::string DefaultOutput(const DepsViewerOptions& o) {
   std::string ext = o.format == "html" ? ".html" : ".txt";
   if (!o.collapse.empty()) ext = "_by_" + o.collapse + ext;
   if (o.edge_mode == EdgeMode::kFull) return "deps_viewer" + ext;
-  return std::string("deps_viewer_") + EdgeModeName(o.edge_mode) + ext;
+  return std::string("deps_viewer_") + kEdgeModeText.Name(o.edge_mode) + ext;
 }
 
 // Keeps the nodes within `depth` edges of `center` and the edges among them.

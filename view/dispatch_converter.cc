@@ -128,57 +128,6 @@ std::string DispatchConverter::BaseName(int func_id) const {
   return KernelName(names_, func_id);
 }
 
-// The numbers go through EventText, a few bounded pieces at a time (the
-// label's head, a kernel name, is of any length).
-// The numbers go through EventText, a few bounded pieces at a time (the
-// label's head, a kernel name, is of any length).
-void DispatchConverter::AppendTaskSliceHead(std::string& b, uint64_t event_id,
-                                            const LabelText& label_head, uint64_t task_id, int pid,
-                                            int tid, double ts, double dur, int func_id,
-                                            int core_id) {
-  b.append(
-      EventText().Lit(R"({"ph":"X","cat":"event","id":)").Int(event_id).Lit(R"(,"name":")").view());
-  b.append(label_head.json);
-  const auto display = [task_id](char* p) { return TaskDisplayTo(p, task_id); };
-  b.append(EventText()
-               .Put(kTaskDisplayChars, display)
-               .Lit(R"J()","pid":)J")
-               .Int(pid)
-               .Lit(R"(,"tid":)")
-               .Int(tid)
-               .Lit(R"(,"ts":)")
-               .Num(ts)
-               .Lit(R"(,"dur":)")
-               .Num(dur)
-               .Lit(R"(,"args":{"event-hint":"Task:)")
-               .Put(kTaskDisplayChars, display)
-               .Lit(", FuncId:")
-               .Int(func_id)
-               .Lit(", CoreId:")
-               .Int(core_id)
-               .view());
-}
-
-TraceEvent& DispatchConverter::TaskSlice(TraceEvent& e, uint64_t event_id,
-                                         const LabelText& label_head, uint64_t task_id, int pid,
-                                         int tid, double ts, double dur, int func_id, int core_id) {
-  char tail[kTaskDisplayChars + 1];  // "<display>)"
-  char* p = TaskDisplayTo(tail, task_id);
-  const std::string_view display(tail, static_cast<size_t>(p - tail));
-  *p++ = ')';
-  e.Id(event_id).Name(label_head.json, label_head.raw, {tail, static_cast<size_t>(p - tail)});
-  e.At(pid, tid, ts).Dur(dur);
-  // "Task:<display>, FuncId:<int>, CoreId:<int>"
-  return e.PerTaskStr("event-hint", EventText()
-                                        .Lit("Task:")
-                                        .Lit(display)
-                                        .Lit(", FuncId:")
-                                        .Int(func_id)
-                                        .Lit(", CoreId:")
-                                        .Int(core_id)
-                                        .view());
-}
-
 std::string DispatchConverter::Label(uint64_t task_id, int func_id, bool spmd) const {
   std::string base = BaseName(func_id);
   if (spmd && LowerCopy(base).find("spmd") == std::string::npos) base += "_spmd";

@@ -37,6 +37,8 @@
 #include "collectors/swimlane/swimlane_reader.h"
 #include "common/status.h"
 #include "view/complete_bars.h"
+#include "view/event_text.h"
+#include "view/task_label.h"
 #include "view/trace_writer.h"
 
 namespace dfx::view {
@@ -138,14 +140,10 @@ class DispatchConverter {
   // The fields both task-slice views begin with, up to the first arg
   // ("event-hint": "Task:<display>, FuncId:N, CoreId:N"). `label_head` is
   // LabelHead's; the label ends with the task's display.
-  // The same head as JSON text (what TaskSlice writes, for the JSON trace),
-  // up to the open "event-hint" ({"ph":"X",... "args":{"event-hint":"Task:..., CoreId:N).
-  static void AppendTaskSliceHead(std::string& b, uint64_t event_id, const LabelText& label_head,
-                                  uint64_t task_id, int pid, int tid, double ts, double dur,
-                                  int func_id, int core_id);
-  static TraceEvent& TaskSlice(TraceEvent& e, uint64_t event_id, const LabelText& label_head,
-                               uint64_t task_id, int pid, int tid, double ts, double dur,
-                               int func_id, int core_id);
+  template <typename Event>
+  static Event& TaskSlice(Event& e, uint64_t event_id, const LabelText& label_head,
+                          uint64_t task_id, int pid, int tid, double ts, double dur, int func_id,
+                          int core_id);
   void EmitWorkerView();
   uint64_t WorkerEv(uint32_t row) const { return first_worker_ev_ + row; }
 
@@ -177,8 +175,10 @@ class DispatchConverter {
   void EmitOverhead();
 
   // --- orchestrator, markers, graph execution (orchestrator_view.cc) --------------
+  // A marker bar on the Worker View's AICPU lanes; `args(e)` gives its args.
+  template <typename Args>
   void Marker(uint64_t task_id, int tid, double ts, double dur, const std::string& name,
-              const char* cname, const std::string& args_json);
+              const char* cname, const Args& args);
   std::string MarkerLabel(uint64_t task_id) const;
   Status EmitMarkersAndOrch();
   void EmitGraphExecution();
@@ -193,7 +193,12 @@ class DispatchConverter {
   // The complete bar holding the last finish of task `g` (kNoBar: none);
   // `*last_row` is that row.
   size_t CompleteBarOf(const Group& g, uint32_t* last_row) const;
+  // The complete, complete→ready, submit→dispatch and dispatch arrows, in
+  // that order.
   Status EmitCompleteAndDispatchFlows();
+  void EmitCompleteFlows();
+  Status EmitReadyAndSubmitFlows();  // the submits' re-read may fail
+  void EmitDispatchFlows();
 
   collectors::SwimlaneRecords& d_;
   const collectors::TaskGraph* deps_;
@@ -238,5 +243,26 @@ class DispatchConverter {
   mutable std::map<std::pair<int, bool>, LabelText> label_heads_;  // LabelHead
   std::map<int, int> voted_core_thread_;
 };
+
+template <typename Event>
+Event& DispatchConverter::TaskSlice(Event& e, uint64_t event_id, const LabelText& label_head,
+                                    uint64_t task_id, int pid, int tid, double ts, double dur,
+                                    int func_id, int core_id) {
+  char tail[kTaskDisplayChars + 1];  // "<display>)"
+  char* p = TaskDisplayTo(tail, task_id);
+  const std::string_view display(tail, static_cast<size_t>(p - tail));
+  *p++ = ')';
+  e.Id(event_id).Name(label_head.json, label_head.raw, {tail, static_cast<size_t>(p - tail)});
+  e.At(pid, tid, ts).Dur(dur);
+  // "Task:<display>, FuncId:<int>, CoreId:<int>"
+  return e.PerTaskStr("event-hint", EventText()
+                                        .Lit("Task:")
+                                        .Lit(display)
+                                        .Lit(", FuncId:")
+                                        .Int(func_id)
+                                        .Lit(", CoreId:")
+                                        .Int(core_id)
+                                        .view());
+}
 
 }  // namespace dfx::view

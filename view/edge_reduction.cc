@@ -7,31 +7,10 @@
 
 namespace dfx::view {
 
-Result<EdgeMode> ParseEdgeMode(const std::string& t) {
-  if (t == "full") return EdgeMode::kFull;
-  if (t == "reduced") return EdgeMode::kReduced;
-  if (t == "omitted") return EdgeMode::kOmitted;
-  if (t == "reduced_dataflow") return EdgeMode::kReducedDataflow;
-  if (t == "omitted_dataflow") return EdgeMode::kOmittedDataflow;
-  return InvalidArgument(
-      "--edge-mode: '" + t +
-      "' is not one of full, reduced, omitted, reduced_dataflow, omitted_dataflow");
-}
-
-const char* EdgeModeName(EdgeMode m) {
-  switch (m) {
-    case EdgeMode::kFull:
-      return "full";
-    case EdgeMode::kReduced:
-      return "reduced";
-    case EdgeMode::kOmitted:
-      return "omitted";
-    case EdgeMode::kReducedDataflow:
-      return "reduced_dataflow";
-    case EdgeMode::kOmittedDataflow:
-      return "omitted_dataflow";
-  }
-  return "full";
+Result<EdgeMode> ParseEdgeMode(const std::string& text) {
+  if (const std::optional<EdgeMode> mode = kEdgeModeText.Parse(text)) return *mode;
+  return InvalidArgument("--edge-mode: '" + text + "' is not one of " +
+                         kEdgeModeText.Choices(", "));
 }
 
 bool TransitiveReduction(const std::vector<std::pair<uint64_t, uint64_t>>& edges,
@@ -117,7 +96,7 @@ std::vector<bool> SelectEdges(const DepsGraph& g, EdgeMode mode, std::ostream& o
   if (!acyclic) {
     err << "warning: dependency graph has a cycle; transitive reduction skipped, emitting full "
            "graph (--edge-mode "
-        << EdgeModeName(mode) << " ignored)\n";
+        << kEdgeModeText.Name(mode) << " ignored)\n";
   } else {
     bool omitted = mode == EdgeMode::kOmitted || mode == EdgeMode::kOmittedDataflow;
     size_t removed = 0;

@@ -12,14 +12,25 @@
 #include <utility>
 #include <vector>
 
+#include "common/enum_text.h"
 #include "common/status.h"
 #include "view/deps_graph.h"
 
 namespace dfx::view {
 
 enum class EdgeMode { kFull, kReduced, kOmitted, kReducedDataflow, kOmittedDataflow };
+// The modes as `--edge-mode` and the output names spell them.
+inline constexpr auto kEdgeModeText = MakeEnumTable<EdgeMode>(
+    {
+        {EdgeMode::kFull, "full"},
+        {EdgeMode::kReduced, "reduced"},
+        {EdgeMode::kOmitted, "omitted"},
+        {EdgeMode::kReducedDataflow, "reduced_dataflow"},
+        {EdgeMode::kOmittedDataflow, "omitted_dataflow"},
+    },
+    "full");
+// `text` as an edge mode; the error names --edge-mode and the choices.
 Result<EdgeMode> ParseEdgeMode(const std::string& text);
-const char* EdgeModeName(EdgeMode mode);
 
 // Transitive reduction over unique edges (sorted pairs). `keep` pairs (creator
 // edges) are never removed. Returns false when the graph has a cycle.

@@ -154,11 +154,17 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
   if (!d_.has_sched_phases || d_.num_sched_threads == 0) return Status::Ok();
   std::stable_sort(orch_end_.begin(), orch_end_.end(),
                    [](const OrchEnd& a, const OrchEnd& b) { return a.task_id < b.task_id; });
-  // complete (§4.7): from the task's anchor rows in each view (an SPMD task:
-  // its earliest block, by receive in the Worker View and by dispatch in the
-  // Scheduler View; otherwise every row) to the complete bar that holds the
-  // task's last finish. Complete bar of each task (by its first row; + 1, 0 =
-  // none): only the complete→ready flows need it, and only with deps.
+  EmitCompleteFlows();
+  const Status submits = EmitReadyAndSubmitFlows();  // reported after the dispatch arrows
+  EmitDispatchFlows();
+  return submits;
+}
+
+// complete (§4.7): from the task's anchor rows in each view (an SPMD task:
+// its earliest block, by receive in the Worker View and by dispatch in the
+// Scheduler View; otherwise every row) to the complete bar that holds the
+// task's last finish.
+void DispatchConverter::EmitCompleteFlows() {
   for (uint32_t k = 0; k < NumRows();) {
     Group g = GroupFrom(k);
     k = g.end;
@@ -183,9 +189,13 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
       }
     }
   }
-  // complete→ready and submit→dispatch, dispatch flows. A task's first
-  // submit: from orch_end_, or (orch_cursor_) the submits read again in
-  // file order, which is task order, beside the groups.
+}
+
+// complete→ready (the complete bar that made a task ready → its dispatch)
+// and submit→dispatch. A task's first submit: from orch_end_, or
+// (orch_cursor_) the submits read again in file order, which is task order,
+// beside the groups.
+Status DispatchConverter::EmitReadyAndSubmitFlows() {
   std::optional<collectors::OrchPhaseStreamAhead> submits;
   size_t submit_pool = 0;
   collectors::OrchPhase submit;
@@ -256,6 +266,12 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
       }
     }
   }
+  return submits ? submits->status() : Status::Ok();
+}
+
+// dispatch: from the scheduler lane that dispatched each row to its
+// execution (and to its Scheduler View bar).
+void DispatchConverter::EmitDispatchFlows() {
   for (uint32_t i = 0; i < d_.tasks.size(); ++i) {
     const TaskRow& r = d_.tasks[i];
     if (d_.Dispatch(r) == 0) continue;
@@ -270,7 +286,6 @@ Status DispatchConverter::EmitCompleteAndDispatchFlows() {
       trace_.Flow("dispatch", from, disp, s, disp);
     }
   }
-  return submits ? submits->status() : Status::Ok();
 }
 
 }  // namespace dfx::view

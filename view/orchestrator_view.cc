@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 #include <set>
 
+#include "view/event_text.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
@@ -23,25 +23,17 @@ namespace {
 constexpr double kMinMarkerUs = 0.02;  // shortest marker drawn
 }  // namespace
 
+template <typename Args>
 void DispatchConverter::Marker(uint64_t task_id, int tid, double ts, double dur,
-                               const std::string& name, const char* cname,
-                               const std::string& args_json) {
+                               const std::string& name, const char* cname, const Args& args) {
   dur = std::max(dur, kMinMarkerUs);
   uint64_t id = trace_.TakeEventId();
-  std::string& b = trace_.Begin();
-  b.append(R"({"ph":"X","cat":"event","id":)");
-  b.append(std::to_string(id));
-  if (cname != nullptr) AppendF(b, FMT_COMPILE(R"(,"cname":"{}")"), cname);
-  b.append(R"(,"name":)");
-  AppendJsonString(&b, name);
-  AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(4), tid);
-  Num(b, T(ts));
-  b.append(R"(,"dur":)");
-  Num(b, dur);
-  b.append(R"(,"args":)");
-  b.append(args_json);
-  b.append("}");
-  trace_.End();
+  trace_.Event('X', "event", [&](auto& e) {
+    e.Id(id);
+    if (cname != nullptr) e.Cname(cname);
+    e.NameText(name).At(Pid(4), tid, T(ts)).Dur(dur);
+    args(e);
+  });
   trace_.CountSlice();
   SeeEnd(ts + dur);
   markers_.emplace(task_id, Anchor{4, tid, ts, ts + dur, id});
@@ -71,16 +63,16 @@ Status DispatchConverter::EmitMarkersAndOrch() {
       if (p.kind == PhaseKind::kDummyTask) {
         dummy_records.insert(id);
         Marker(id, 19000 + static_cast<int>(t), ts, dur, "dummy(" + disp + ")", nullptr,
-               fmt::format(
-                   R"({{"loop_iter":{},"task_id":{},"event-hint":"Task:{}","phase":"dummy_task"}})",
-                   p.loop_iter, id, disp));
+               [&](auto& e) {
+                 e.Int("loop_iter", p.loop_iter).Int("task_id", id);
+                 e.Str("event-hint", "Task:" + disp).Str("phase", "dummy_task");
+               });
       } else {
         skip_records.insert(id);
-        Marker(
-            id, 19000 + static_cast<int>(t), ts, dur, MarkerLabel(id), nullptr,
-            fmt::format(
-                R"({{"loop_iter":{},"task_id":{},"event-hint":"Task:{}","predicated_pass":false}})",
-                p.loop_iter, id, disp));
+        Marker(id, 19000 + static_cast<int>(t), ts, dur, MarkerLabel(id), nullptr, [&](auto& e) {
+          e.Int("loop_iter", p.loop_iter).Int("task_id", id);
+          e.Str("event-hint", "Task:" + disp).Bool("predicated_pass", false);
+        });
       }
     }
   }
@@ -102,16 +94,16 @@ Status DispatchConverter::EmitMarkersAndOrch() {
       }
       name.Lit(")");
       uint64_t id = trace_.TakeEventId();
-      trace_.Event('X', "orchestrator")
-          .Id(id)
-          .Cname("rail_animation")
-          .Name(name.view())
-          .At(Pid(1), 4000 + static_cast<int>(o), T(ts))
-          .Dur(end - ts)
-          .Str("phase", "orch_submit")
-          .Int("submit_idx", p.submit_idx)
-          .Int("task_id", p.task_id)
-          .End();
+      trace_.Event('X', "orchestrator", [&](auto& e) {
+        e.Id(id)
+            .Cname("rail_animation")
+            .Name(name.view())
+            .At(Pid(1), 4000 + static_cast<int>(o), T(ts))
+            .Dur(end - ts)
+            .Str("phase", "orch_submit")
+            .Int("submit_idx", p.submit_idx)
+            .Int("task_id", p.task_id);
+      });
       trace_.CountSlice();
       SeeEnd(end);
       if (p.task_id < 0) return;
@@ -128,24 +120,23 @@ Status DispatchConverter::EmitMarkersAndOrch() {
       }
       if (!regular && !dummy && !skipped && (deps_ == nullptr || dt == nullptr)) {
         std::string disp = FormatTaskDisplay(tid);
-        Marker(
-            tid, 19000 + static_cast<int>(nsched + o), ts, end - ts, "alloc(" + disp + ")", "olive",
-            fmt::format(R"({{"phase":"alloc","task_id":{},"event-hint":"Task:{}"}})", tid, disp));
+        Marker(tid, 19000 + static_cast<int>(nsched + o), ts, end - ts, "alloc(" + disp + ")",
+               "olive", [&](auto& e) {
+                 e.Str("phase", "alloc").Int("task_id", tid).Str("event-hint", "Task:" + disp);
+               });
       }
     }
   });
   DFX_RETURN_IF_ERROR(orch_status);
   for (const auto& u : d_.host_uploads) {
     double ts = d_.HostUs(u.start_ns), end = d_.HostUs(u.end_ns);
-    std::string& b = trace_.Begin();
-    b.append(R"({"ph":"X","cat":"host_h2d","name":)");
-    AppendJsonString(&b, u.phase);
-    AppendF(b, FMT_COMPILE(R"(,"cname":"thread_state_iowait","pid":{},"tid":4100,"ts":)"), Pid(1));
-    Num(b, T(ts));
-    b.append(R"(,"dur":)");
-    Num(b, end - ts);
-    AppendF(b, FMT_COMPILE(R"(,"args":{{"bytes":{}}}}})"), u.detail);
-    trace_.End();
+    trace_.Event('X', "host_h2d", [&](auto& e) {
+      e.NameText(u.phase)
+          .Cname("thread_state_iowait")
+          .At(Pid(1), 4100, T(ts))
+          .Dur(end - ts)
+          .Int("bytes", u.detail);
+    });
     SeeEnd(end);
   }
   return Status::Ok();
@@ -174,26 +165,21 @@ void DispatchConverter::EmitGraphExecution() {
     trace_.ThreadName(5, tid, fmt::format("Graph_{}", lane));
     ++lane;
     double ts = std::min(o.first_prepare, exec_start);
-    std::string& b = trace_.Begin();
-    b.append(R"({"ph":"X","cat":"graph_execution","name":)");
-    AppendJsonString(&b, fmt::format("GraphExecution({}, {} visible nodes)",
-                                     FormatTaskDisplay(outer), nodes.size()));
-    AppendF(b, FMT_COMPILE(R"(,"pid":{},"tid":{},"ts":)"), Pid(5), tid);
-    Num(b, T(ts));
-    b.append(R"(,"dur":)");
-    Num(b, last_finish - ts);
-    fmt::format_to(std::back_inserter(b),
-                   R"(,"args":{{"outer_task_id":{},"visible_node_count":{},"visible_node_min":{},)"
-                   R"("visible_node_max":{},"prepare_slice_count":{},"prepare_duration_us":)",
-                   outer, nodes.size(), LocalOf(*nodes.begin()) & 1023,
-                   LocalOf(*nodes.rbegin()) & 1023, o.slices);
-    Num(b, o.prepare_us);
-    b.append(R"(,"execution_start_us":)");
-    Num(b, exec_start);
-    b.append(R"(,"execution_duration_us":)");
-    Num(b, last_finish - exec_start);
-    b.append(R"J(,"synthetic_id_layout":"ring1:(outer_task_id << 10) | node_index"}})J");
-    trace_.End();
+    trace_.Event('X', "graph_execution", [&](auto& e) {
+      e.NameText(fmt::format("GraphExecution({}, {} visible nodes)", FormatTaskDisplay(outer),
+                             nodes.size()))
+          .At(Pid(5), tid, T(ts))
+          .Dur(last_finish - ts)
+          .Int("outer_task_id", outer)
+          .Int("visible_node_count", nodes.size())
+          .Int("visible_node_min", LocalOf(*nodes.begin()) & 1023)
+          .Int("visible_node_max", LocalOf(*nodes.rbegin()) & 1023)
+          .Int("prepare_slice_count", o.slices)
+          .Num("prepare_duration_us", o.prepare_us)
+          .Num("execution_start_us", exec_start)
+          .Num("execution_duration_us", last_finish - exec_start)
+          .Str("synthetic_id_layout", "ring1:(outer_task_id << 10) | node_index");
+    });
     trace_.CountSlice();
     SeeEnd(last_finish);
   }

@@ -110,19 +110,23 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{:.1f} KiB", b / 1024.0);
 }
 
+// What a dispatch bar names in its args: the rank, and the dispatch and
+// its program when it stands for one.
+struct BarArgs {
+  int rank;
+  std::optional<int> dispatch;
+  std::optional<std::string> program;
+};
+
 // A slice on the rank's "Dispatches" lane or the coordinator's host lane.
 void DispatchBar(TraceWriter& trace, int pid, int tid, double ts, double dur,
-                 const std::string& name, const std::string& args_json) {
-  std::string& b = trace.Begin();
-  AppendF(b, FMT_COMPILE(R"({{"ph":"X","cat":"dispatch","pid":{},"tid":{},"ts":)"), trace.Pid(pid),
-          tid);
-  Num(b, trace.T(ts));
-  b.append(R"(,"dur":)");
-  Num(b, std::max(dur, 0.02));
-  b.append(R"(,"name":)");
-  AppendJsonString(&b, name);
-  AppendF(b, FMT_COMPILE(R"(,"args":{}}})"), args_json);
-  trace.End();
+                 const std::string& name, const BarArgs& args) {
+  trace.Event('X', "dispatch", [&](auto& e) {
+    e.At(trace.Pid(pid), tid, trace.T(ts)).Dur(std::max(dur, 0.02)).NameText(name);
+    e.Int("rank", args.rank);
+    if (args.dispatch) e.Int("dispatch", *args.dispatch);
+    if (args.program) e.Text("program", *args.program);
+  });
   trace.CountSlice();
 }
 
@@ -175,14 +179,20 @@ Status ParseIndexList(const std::string& flag, const std::string& text, std::set
   return Status::Ok();
 }
 
-Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, std::ostream& err) {
+namespace {
+
+// rank<N>/d<K>/chip_swimlane_records.json, by rank then dispatch.
+using RecordsFiles = std::map<int, std::map<int, std::filesystem::path>>;
+
+// The records files of the run that --ranks and --dispatch select; an
+// error naming the directory when there are none.
+Result<RecordsFiles> SelectRecords(const RunTimelineOptions& options) {
   const std::filesystem::path& run_dir = options.run_dir;
   std::error_code ec;
   if (!std::filesystem::is_directory(run_dir, ec)) {
     return NotFound("--run: " + run_dir.string() + " is not a directory (expected W/dfx_outputs)");
   }
-  // rank<N>/d<K>/chip_swimlane_records.json, by rank then dispatch.
-  std::map<int, std::map<int, std::filesystem::path>> files;
+  RecordsFiles files;
   size_t listed = 0;
   for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(run_dir)) {
     auto rec = run_dir / collectors::DispatchDirPath(d) / collectors::kSwimlaneRecordsFile;
@@ -208,125 +218,186 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
         fmt::format("--ranks / --dispatch select none of the {} dispatch(es) with records under {}",
                     listed, run_dir.string()));
   }
-  ManifestInfo info = ReadManifestInfo(run_dir / collectors::kRunManifestFile, err);
-  const auto& placed = info.dispatches;
+  return files;
+}
+
+// Time zero of the trace (ns, coordinator clock): the earliest dispatch
+// sent; with the launch on record, the launch, so the host lane shows the
+// start-up (launch, HELLO, READY) before the first dispatch.
+int64_t TimeZero(const ManifestInfo& info) {
   int64_t t0 = std::numeric_limits<int64_t>::max();
-  for (const auto& [key, d] : placed) t0 = std::min(t0, static_cast<int64_t>(d.start_ns));
-  // With the launch on record the trace starts there: the host lane shows
-  // the start-up (launch, HELLO, READY) before the first dispatch.
-  if (info.launch_ns && !placed.empty()) t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
+  for (const auto& [key, d] : info.dispatches) {
+    t0 = std::min(t0, static_cast<int64_t>(d.start_ns));
+  }
+  if (info.launch_ns && !info.dispatches.empty()) {
+    t0 = std::min(t0, static_cast<int64_t>(*info.launch_ns));
+  }
+  return t0;
+}
+
+// Merges the dispatches of a run into one trace, in rank then dispatch order.
+class RunMerger {
+ public:
+  RunMerger(const RunTimelineOptions& options, const ManifestInfo& info, int64_t t0,
+            const std::filesystem::path& out_path, TraceWriter& trace, std::ostream& out,
+            std::ostream& err)
+      : options_(options),
+        info_(info),
+        t0_(t0),
+        out_path_(out_path),
+        trace_(trace),
+        out_(out),
+        err_(err) {}
+
+  // Every dispatch of `files`, each rank in its own pid range.
+  Status MergeAll(const RecordsFiles& files) {
+    for (const auto& [rank, disps] : files) {
+      trace_.PlaceProcesses(100 * (rank + 1), fmt::format("Rank {} · ", rank));
+      double rank_cursor = 0.0;  // without a manifest start: after the rank's last dispatch
+      for (const auto& [k, path] : disps) {
+        DFX_RETURN_IF_ERROR(Merge(rank, k, path, &rank_cursor));
+      }
+    }
+    return Status::Ok();
+  }
+  size_t dispatches() const { return dispatches_; }
+
+ private:
+  Status Merge(int rank, int k, const std::filesystem::path& path, double* rank_cursor);
+
+  const RunTimelineOptions& options_;
+  const ManifestInfo& info_;
+  const int64_t t0_;
+  const std::filesystem::path& out_path_;
+  TraceWriter& trace_;
+  std::ostream& out_;
+  std::ostream& err_;
+  size_t dispatches_ = 0;
+  bool warned_ = false;
+};
+
+// One dispatch: its views at its start on the run's clock, then its bar on
+// the rank's "Dispatches" lane.
+Status RunMerger::Merge(int rank, int k, const std::filesystem::path& path, double* rank_cursor) {
+  SwimlaneReadOptions read_options;
+  read_options.stream_sched_phases = true;
+  read_options.stream_orch_phases = true;
+  SchedPhaseDigest digest;
+  digest.Attach(&read_options);
+  DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
+  std::string warn = UnmatchedWarning(data);
+  if (!warn.empty()) err_ << path.string() << ": " << warn << "\n";
+  auto it = info_.dispatches.find({rank, k});
+  const bool placed = it != info_.dispatches.end();
+  const double ts_offset =
+      placed ? static_cast<double>(static_cast<int64_t>(it->second.start_ns) - t0_) / 1000.0
+             : *rank_cursor;
+  std::optional<TaskGraph> deps =
+      LoadDepsIfPresent(path.parent_path() / collectors::kDepsFile, err_);
+  DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
+                       LoadNameMapFor(path.parent_path(), std::nullopt, path.string(), err_));
+  // The rank's processes are named for the rank, not for whichever
+  // program's orchestrator came first; the program is on the dispatch bar.
+  names.orchestrator_name.reset();
+  trace_.PlaceDispatchAt(ts_offset);
+  DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, options_.verbose, trace_,
+                         err_, &digest);
+  DFX_RETURN_IF_ERROR(conv.Run());
+  // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
+  const double extent = trace_.max_ts() - ts_offset;
+  const std::string program = placed ? it->second.program : "?";
+  trace_.ProcessName(0, "Dispatches", 0);
+  trace_.ThreadName(0, 1, "dispatches");
+  DispatchBar(trace_, 0, 1, 0.0, extent, fmt::format("d{}: {}", k, program),
+              BarArgs{rank, k, program});
+  *rank_cursor = std::max(*rank_cursor, trace_.max_ts() + 1.0);  // 1 µs gap between dispatches
+  ++dispatches_;
+  if (options_.verbose) {
+    out_ << "Merged " << path.string() << " at +" << trace_.ts_offset() << " us\n";
+  }
+  if (!warned_ && trace_.bytes_pending() > options_.warn_bytes) {
+    warned_ = true;
+    err_ << fmt::format(
+        "Warning: the trace has passed {} (at rank {} d{}); a browser will struggle to open "
+        "it. Cut it with --ranks R,.. / --dispatch K,.. / --window T0:T1 (µs) / --no-flows, "
+        "or write it compressed with -o {}.gz{}\n",
+        HumanBytes(trace_.bytes_pending()), rank, k, out_path_.filename().string(),
+        options_.format == TraceFormat::kJson
+            ? " or as a Perfetto protobuf trace (--format proto, about a third of the bytes)"
+            : "");
+  }
+  return Status::Ok();
+}
+
+// The coordinator's own lane, one thread per rank: its agent's start-up
+// (launch → HELLO → READY) and each dispatch's orchestration (sent →
+// accepted, run, stream, verify), so that cost shows beside the chips. A
+// manifest without those times gives one "sent → done" slice.
+void EmitHostLane(TraceWriter& trace, const ManifestInfo& info, const RecordsFiles& files,
+                  int64_t t0) {
+  trace.PlaceProcesses(0, "");
+  trace.PlaceDispatchAt(0.0);
+  trace.ProcessName(99, "Coordinator (host)", 0);
+  auto us = [&](uint64_t ns) {
+    return static_cast<double>(static_cast<int64_t>(ns) - t0) / 1000.0;
+  };
+  auto slice = [&](int tid, uint64_t from, uint64_t to, const std::string& name,
+                   const BarArgs& args) {
+    if (to < from) return;
+    DispatchBar(trace, 99, tid, us(from), static_cast<double>(to - from) / 1000.0, name, args);
+  };
+  std::set<int> named;
+  for (const auto& [key, d] : info.dispatches) {
+    const auto [rank, k] = key;
+    if (!files.count(rank) || !files.at(rank).count(k)) continue;
+    const int tid = 1 + rank;
+    if (named.insert(rank).second) {
+      trace.ThreadName(99, tid, fmt::format("rank {}", rank));
+      auto r = info.ranks.find(rank);
+      const BarArgs args{rank, std::nullopt, std::nullopt};
+      if (r != info.ranks.end() && r->second.hello_ns) {
+        if (info.launch_ns) {
+          slice(tid, *info.launch_ns, *r->second.hello_ns,
+                fmt::format("rank {}: launch → HELLO", rank), args);
+        }
+        if (r->second.ready_ns) {
+          slice(tid, *r->second.hello_ns, *r->second.ready_ns,
+                fmt::format("rank {}: HELLO → READY", rank), args);
+        }
+      }
+    }
+    const std::string what = fmt::format("d{} {}", k, d.program);
+    const BarArgs args{rank, k, std::nullopt};
+    const uint64_t sent = d.start_ns, end = d.end_ns;
+    if (!d.accepted_ns) {
+      slice(tid, sent, end, what + ": sent → done", args);
+      continue;
+    }
+    const uint64_t accepted = *d.accepted_ns;
+    const uint64_t streaming = d.stream_ns ? *d.stream_ns : end;
+    slice(tid, sent, accepted, what + ": sent → accepted", args);
+    slice(tid, accepted, streaming, what + ": run", args);
+    if (d.stream_ns) slice(tid, *d.stream_ns, end, what + ": stream", args);
+    if (d.verified_ns && *d.verified_ns > end)
+      slice(tid, end, *d.verified_ns, what + ": verify", args);
+  }
+}
+
+}  // namespace
+
+Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, std::ostream& err) {
+  DFX_ASSIGN_OR_RETURN(RecordsFiles files, SelectRecords(options));
+  const std::filesystem::path& run_dir = options.run_dir;
+  ManifestInfo info = ReadManifestInfo(run_dir / collectors::kRunManifestFile, err);
+  const int64_t t0 = TimeZero(info);
   std::filesystem::path out_path =
       options.output ? *options.output
                      : DefaultTracePath(run_dir / collectors::kRunSwimlaneFile, options.format);
   TraceWriter trace;
   DFX_RETURN_IF_ERROR(trace.Open(out_path, options.filter, options.format));
-  size_t dispatches = 0;
-  bool warned = false;
-  for (const auto& [rank, disps] : files) {
-    trace.PlaceProcesses(100 * (rank + 1), fmt::format("Rank {} · ", rank));
-    double rank_cursor = 0.0;
-    for (const auto& [k, path] : disps) {
-      SwimlaneReadOptions read_options;
-      read_options.stream_sched_phases = true;
-      read_options.stream_orch_phases = true;
-      SchedPhaseDigest digest;
-      digest.Attach(&read_options);
-      DFX_ASSIGN_OR_RETURN(SwimlaneRecords data, ReadSwimlaneRecords(path, read_options));
-      std::string warn = UnmatchedWarning(data);
-      if (!warn.empty()) err << path.string() << ": " << warn << "\n";
-      auto it = placed.find({rank, k});
-      const double ts_offset =
-          it != placed.end()
-              ? static_cast<double>(static_cast<int64_t>(it->second.start_ns) - t0) / 1000.0
-              : rank_cursor;
-      std::optional<TaskGraph> deps =
-          LoadDepsIfPresent(path.parent_path() / collectors::kDepsFile, err);
-      DFX_ASSIGN_OR_RETURN(collectors::NameMap names,
-                           LoadNameMapFor(path.parent_path(), std::nullopt, path.string(), err));
-      // The rank's processes are named for the rank, not for whichever
-      // program's orchestrator came first; the program is on the dispatch bar.
-      names.orchestrator_name.reset();
-      trace.PlaceDispatchAt(ts_offset);
-      DispatchConverter conv(data, deps ? &*deps : nullptr, names, false, options.verbose, trace,
-                             err, &digest);
-      DFX_RETURN_IF_ERROR(conv.Run());
-      // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
-      const double extent = trace.max_ts() - ts_offset;
-      const std::string program = it != placed.end() ? it->second.program : "?";
-      trace.ProcessName(0, "Dispatches", 0);
-      trace.ThreadName(0, 1, "dispatches");
-      DispatchBar(trace, 0, 1, 0.0, extent, fmt::format("d{}: {}", k, program),
-                  fmt::format(R"({{"rank":{},"dispatch":{},"program":"{}"}})", rank, k, program));
-      rank_cursor = std::max(rank_cursor, trace.max_ts() + 1.0);  // 1 µs gap between dispatches
-      ++dispatches;
-      if (options.verbose) {
-        out << "Merged " << path.string() << " at +" << trace.ts_offset() << " us\n";
-      }
-      if (!warned && trace.bytes_pending() > options.warn_bytes) {
-        warned = true;
-        err << fmt::format(
-            "Warning: the trace has passed {} (at rank {} d{}); a browser will struggle to open "
-            "it. Cut it with --ranks R,.. / --dispatch K,.. / --window T0:T1 (µs) / --no-flows, "
-            "or write it compressed with -o {}.gz{}\n",
-            HumanBytes(trace.bytes_pending()), rank, k, out_path.filename().string(),
-            options.format == TraceFormat::kJson
-                ? " or as a Perfetto protobuf trace (--format proto, about a third of the bytes)"
-                : "");
-      }
-    }
-  }
-  // The coordinator's own lane, one thread per rank: its agent's start-up
-  // (launch → HELLO → READY) and each dispatch's orchestration (sent →
-  // accepted, run, stream, verify), so that cost shows beside the chips.
-  // A manifest without those times gives one "sent → done" slice.
-  if (!placed.empty()) {
-    trace.PlaceProcesses(0, "");
-    trace.PlaceDispatchAt(0.0);
-    trace.ProcessName(99, "Coordinator (host)", 0);
-    auto us = [&](uint64_t ns) {
-      return static_cast<double>(static_cast<int64_t>(ns) - t0) / 1000.0;
-    };
-    auto slice = [&](int tid, uint64_t from, uint64_t to, const std::string& name,
-                     const std::string& args) {
-      if (to < from) return;
-      DispatchBar(trace, 99, tid, us(from), static_cast<double>(to - from) / 1000.0, name, args);
-    };
-    std::set<int> named;
-    for (const auto& [key, d] : placed) {
-      const auto [rank, k] = key;
-      if (!files.count(rank) || !files.at(rank).count(k)) continue;
-      const int tid = 1 + rank;
-      if (named.insert(rank).second) {
-        trace.ThreadName(99, tid, fmt::format("rank {}", rank));
-        auto r = info.ranks.find(rank);
-        const std::string args = fmt::format(R"({{"rank":{}}})", rank);
-        if (r != info.ranks.end() && r->second.hello_ns) {
-          if (info.launch_ns) {
-            slice(tid, *info.launch_ns, *r->second.hello_ns,
-                  fmt::format("rank {}: launch → HELLO", rank), args);
-          }
-          if (r->second.ready_ns) {
-            slice(tid, *r->second.hello_ns, *r->second.ready_ns,
-                  fmt::format("rank {}: HELLO → READY", rank), args);
-          }
-        }
-      }
-      const std::string what = fmt::format("d{} {}", k, d.program);
-      const std::string args = fmt::format(R"({{"rank":{},"dispatch":{}}})", rank, k);
-      const uint64_t sent = d.start_ns, end = d.end_ns;
-      if (!d.accepted_ns) {
-        slice(tid, sent, end, what + ": sent → done", args);
-        continue;
-      }
-      const uint64_t accepted = *d.accepted_ns;
-      const uint64_t streaming = d.stream_ns ? *d.stream_ns : end;
-      slice(tid, sent, accepted, what + ": sent → accepted", args);
-      slice(tid, accepted, streaming, what + ": run", args);
-      if (d.stream_ns) slice(tid, *d.stream_ns, end, what + ": stream", args);
-      if (d.verified_ns && *d.verified_ns > end)
-        slice(tid, end, *d.verified_ns, what + ": verify", args);
-    }
-  }
+  RunMerger merger(options, info, t0, out_path, trace, out, err);
+  DFX_RETURN_IF_ERROR(merger.MergeAll(files));
+  if (!info.dispatches.empty()) EmitHostLane(trace, info, files, t0);
   // How well the ranks line up: each dispatch is placed at its start on the
   // coordinator clock, and what one rank's clock says is known to within
   // half the best heartbeat round trip measured with it.
@@ -345,11 +416,12 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
         info.max_uncertainty_us, shortest);
   }
   DFX_RETURN_IF_ERROR(trace.Finish(metadata));
+  std::error_code ec;
   const uint64_t size = std::filesystem::file_size(out_path, ec);
   out << "Wrote " << out_path.string() << " (" << HumanBytes(size) << ", " << files.size()
-      << " rank(s), " << dispatches << " dispatch(es), " << trace.slice_events() << " slices, "
-      << trace.flow_events() << " flow events"
-      << (placed.empty()
+      << " rank(s), " << merger.dispatches() << " dispatch(es), " << trace.slice_events()
+      << " slices, " << trace.flow_events() << " flow events"
+      << (info.dispatches.empty()
               ? fmt::format(", no {}: dispatches laid end to end", collectors::kRunManifestFile)
               : "")
       << ")\n";

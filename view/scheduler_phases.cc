@@ -18,6 +18,8 @@
 #include <limits>
 
 #include "collectors/swimlane/sched_phase_scan.h"
+#include "common/enum_text.h"
+#include "view/event_text.h"
 #include "view/overhead.h"
 
 namespace dfx::view {
@@ -29,53 +31,23 @@ using collectors::SchedPhase;
 
 namespace {
 
-const char* PhaseColor(PhaseKind k) {
-  switch (k) {
-    case PhaseKind::kComplete:
-      return "good";
-    case PhaseKind::kDispatch:
-      return "terrible";
-    case PhaseKind::kAsyncPoll:
-      return "yellow";
-    case PhaseKind::kRelease:
-      return "olive";
-    case PhaseKind::kDummy:
-      return "grey";
-    case PhaseKind::kEarlyDispatch:
-      return "rail_animation";
-    case PhaseKind::kDrain:
-      return "cq_build_running";
-    case PhaseKind::kDrainPrepare:
-      return "cq_build_attempt_runnable";
-    case PhaseKind::kDrainPublish:
-      return "cq_build_attempt_passed";
-    case PhaseKind::kGraphPrepare:
-      return "rail_animation";
-    case PhaseKind::kResolve:
-      return "vsync_highlight_color";
-    default:
-      return "generic_work";
-  }
-}
-
-bool IsDrawnPhase(PhaseKind k) {
-  switch (k) {
-    case PhaseKind::kComplete:
-    case PhaseKind::kAsyncPoll:
-    case PhaseKind::kDispatch:
-    case PhaseKind::kRelease:
-    case PhaseKind::kResolve:
-    case PhaseKind::kEarlyDispatch:
-    case PhaseKind::kDummy:
-    case PhaseKind::kDrain:
-    case PhaseKind::kDrainPrepare:
-    case PhaseKind::kDrainPublish:
-    case PhaseKind::kGraphPrepare:
-      return true;
-    default:
-      return false;
-  }
-}
+// The phases drawn as bars, each with its colour (a Chrome trace colour
+// name); the others (scan, poll, idle, ...) are not drawn.
+constexpr auto kPhaseColor = MakeEnumTable<PhaseKind>(
+    {
+        {PhaseKind::kComplete, "good"},
+        {PhaseKind::kDispatch, "terrible"},
+        {PhaseKind::kAsyncPoll, "yellow"},
+        {PhaseKind::kRelease, "olive"},
+        {PhaseKind::kDummy, "grey"},
+        {PhaseKind::kEarlyDispatch, "rail_animation"},
+        {PhaseKind::kDrain, "cq_build_running"},
+        {PhaseKind::kDrainPrepare, "cq_build_attempt_runnable"},
+        {PhaseKind::kDrainPublish, "cq_build_attempt_passed"},
+        {PhaseKind::kGraphPrepare, "rail_animation"},
+        {PhaseKind::kResolve, "vsync_highlight_color"},
+    },
+    /*fallback=*/nullptr);
 
 }  // namespace
 
@@ -238,7 +210,8 @@ Status DispatchConverter::EmitSchedPhases() {
       cur_thread = t;
       ci = 0;
     }
-    if (!IsDrawnPhase(p.kind)) return;
+    const char* color = kPhaseColor.Name(p.kind);
+    if (color == nullptr) return;  // not drawn
     double ts = d_.Us(p.start), end = d_.Us(p.end);
     int tid = SchedTid(static_cast<int>(t)) + (p.kind == PhaseKind::kResolve ? 1 : 0);
     uint64_t id;
@@ -266,9 +239,8 @@ Status DispatchConverter::EmitSchedPhases() {
     }
     // The phase names and colours are short constants.
     const std::string_view name = PhaseName(p.kind);
-    if (trace_.proto()) {
-      TraceEvent& e = trace_.Event('X', "scheduler");
-      e.Id(id).Cname(PhaseColor(p.kind));
+    trace_.Event('X', "scheduler", [&](auto& e) {
+      e.Id(id).Cname(color);
       e.Name(EventText().Lit(name).Lit("(").Int(p.tasks_processed).Lit(")").view());
       e.At(Pid(2), tid, T(ts)).Dur(end - ts);
       e.Str("phase", name).Int("loop_iter", p.loop_iter).Int("tasks_processed", p.tasks_processed);
@@ -278,73 +250,17 @@ Status DispatchConverter::EmitSchedPhases() {
         e.Int("finishes_processed", p.tasks_processed).Int("finish_rows_attributed", attributed);
       }
       if (p.kind == PhaseKind::kDispatch) e.Int("pop_hit", p.pop_hit).Int("pop_miss", p.pop_miss);
-      e.End();
-    } else {  // the same event as JSON text (EventText pieces)
-      std::string& b = trace_.Begin();
-      b.append(EventText()
-                   .Lit(R"({"ph":"X","cat":"scheduler","id":)")
-                   .Int(id)
-                   .Lit(R"(,"cname":")")
-                   .Lit(PhaseColor(p.kind))
-                   .Lit(R"(","name":")")
-                   .Lit(name)
-                   .Lit("(")
-                   .Int(p.tasks_processed)
-                   .Lit(")\",\"pid\":")
-                   .Int(Pid(2))
-                   .Lit(R"(,"tid":)")
-                   .Int(tid)
-                   .Lit(R"(,"ts":)")
-                   .Num(T(ts))
-                   .Lit(R"(,"dur":)")
-                   .Num(end - ts)
-                   .view());
-      EventText args;
-      args.Lit(R"(,"args":{"phase":")").Lit(name).Lit(R"(","loop_iter":)").Int(p.loop_iter);
-      args.Lit(R"(,"tasks_processed":)").Int(p.tasks_processed);
-      args.Lit(R"J(,"shared_at_start (aic,aiv,mix)":[)J").Int(p.shared_at_start[0]).Lit(",");
-      args.Int(p.shared_at_start[1]).Lit(",").Int(p.shared_at_start[2]);
-      args.Lit(R"J(],"shared_at_end (aic,aiv,mix)":[)J").Int(p.shared_at_end[0]).Lit(",");
-      args.Int(p.shared_at_end[1]).Lit(",").Int(p.shared_at_end[2]).Lit("]");
-      if (p.kind == PhaseKind::kComplete) {
-        args.Lit(R"(,"finishes_processed":)").Int(p.tasks_processed);
-        args.Lit(R"(,"finish_rows_attributed":)").Int(attributed);
-      }
-      if (p.kind == PhaseKind::kDispatch) {
-        args.Lit(R"(,"pop_hit":)").Int(p.pop_hit).Lit(R"(,"pop_miss":)").Int(p.pop_miss);
-      }
-      args.Lit("}}");
-      b.append(args.view());
-      trace_.End();
-    }
+    });
     trace_.CountSlice();
     SeeEnd(end);
     if ((p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kDispatch) && p.has_depths) {
-      if (trace_.proto()) {
-        trace_.Event('C', "queue")
-            .Name("shared_ready_queue")
+      trace_.Event('C', "queue", [&](auto& e) {
+        e.Name("shared_ready_queue")
             .At(Pid(2), 3999, T(end))
             .Int("AIC", p.shared_at_end[0])
             .Int("AIV", p.shared_at_end[1])
-            .Int("MIX", p.shared_at_end[2])
-            .End();
-      } else {
-        std::string& c = trace_.Begin();
-        c.append(EventText()
-                     .Lit(R"({"ph":"C","cat":"queue","name":"shared_ready_queue","pid":)")
-                     .Int(Pid(2))
-                     .Lit(R"(,"tid":3999,"ts":)")
-                     .Num(T(end))
-                     .Lit(R"(,"args":{"AIC":)")
-                     .Int(p.shared_at_end[0])
-                     .Lit(R"(,"AIV":)")
-                     .Int(p.shared_at_end[1])
-                     .Lit(R"(,"MIX":)")
-                     .Int(p.shared_at_end[2])
-                     .Lit("}}")
-                     .view());
-        trace_.End();
-      }
+            .Int("MIX", p.shared_at_end[2]);
+      });
     }
   });
 }
@@ -385,12 +301,11 @@ void DispatchConverter::EmitOverhead() {
     for (int k = 0; k < 8; ++k) {
       if (!emit[k] || v[k] == last[k]) continue;
       last[k] = v[k];
-      std::string& b = trace_.Begin();
-      AppendF(b, FMT_COMPILE(R"({{"ph":"C","cat":"overhead","name":"{}","pid":{},"tid":{},"ts":)"),
-              tracks[k].name, Pid(2), tracks[k].tid);
-      Num(b, std::round(T(s.ts) * 1000.0) / 1000.0);
-      AppendF(b, FMT_COMPILE(R"(,"args":{{"{}":{}}}}})"), tracks[k].name, v[k]);
-      trace_.End();
+      trace_.Event('C', "overhead", [&](auto& e) {
+        e.Name(tracks[k].name)
+            .At(Pid(2), tracks[k].tid, std::round(T(s.ts) * 1000.0) / 1000.0)
+            .Int(tracks[k].name, v[k]);
+      });
     }
   }
 }

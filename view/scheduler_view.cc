@@ -71,30 +71,13 @@ void DispatchConverter::EmitSchedulerView() {
     uint64_t task_id = d_.TaskId(r);
     int func_id = FuncOf(r);
     const LabelText& head = LabelHead(func_id, (r.flags & kSpmdFlag) != 0);
-    if (trace_.proto()) {
-      TaskSlice(trace_.Event('X', "event"), id, head, task_id, Pid(3), tid, T(ts), fin - ts,
-                func_id, r.core_id)
+    trace_.Event('X', "event", [&](auto& e) {
+      TaskSlice(e, id, head, task_id, Pid(3), tid, T(ts), fin - ts, func_id, r.core_id)
           .Num("dispatch-time-us", ts)
           .Num("finish-time-us", fin)
           .Num("aicpu-duration-us", fin - ts)
-          .Int("taskId", task_id)
-          .End();
-    } else {  // the same event as JSON text
-      std::string& b = trace_.Begin();
-      AppendTaskSliceHead(b, id, head, task_id, Pid(3), tid, T(ts), fin - ts, func_id, r.core_id);
-      b.append(EventText()
-                   .Lit(R"(","dispatch-time-us":)")
-                   .Num(ts)
-                   .Lit(R"(,"finish-time-us":)")
-                   .Num(fin)
-                   .Lit(R"(,"aicpu-duration-us":)")
-                   .Num(fin - ts)
-                   .Lit(R"(,"taskId":)")
-                   .Int(task_id)
-                   .Lit("}}")
-                   .view());
-      trace_.End();
-    }
+          .Int("taskId", task_id);
+    });
     trace_.CountSlice();
     SeeEnd(fin);
     const_cast<TaskRow&>(r).flags |= static_cast<uint8_t>(lane << kLaneShift);

@@ -75,7 +75,8 @@ std::optional<std::filesystem::path> ExistingConversion(const std::filesystem::p
 
 }  // namespace
 
-Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostream& err) {
+Result<SwimlaneReport> RunSwimlane(const SwimlaneOptions& options, std::ostream& out,
+                                   std::ostream& err) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(options.input, ec)) {
     return NotFound("Input file not found: " + options.input.string());
@@ -84,8 +85,8 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   std::filesystem::path deps_path =
       options.deps_json ? *options.deps_json : dir / collectors::kDepsFile;
   // deps.json is read on a thread of its own while this one reads the
-  // records (the two readers share nothing; their warnings are printed
-  // below, in the order they always were).
+  // records (the two readers share nothing; deps.json's warnings are
+  // printed below, after the records').
   auto deps_loaded = std::async(std::launch::async, LoadDeps, deps_path);
   if (options.verbose) out << "Reading " << options.input.string() << "\n";
   SwimlaneReadOptions read_options;
@@ -137,7 +138,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
     out << "\nUp to date: " << existing->string()
         << " was converted from these records after they were written; not writing a second "
            "copy (-o PATH writes one).\n";
-    return Status::Ok();
+    return SwimlaneReport{*existing, true};
   }
   DispatchConverter conv(data, deps ? &*deps : nullptr, names, options.overhead, options.verbose,
                          trace, err, &digest);
@@ -156,7 +157,7 @@ Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostre
   out << "Open it in https://ui.perfetto.dev. For the scheduler overhead analysis run:\n"
       << "  dfx-view sched-overhead --chip-swimlane-records-json " << options.input.string()
       << " --deps-json " << deps_path.string() << "\n";
-  return Status::Ok();
+  return SwimlaneReport{output, false};
 }
 
 }  // namespace dfx::view

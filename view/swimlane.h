@@ -28,7 +28,14 @@ struct SwimlaneOptions {
   TraceFilter filter;  // --window, --no-flows
 };
 
+// What RunSwimlane did.
+struct SwimlaneReport {
+  std::filesystem::path trace;  // written, or the run's own conversion when up to date
+  bool up_to_date = false;      // nothing written: the run's own conversion is current
+};
+
 // Converts one records file. Warnings go to `err`, statistics and progress to `out`.
-Status RunSwimlane(const SwimlaneOptions& options, std::ostream& out, std::ostream& err);
+Result<SwimlaneReport> RunSwimlane(const SwimlaneOptions& options, std::ostream& out,
+                                   std::ostream& err);
 
 }  // namespace dfx::view

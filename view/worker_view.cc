@@ -3,8 +3,6 @@
 // row order (WorkerEv), which the flows bind to.
 #include "view/dispatch_converter.h"
 
-#include <fmt/format.h>
-
 #include "view/task_label.h"
 
 namespace dfx::view {
@@ -26,38 +24,16 @@ void DispatchConverter::EmitWorkerView() {
       int func_id = FuncOf(r);
       // The hints are digits, 'r', 't' and ":, []": nothing to escape.
       const LabelText& head = LabelHead(func_id, g.spmd);
-      if (trace_.proto()) {
-        TaskSlice(trace_.Event('X', "event"), id, head, g.task_id, Pid(4), CoreTid(r.core_id),
-                  T(ts), end - ts, func_id, r.core_id)
+      trace_.Event('X', "event", [&](auto& e) {
+        TaskSlice(e, id, head, g.task_id, Pid(4), CoreTid(r.core_id), T(ts), end - ts, func_id,
+                  r.core_id)
             .PerTaskStr("fanout-hint", fanout)
             .PerTaskStr("fanin-hint", fanin)
             .Num("duration-us", end - ts)
             .Num("kernel-duration-us", end - start)
             .Num("local_setup_us", start - ts)
-            .Int("taskId", g.task_id)
-            .End();
-      } else {  // the same event as JSON text
-        std::string& b = trace_.Begin();
-        AppendTaskSliceHead(b, id, head, g.task_id, Pid(4), CoreTid(r.core_id), T(ts), end - ts,
-                            func_id, r.core_id);
-        b.append(R"(","fanout-hint":")");
-        b.append(fanout);
-        b.append(R"(","fanin-hint":")");
-        b.append(fanin);
-        b.push_back('"');
-        b.append(EventText()
-                     .Lit(R"(,"duration-us":)")
-                     .Num(end - ts)
-                     .Lit(R"(,"kernel-duration-us":)")
-                     .Num(end - start)
-                     .Lit(R"(,"local_setup_us":)")
-                     .Num(start - ts)
-                     .Lit(R"(,"taskId":)")
-                     .Int(g.task_id)
-                     .Lit("}}")
-                     .view());
-        trace_.End();
-      }
+            .Int("taskId", g.task_id);
+      });
       trace_.CountSlice();
       trace_.NoteTaskDuration(end - ts);
       SeeEnd(end);

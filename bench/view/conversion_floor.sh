@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The swimlane converter against the I/O floor (issue 13), on real inputs.
+# The swimlane converter against the I/O floor, on real inputs.
 # Usage: bench/view/conversion_floor.sh [BUILD_DIR] [TASKS] [LEVEL] [REPEAT]
 #
 #  1. A real L2 run writes the inputs: a layered DAG of TASKS tasks

@@ -9,9 +9,8 @@
 //
 // Chunks of kChunkBytes, at most kDepth of them queued: memory stays bounded
 // however long the trace. An encoder call that fails (a number text that is
-// not a number, a JSON event it cannot encode) is reported by Finish, and
-// nothing after it is encoded; a trace with an error is not committed
-// anyway (TraceWriter::Finish).
+// not a number) is reported by Finish, and nothing after it is encoded; a
+// trace with an error is not committed anyway (TraceWriter::Finish).
 //
 // One recording thread; the ChunkedWriter is the encoding thread's from the
 // constructor until Finish returns, then the caller's again (with encoder(),
@@ -28,7 +27,8 @@
 #include "common/handoff.h"
 #include "common/json_stream.h"
 #include "common/status.h"
-#include "view/perfetto_proto.h"
+#include "view/perfetto_trace_encoder.h"
+#include "view/proto_wire.h"
 
 namespace dfx::view {
 
@@ -53,6 +53,7 @@ class PerfettoEncodeThread {
   void AnnotateUint(std::string_view key, uint64_t v);
   void AnnotateDouble(std::string_view key, double v);
   void AnnotateNull(std::string_view key);
+  void AnnotateBool(std::string_view key, bool v);
   void AnnotateString(std::string_view key, std::string_view text, bool per_task = false);
   // Not a number: Finish reports "proto trace: bad number <text>".
   void AnnotateNumberText(std::string_view key, std::string_view text);
@@ -64,8 +65,6 @@ class PerfettoEncodeThread {
   // Both ends of a flow arrow (FlowEnd 's', then 'f').
   void Flow(uint64_t flow_id, std::string_view name, int from_pid, int from_tid, double from_ts,
             int to_pid, int to_tid, double to_ts);
-  // PerfettoTraceEncoder::Event; its error is Finish's.
-  void Event(const JsonTraceEvent& event);
 
   // Waits until everything recorded is encoded and stops the thread; the
   // first error of an encoder call, if any.
@@ -92,8 +91,12 @@ class PerfettoEncodeThread {
   // Queues the chunk being filled and takes an empty one.
   void Hand() { handoff_.Put(chunk_); }
   void Run();
-  // Replays one chunk's commands into encoder_.
+  struct CommandReader;
+  // Replays one chunk's commands into encoder_; stops at the first that fails.
   void Replay(const proto_wire::Buffer& chunk);
+  // One command of each half of Op (false: it failed, status_ says why).
+  bool ReplayAnnotation(Op op, CommandReader& r);
+  bool ReplayEvent(Op op, CommandReader& r);
   void Stop(bool drop);
 
   ChunkedWriter* writer_;

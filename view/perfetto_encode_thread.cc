@@ -1,9 +1,10 @@
-#include "view/perfetto_pipe.h"
+#include "view/perfetto_encode_thread.h"
 
 #include <cassert>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dfx::view {
 
@@ -17,6 +18,7 @@ enum PerfettoEncodeThread::Op : uint8_t {
   kAnnotateUint,
   kAnnotateDouble,
   kAnnotateNull,
+  kAnnotateBool,
   kAnnotateString,
   kAnnotateNumberText,
   kAnnotateInts,
@@ -24,7 +26,6 @@ enum PerfettoEncodeThread::Op : uint8_t {
   kCounterNumberText,
   kCounterInt,
   kFlow,
-  kEvent,
 };
 
 namespace {
@@ -46,7 +47,9 @@ char* PutText(char* p, std::string_view s) {
   return p + s.size();
 }
 
-struct CommandReader {
+}  // namespace
+
+struct PerfettoEncodeThread::CommandReader {
   const char* p;
   template <typename T>
   T Get() {
@@ -62,8 +65,6 @@ struct CommandReader {
     return s;
   }
 };
-
-}  // namespace
 
 namespace {
 
@@ -139,6 +140,10 @@ void PerfettoEncodeThread::AnnotateNull(std::string_view key) {
   Commit(PutText(Begin(kAnnotateNull, TextRoom(key)), key));
 }
 
+void PerfettoEncodeThread::AnnotateBool(std::string_view key, bool v) {
+  KeyAndValue(kAnnotateBool, key, v);
+}
+
 void PerfettoEncodeThread::AnnotateString(std::string_view key, std::string_view text,
                                           bool per_task) {
   char* p = Begin(kAnnotateString, 1 + TextRoom(key) + TextRoom(text));
@@ -199,19 +204,6 @@ void PerfettoEncodeThread::Flow(uint64_t flow_id, std::string_view name, int fro
   Commit(PutText(p, name));
 }
 
-void PerfettoEncodeThread::Event(const JsonTraceEvent& e) {
-  char* p = Begin(kEvent, 26 + TextRoom(e.cat) + TextRoom(e.name) + TextRoom(e.args));
-  p = Put(p, e.ph);
-  p = Put(p, e.has_tid);
-  p = Put(p, e.pid);
-  p = Put(p, e.tid);
-  p = Put(p, e.ts);
-  p = Put(p, e.dur);
-  p = PutText(p, e.cat);
-  p = PutText(p, e.name);
-  Commit(PutText(p, e.args));
-}
-
 void PerfettoEncodeThread::Run() {
   Chunk chunk;
   while (handoff_.Take(chunk)) {
@@ -222,126 +214,131 @@ void PerfettoEncodeThread::Run() {
 }
 
 void PerfettoEncodeThread::Replay(const proto_wire::Buffer& chunk) {
-  PerfettoTraceEncoder& e = encoder_;
   CommandReader r{chunk.data()};
   const char* const end = chunk.data() + chunk.size();
   while (r.p < end) {
-    switch (static_cast<Op>(*r.p++)) {
-      case kProcess: {
-        const int pid = r.Get<int>(), sort = r.Get<int>();
-        e.Process(pid, r.Text(), sort);
-        break;
-      }
-      case kThread: {
-        const int pid = r.Get<int>(), tid = r.Get<int>(), sort = r.Get<int>();
-        e.Thread(pid, tid, r.Text(), sort);
-        break;
-      }
-      case kBeginSlice: {
-        const int pid = r.Get<int>(), tid = r.Get<int>();
-        const double ts = r.Get<double>();
-        const bool per_task = r.Get<bool>();
-        const std::string_view cat = r.Text();
-        e.BeginSlice(pid, tid, ts, cat, r.Text(), per_task);
-        break;
-      }
-      case kAnnotateInt: {
-        const int64_t v = r.Get<int64_t>();
-        e.AnnotateInt(r.Text(), v);
-        break;
-      }
-      case kAnnotateUint: {
-        const uint64_t v = r.Get<uint64_t>();
-        e.AnnotateUint(r.Text(), v);
-        break;
-      }
-      case kAnnotateDouble: {
-        const double v = r.Get<double>();
-        e.AnnotateDouble(r.Text(), v);
-        break;
-      }
-      case kAnnotateNull:
-        e.AnnotateNull(r.Text());
-        break;
-      case kAnnotateString: {
-        const bool per_task = r.Get<bool>();
-        const std::string_view key = r.Text();
-        e.AnnotateString(key, r.Text(), per_task);
-        break;
-      }
-      case kAnnotateNumberText: {
-        const std::string_view key = r.Text(), text = r.Text();
-        if (!e.AnnotateNumberText(key, text)) {
-          status_ = Internal("proto trace: bad number " + std::string(text));
-          return;
-        }
-        break;
-      }
-      case kAnnotateInts: {
-        const uint64_t n = r.Get<uint64_t>();
-        int64_t values[8];  // TraceEvent::Ints: at most 8
-        std::vector<int64_t> more;
-        int64_t* v = values;
-        if (n > 8) {
-          more.resize(n);
-          v = more.data();
-        }
-        if (n != 0) std::memcpy(v, r.p, 8 * n);
-        r.p += 8 * n;
-        e.AnnotateInts(r.Text(), v, n);
-        break;
-      }
-      case kEndSlice: {
-        const double ts = r.Get<double>(), dur = r.Get<double>();
-        e.EndSlice(ts, dur);
-        break;
-      }
-      case kCounterNumberText: {
-        const int pid = r.Get<int>();
-        const double ts = r.Get<double>();
-        const std::string_view name = r.Text(), key = r.Text(), text = r.Text();
-        if (!e.CounterNumberText(pid, name, key, ts, text)) {
-          status_ = Internal("proto trace: bad number " + std::string(text));
-          return;
-        }
-        break;
-      }
-      case kCounterInt: {
-        const int pid = r.Get<int>();
-        const double ts = r.Get<double>();
-        const int64_t v = r.Get<int64_t>();
-        const std::string_view name = r.Text();
-        e.CounterInt(pid, name, r.Text(), ts, v);
-        break;
-      }
-      case kFlow: {
-        const uint64_t id = r.Get<uint64_t>();
-        const int from_pid = r.Get<int>(), from_tid = r.Get<int>();
-        const double from_ts = r.Get<double>();
-        const int to_pid = r.Get<int>(), to_tid = r.Get<int>();
-        const double to_ts = r.Get<double>();
-        const std::string_view name = r.Text();
-        e.FlowEnd(true, id, name, from_pid, from_tid, from_ts);
-        e.FlowEnd(false, id, name, to_pid, to_tid, to_ts);
-        break;
-      }
-      case kEvent: {
-        JsonTraceEvent ev;
-        ev.ph = r.Get<char>();
-        ev.has_tid = r.Get<bool>();
-        ev.pid = r.Get<int>();
-        ev.tid = r.Get<int>();
-        ev.ts = r.Get<double>();
-        ev.dur = r.Get<double>();
-        ev.cat = r.Text();
-        ev.name = r.Text();
-        ev.args = r.Text();
-        status_ = e.Event(ev);
-        if (!status_.ok()) return;
-        break;
-      }
-    }
+    const Op op = static_cast<Op>(*r.p++);
+    if (!(op <= kAnnotateInts ? ReplayAnnotation(op, r) : ReplayEvent(op, r))) return;
     writer_->MaybeFlush();
+  }
+}
+
+// The commands up to kAnnotateInts: tracks and a slice's annotations.
+bool PerfettoEncodeThread::ReplayAnnotation(Op op, CommandReader& r) {
+  PerfettoTraceEncoder& e = encoder_;
+  switch (op) {
+    case kProcess: {
+      const int pid = r.Get<int>(), sort = r.Get<int>();
+      e.Process(pid, r.Text(), sort);
+      return true;
+    }
+    case kThread: {
+      const int pid = r.Get<int>(), tid = r.Get<int>(), sort = r.Get<int>();
+      e.Thread(pid, tid, r.Text(), sort);
+      return true;
+    }
+    case kBeginSlice: {
+      const int pid = r.Get<int>(), tid = r.Get<int>();
+      const double ts = r.Get<double>();
+      const bool per_task = r.Get<bool>();
+      const std::string_view cat = r.Text();
+      e.BeginSlice(pid, tid, ts, cat, r.Text(), per_task);
+      return true;
+    }
+    case kAnnotateInt: {
+      const int64_t v = r.Get<int64_t>();
+      e.AnnotateInt(r.Text(), v);
+      return true;
+    }
+    case kAnnotateUint: {
+      const uint64_t v = r.Get<uint64_t>();
+      e.AnnotateUint(r.Text(), v);
+      return true;
+    }
+    case kAnnotateDouble: {
+      const double v = r.Get<double>();
+      e.AnnotateDouble(r.Text(), v);
+      return true;
+    }
+    case kAnnotateNull:
+      e.AnnotateNull(r.Text());
+      return true;
+    case kAnnotateBool: {
+      const bool v = r.Get<bool>();
+      e.AnnotateBool(r.Text(), v);
+      return true;
+    }
+    case kAnnotateString: {
+      const bool per_task = r.Get<bool>();
+      const std::string_view key = r.Text();
+      e.AnnotateString(key, r.Text(), per_task);
+      return true;
+    }
+    case kAnnotateNumberText: {
+      const std::string_view key = r.Text(), text = r.Text();
+      if (e.AnnotateNumberText(key, text)) return true;
+      status_ = Internal("proto trace: bad number " + std::string(text));
+      return false;
+    }
+    case kAnnotateInts: {
+      const uint64_t n = r.Get<uint64_t>();
+      int64_t values[8];  // PerfettoTraceEvent::Ints: at most 8
+      std::vector<int64_t> more;
+      int64_t* v = values;
+      if (n > 8) {
+        more.resize(n);
+        v = more.data();
+      }
+      if (n != 0) std::memcpy(v, r.p, 8 * n);
+      r.p += 8 * n;
+      e.AnnotateInts(r.Text(), v, n);
+      return true;
+    }
+    default:
+      status_ = Internal("proto trace: no such command");
+      return false;
+  }
+}
+
+// The commands after kAnnotateInts: a slice's end, counters and flows.
+bool PerfettoEncodeThread::ReplayEvent(Op op, CommandReader& r) {
+  PerfettoTraceEncoder& e = encoder_;
+  switch (op) {
+    case kEndSlice: {
+      const double ts = r.Get<double>(), dur = r.Get<double>();
+      e.EndSlice(ts, dur);
+      return true;
+    }
+    case kCounterNumberText: {
+      const int pid = r.Get<int>();
+      const double ts = r.Get<double>();
+      const std::string_view name = r.Text(), key = r.Text(), text = r.Text();
+      if (e.CounterNumberText(pid, name, key, ts, text)) return true;
+      status_ = Internal("proto trace: bad number " + std::string(text));
+      return false;
+    }
+    case kCounterInt: {
+      const int pid = r.Get<int>();
+      const double ts = r.Get<double>();
+      const int64_t v = r.Get<int64_t>();
+      const std::string_view name = r.Text();
+      e.CounterInt(pid, name, r.Text(), ts, v);
+      return true;
+    }
+    case kFlow: {
+      const uint64_t id = r.Get<uint64_t>();
+      const int from_pid = r.Get<int>(), from_tid = r.Get<int>();
+      const double from_ts = r.Get<double>();
+      const int to_pid = r.Get<int>(), to_tid = r.Get<int>();
+      const double to_ts = r.Get<double>();
+      const std::string_view name = r.Text();
+      e.FlowEnd(true, id, name, from_pid, from_tid, from_ts);
+      e.FlowEnd(false, id, name, to_pid, to_tid, to_ts);
+      return true;
+    }
+    default:
+      status_ = Internal("proto trace: no such command");
+      return false;
   }
 }
 

@@ -1,15 +1,11 @@
-#include "view/perfetto_proto.h"
+#include "view/perfetto_trace_encoder.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <tuple>
-
-#include "common/json_stream.h"
 
 namespace dfx::view {
 
@@ -27,154 +23,8 @@ constexpr uint32_t kSequenceId = 1;
 // Room for the Trace.packet tag (one byte: field 1) and a length of up to
 // 2^63 in front of a packet's body.
 constexpr size_t kPacketHeadroom = 1 + proto_wire::kMaxVarintBytes;
-constexpr int kMaxDepth = 16;  // of an "args" value (ours nest 2 deep)
-
-// A cursor over one event of our own JSON trace. Every method returns false
-// on malformed input.
-class Scanner {
- public:
-  explicit Scanner(std::string_view s) : s_(s) {}
-  bool done() {
-    SkipWs();
-    return i_ >= s_.size();
-  }
-  bool Consume(char c) {
-    SkipWs();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  char Peek() {
-    SkipWs();
-    return i_ < s_.size() ? s_[i_] : '\0';
-  }
-  // A string literal, unescaped into `out`.
-  bool String(std::string* out) {
-    out->clear();
-    if (!Consume('"')) return false;
-    while (i_ < s_.size()) {
-      // A plain loop: find_first_of calls memchr once per character.
-      size_t run = i_;
-      while (run < s_.size() && s_[run] != '"' && s_[run] != '\\') ++run;
-      if (run == s_.size()) return false;
-      out->append(s_.substr(i_, run - i_));
-      i_ = run + 1;
-      if (s_[run] == '"') return true;
-      if (i_ >= s_.size()) return false;
-      const char e = s_[i_++];
-      if (e != 'u') {
-        const char plain = JsonEscapedChar(e);
-        if (plain == '\0') return false;
-        out->push_back(plain);
-        continue;
-      }
-      uint32_t cp = 0;
-      if (!Hex4(&cp)) return false;
-      if (cp >= 0xd800 && cp < 0xdc00 && s_.substr(i_, 2) == "\\u") {
-        i_ += 2;
-        uint32_t lo = 0;
-        if (!Hex4(&lo)) return false;
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-      }
-      AppendUtf8(out, cp);
-    }
-    return false;
-  }
-  // A string literal: `*view` is its text in the input when it has no
-  // escapes (the common case: no copy), else the unescaped `*storage`.
-  bool View(std::string_view* view, std::string* storage) {
-    SkipWs();
-    const size_t quote = i_;
-    if (!Consume('"')) return false;
-    size_t run = i_;
-    while (run < s_.size() && s_[run] != '"' && s_[run] != '\\') ++run;
-    if (run == s_.size()) return false;
-    if (s_[run] == '"') {
-      *view = s_.substr(i_, run - i_);
-      i_ = run + 1;
-      return true;
-    }
-    i_ = quote;
-    if (!String(storage)) return false;
-    *view = *storage;
-    return true;
-  }
-  // The text of a number literal.
-  bool Number(std::string_view* out) {
-    SkipWs();
-    const size_t b = i_;
-    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
-                              s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-    }
-    *out = s_.substr(b, i_ - b);
-    return i_ > b;
-  }
-  bool Literal(std::string_view word) {
-    SkipWs();
-    if (s_.substr(i_, word.size()) != word) return false;
-    i_ += word.size();
-    return true;
-  }
-  // Skips one value of any kind; `*raw` is its text.
-  bool SkipValue(std::string_view* raw, int depth = 0) {
-    if (depth > kMaxDepth) return false;
-    SkipWs();
-    const size_t b = i_;
-    const char c = Peek();
-    bool ok = true;
-    if (c == '"') {
-      std::string_view unused;
-      ok = View(&unused, &skip_);
-    } else if (c == '{' || c == '[') {
-      const char close = c == '{' ? '}' : ']';
-      ++i_;
-      if (!Consume(close)) {
-        do {
-          std::string_view unused;
-          std::string_view key;
-          if (c == '{' && !(View(&key, &skip_) && Consume(':'))) return false;
-          if (!SkipValue(&unused, depth + 1)) return false;
-        } while (Consume(','));
-        ok = Consume(close);
-      }
-    } else if (c == 't' || c == 'f' || c == 'n') {
-      ok = Literal("true") || Literal("false") || Literal("null");
-    } else {
-      std::string_view num;
-      ok = Number(&num);
-    }
-    *raw = s_.substr(b, i_ - b);
-    return ok;
-  }
-
- private:
-  void SkipWs() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool Hex4(uint32_t* v) {
-    if (i_ + 4 > s_.size()) return false;
-    auto r = std::from_chars(s_.data() + i_, s_.data() + i_ + 4, *v, 16);
-    if (r.ptr != s_.data() + i_ + 4) return false;
-    i_ += 4;
-    return true;
-  }
-  std::string_view s_;
-  size_t i_ = 0;
-  std::string skip_;
-};
 
 bool ParseDouble(std::string_view text, double* v) {
-  auto r = std::from_chars(text.data(), text.data() + text.size(), *v);
-  return r.ec == std::errc() && r.ptr == text.data() + text.size();
-}
-
-bool ParseInt(std::string_view text, int* v) {
   auto r = std::from_chars(text.data(), text.data() + text.size(), *v);
   return r.ec == std::errc() && r.ptr == text.data() + text.size();
 }
@@ -213,50 +63,6 @@ int64_t Nanos(double us) {
 }
 
 }  // namespace
-
-Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event) {
-  event->ph = 0;
-  event->cat = event->name = event->args = {};
-  event->pid = event->tid = 0;
-  event->has_tid = false;
-  event->ts = event->dur = std::nan("");
-  auto bad = [&](std::string_view what) {
-    return Internal("proto trace: cannot read the event's " + std::string(what) + ": " +
-                    std::string(json.substr(0, 200)));
-  };
-  Scanner s(json);
-  if (!s.Consume('{')) return bad("object");
-  std::string_view key, text;
-  std::string key_storage, text_storage;
-  if (s.Consume('}')) return Status::Ok();
-  do {
-    if (!s.View(&key, &key_storage) || !s.Consume(':')) return bad("key");
-    std::string_view raw;
-    if (key == "ph") {
-      if (!s.View(&text, &text_storage) || text.size() != 1) return bad("ph");
-      event->ph = text[0];
-    } else if (key == "cat") {
-      if (!s.View(&event->cat, &event->cat_storage)) return bad("cat");
-    } else if (key == "name") {
-      if (!s.View(&event->name, &event->name_storage)) return bad("name");
-    } else if (key == "pid" || key == "tid") {
-      int* v = key == "pid" ? &event->pid : &event->tid;
-      if (!s.Number(&raw) || !ParseInt(raw, v)) return bad(key);
-      if (key == "tid") event->has_tid = true;
-    } else if (key == "ts" || key == "dur") {
-      if (!s.Number(&raw) || !ParseDouble(raw, key == "ts" ? &event->ts : &event->dur)) {
-        return bad(key);
-      }
-    } else if (key == "args") {
-      if (s.Peek() != '{' || !s.SkipValue(&raw)) return bad("args");
-      event->args = raw;
-    } else if (!s.SkipValue(&raw)) {
-      return bad(key);
-    }
-  } while (s.Consume(','));
-  if (!s.Consume('}') || !s.done()) return bad("end");
-  return Status::Ok();
-}
 
 // --- tracks ----------------------------------------------------------------------
 
@@ -526,91 +332,6 @@ void PerfettoTraceEncoder::PutEventName(std::string_view name, bool per_task) {
 
 // --- events ------------------------------------------------------------------------
 
-namespace {
-
-// Writes one JSON value as the value of the DebugAnnotation being built
-// (its name already written).
-class AnnotationWriter {
- public:
-  AnnotationWriter(proto_wire::Buffer& out, std::function<uint64_t(std::string_view)> intern_string)
-      : out_(out), intern_string_(std::move(intern_string)) {}
-
-  bool Value(Scanner& s, int depth) {
-    if (depth > kMaxDepth) return false;
-    const char c = s.Peek();
-    if (c == '"') {
-      std::string_view text;
-      if (!s.View(&text, &text_)) return false;
-      if (const uint64_t iid = intern_string_(text)) {
-        PutUint(out_, f::kAnnotationStringIid, iid);
-      } else {
-        PutBytes(out_, f::kAnnotationString, text);
-      }
-      return true;
-    }
-    if (c == '{') {
-      s.Consume('{');
-      if (s.Consume('}')) return true;
-      std::string_view key;
-      do {
-        if (!s.View(&key, &key_) || !s.Consume(':')) return false;
-        const size_t entry = BeginNested(out_, f::kAnnotationDictEntries);
-        PutBytes(out_, f::kAnnotationName, key);
-        if (!Value(s, depth + 1)) return false;
-        EndNested(out_, entry);
-      } while (s.Consume(','));
-      return s.Consume('}');
-    }
-    if (c == '[') {
-      s.Consume('[');
-      if (s.Consume(']')) return true;
-      do {
-        const size_t entry = BeginNested(out_, f::kAnnotationArrayValues);
-        if (!Value(s, depth + 1)) return false;
-        EndNested(out_, entry);
-      } while (s.Consume(','));
-      return s.Consume(']');
-    }
-    if (s.Literal("true") || s.Literal("false")) {
-      // Literal consumed one of them; which one is the last char read.
-      PutUint(out_, f::kAnnotationBool, c == 't' ? 1 : 0);
-      return true;
-    }
-    if (s.Literal("null")) return true;
-    std::string_view num;
-    return s.Number(&num) && PutNumberValue(out_, num);
-  }
-
- private:
-  proto_wire::Buffer& out_;
-  std::function<uint64_t(std::string_view)> intern_string_;
-  std::string text_, key_;
-};
-
-}  // namespace
-
-Status PerfettoTraceEncoder::Annotations(std::string_view args) {
-  Scanner s(args);
-  if (!s.Consume('{')) return Internal("proto trace: args is not an object");
-  if (s.Consume('}')) return Status::Ok();
-  AnnotationWriter writer(packet_, [this](std::string_view v) { return Intern(strings_, v); });
-  std::string_view key;
-  std::string key_storage;
-  do {
-    if (!s.View(&key, &key_storage) || !s.Consume(':')) {
-      return Internal("proto trace: bad args key");
-    }
-    const size_t a = BeginAnnotation(key);
-    if (!writer.Value(s, 0)) {
-      return Internal("proto trace: bad args value of \"" + std::string(key) +
-                      "\": " + std::string(args.substr(0, 200)));
-    }
-    EndNested(packet_, a);
-  } while (s.Consume(','));
-  if (!s.Consume('}')) return Internal("proto trace: args not closed");
-  return Status::Ok();
-}
-
 size_t PerfettoTraceEncoder::BeginAnnotation(std::string_view key) {
   const size_t a = BeginNested(packet_, f::kEventDebugAnnotations);
   PutUint(packet_, f::kAnnotationNameIid, Intern(annotation_names_, key));
@@ -645,6 +366,12 @@ void PerfettoTraceEncoder::AnnotateDouble(std::string_view key, double v) {
 
 void PerfettoTraceEncoder::AnnotateNull(std::string_view key) {
   EndNested(packet_, BeginAnnotation(key));
+}
+
+void PerfettoTraceEncoder::AnnotateBool(std::string_view key, bool v) {
+  const size_t a = BeginAnnotation(key);
+  PutUint(packet_, f::kAnnotationBool, v ? 1 : 0);
+  EndNested(packet_, a);
 }
 
 void PerfettoTraceEncoder::AnnotateString(std::string_view key, std::string_view text,
@@ -746,35 +473,6 @@ void PerfettoTraceEncoder::CounterInt(int pid, std::string_view name, std::strin
   PutInt(packet_, f::kEventCounterValue, v);
   EndNested(packet_, te);
   EndPacket(p);
-}
-
-Status PerfettoTraceEncoder::Event(const JsonTraceEvent& e) {
-  if (e.ph == 'X') {
-    BeginSlice(e.pid, e.tid, e.ts, e.cat, e.name);
-    if (!e.args.empty()) DFX_RETURN_IF_ERROR(Annotations(e.args));
-    EndSlice(e.ts, e.dur);
-    return Status::Ok();
-  }
-  if (e.ph == 'C') {
-    // One value per arg, on the process's "<name> <key>" counter track.
-    Scanner s(e.args);
-    if (!s.Consume('{')) return Internal("proto trace: counter without args");
-    if (s.Consume('}')) return Status::Ok();
-    std::string_view key;
-    std::string key_storage;
-    do {
-      std::string_view num;
-      if (!s.View(&key, &key_storage) || !s.Consume(':') || !s.Number(&num)) {
-        return Internal("proto trace: counter args are not numbers");
-      }
-      if (!CounterNumberText(e.pid, e.name, key, e.ts, num)) {
-        return Internal("proto trace: bad counter value");
-      }
-    } while (s.Consume(','));
-    if (!s.Consume('}')) return Internal("proto trace: counter args not closed");
-    return Status::Ok();
-  }
-  return Internal(std::string("proto trace: no encoding for an event of phase '") + e.ph + "'");
 }
 
 void PerfettoTraceEncoder::FlowEnd(bool start, uint64_t flow_id, std::string_view name, int pid,

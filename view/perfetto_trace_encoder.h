@@ -46,147 +46,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/status.h"
+#include "view/proto_wire.h"
 
 namespace dfx::view {
-
-// --- protobuf wire encoding ------------------------------------------------------
-namespace proto_wire {
-
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
-
-inline constexpr size_t kMaxVarintBytes = 10;
-
-// A byte buffer written through a raw cursor: each Put reserves its worst
-// case (one compare) and stores its bytes. (Through std::string, every byte
-// was a push_back that checked the capacity and rewrote the length and the
-// terminator: PutVarint alone was 6% of a level-4 proto conversion's
-// instructions.) Memory: the largest size it held.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-
-  size_t size() const { return static_cast<size_t>(cur_ - begin_); }
-  bool empty() const { return cur_ == begin_; }
-  char* data() { return begin_; }
-  const char* data() const { return begin_; }
-  std::string_view view() const { return {begin_, size()}; }
-  void clear() { cur_ = begin_; }
-
-  // Room for at least `n` more bytes; returns the cursor. Write there, then
-  // Advance to the end of what was written.
-  char* Reserve(size_t n) {
-    if (static_cast<size_t>(end_ - cur_) < n) Grow(n);
-    return cur_;
-  }
-  void Advance(char* cursor) { cur_ = cursor; }
-  void Append(std::string_view s) {
-    char* p = Reserve(s.size());
-    if (!s.empty()) std::memcpy(p, s.data(), s.size());
-    cur_ = p + s.size();
-  }
-  void Push(char c) {
-    *Reserve(1) = c;
-    ++cur_;
-  }
-
- private:
-  void Grow(size_t n) {
-    const size_t used = size();
-    size_t cap = std::max<size_t>(256, 2 * static_cast<size_t>(end_ - begin_));
-    while (cap - used < n) cap *= 2;
-    auto bigger = std::make_unique<char[]>(cap);
-    if (used != 0) std::memcpy(bigger.get(), begin_, used);
-    storage_ = std::move(bigger);
-    begin_ = storage_.get();
-    cur_ = begin_ + used;
-    end_ = begin_ + cap;
-  }
-  std::unique_ptr<char[]> storage_;
-  char* begin_ = nullptr;
-  char* cur_ = nullptr;
-  char* end_ = nullptr;
-};
-
-// Raw writers: `p` has room (see Buffer::Reserve); each returns the end.
-inline char* WriteVarint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-inline size_t VarintBytes(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-inline char* WriteTag(char* p, uint32_t field, WireType type) {
-  return WriteVarint(p, (uint64_t{field} << 3) | type);
-}
-
-inline void PutVarint(Buffer& out, uint64_t v) {
-  out.Advance(WriteVarint(out.Reserve(kMaxVarintBytes), v));
-}
-inline void PutTag(Buffer& out, uint32_t field, WireType type) {
-  out.Advance(WriteTag(out.Reserve(kMaxVarintBytes), field, type));
-}
-// uint32/uint64/int32/int64/bool/enum fields (negative ints take 10 bytes, as
-// protobuf encodes them).
-inline void PutUint(Buffer& out, uint32_t field, uint64_t v) {
-  char* p = out.Reserve(2 * kMaxVarintBytes);
-  out.Advance(WriteVarint(WriteTag(p, field, kVarint), v));
-}
-inline void PutInt(Buffer& out, uint32_t field, int64_t v) {
-  PutUint(out, field, static_cast<uint64_t>(v));
-}
-inline void PutFixed64(Buffer& out, uint32_t field, uint64_t v) {
-  char* p = WriteTag(out.Reserve(kMaxVarintBytes + 8), field, kFixed64);
-  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.Advance(p);
-}
-inline void PutDouble(Buffer& out, uint32_t field, double v) {
-  uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  PutFixed64(out, field, bits);
-}
-inline void PutBytes(Buffer& out, uint32_t field, std::string_view v) {
-  char* p = out.Reserve(2 * kMaxVarintBytes + v.size());
-  p = WriteVarint(WriteTag(p, field, kLengthDelimited), v.size());
-  if (!v.empty()) std::memcpy(p, v.data(), v.size());
-  out.Advance(p + v.size());
-}
-
-// A length-delimited submessage written in place: Begin writes the tag and a
-// one-byte length, End patches the length (moving the body when it needs more
-// bytes). Nest freely; the body is whatever is appended in between.
-inline size_t BeginNested(Buffer& out, uint32_t field) {
-  char* p = WriteTag(out.Reserve(kMaxVarintBytes + 1), field, kLengthDelimited);
-  *p++ = '\0';
-  out.Advance(p);
-  return out.size();
-}
-inline void EndNested(Buffer& out, size_t body_begin) {
-  const uint64_t len = out.size() - body_begin;
-  if (len < 0x80) {
-    out.data()[body_begin - 1] = static_cast<char>(len);
-    return;
-  }
-  const size_t extra = VarintBytes(len) - 1;
-  char* end = out.Reserve(extra);
-  char* body = out.data() + body_begin;
-  std::memmove(body + extra, body, len);
-  WriteVarint(body - 1, len);
-  out.Advance(end + extra);
-}
-
-}  // namespace proto_wire
 
 // Field numbers of the public Perfetto schema (protos/perfetto/trace/...).
 namespace perfetto_field {
@@ -250,23 +112,6 @@ inline constexpr uint32_t kInternedAnnotationNames = 3;
 inline constexpr uint32_t kInternedAnnotationStrings = 29;
 }  // namespace perfetto_field
 
-// One event of the JSON trace, as TraceWriter's views build it. The views
-// point into the parsed text (or, for a string with escapes, into the
-// unescaped storage here): valid while both live.
-struct JsonTraceEvent {
-  char ph = 0;
-  std::string_view cat, name;  // unescaped
-  int pid = 0, tid = 0;
-  bool has_tid = false;
-  double ts = 0, dur = 0;  // µs; NaN when absent
-  std::string_view args;   // the raw "args" object, or empty
-  std::string cat_storage, name_storage;
-};
-
-// Reads one event object of our own JSON trace (flat keys, an "args"
-// object); keys other than ph/cat/name/pid/tid/ts/dur/args are ignored.
-Status ParseJsonTraceEvent(std::string_view json, JsonTraceEvent* event);
-
 class PerfettoTraceEncoder {
  public:
   // Slots of the event-name and string-value caches (others: 256).
@@ -279,11 +124,7 @@ class PerfettoTraceEncoder {
   void Process(int pid, std::string_view name, int sort_index);
   void Thread(int pid, int tid, std::string_view name, int sort_index);  // sort < 0: none
 
-  // A parsed "X" (slice) or "C" (counter) event; other phases are
-  // InvalidArgument. Written with the calls below.
-  Status Event(const JsonTraceEvent& event);
-
-  // --- an event given field by field (TraceWriter::Event: no JSON in between) ---
+  // --- events, given field by field (PerfettoTraceEvent) ---
   // Times are µs as the JSON trace reads them back (TraceNumber); the
   // annotations and counter values are those of the JSON event's "args".
   // A slice: BeginSlice, its annotations in "args" order, EndSlice.
@@ -294,6 +135,7 @@ class PerfettoTraceEncoder {
   void AnnotateUint(std::string_view key, uint64_t v);
   void AnnotateDouble(std::string_view key, double v);
   void AnnotateNull(std::string_view key);  // a JSON null: the name alone
+  void AnnotateBool(std::string_view key, bool v);
   // A string value (unescaped text); `per_task`: the text is one task's.
   void AnnotateString(std::string_view key, std::string_view text, bool per_task = false);
   // A JSON number's text, typed as the JSON reader types it (an integer
@@ -368,8 +210,6 @@ class PerfettoTraceEncoder {
   uint64_t InternPerTask(Interner& table, std::string_view s);
   // The event's name as name_iid, or inline.
   void PutEventName(std::string_view name, bool per_task = false);
-  // Appends the debug annotations of a JSON "args" object to the track event.
-  Status Annotations(std::string_view args);
   // Begins / ends one top-level debug annotation of the slice being written.
   size_t BeginAnnotation(std::string_view key);
   // A string annotation value: interned or inline.

@@ -1,4 +1,4 @@
-#include "view/perfetto_pipe.h"
+#include "view/perfetto_encode_thread.h"
 
 #include <gtest/gtest.h>
 
@@ -23,11 +23,6 @@ std::string Slurp(const std::filesystem::path& p) {
 // direct encoder's two FlowEnds, or the pipe's Flow).
 template <typename Encoder, typename FlowFn>
 void Calls(Encoder& e, int n, const FlowFn& flow) {
-  JsonTraceEvent parsed;
-  const std::string json =
-      R"({"ph":"X","cat":"marker","name":"dummy \"q\"","pid":2,"tid":7,"ts":3.5,"dur":1,)"
-      R"("args":{"a":1,"b":"x","c":[1,2]}})";
-  ASSERT_TRUE(ParseJsonTraceEvent(json, &parsed).ok());
   e.Process(1, "Worker View", 4);
   for (int i = 0; i < n; ++i) {
     const double ts = 10.0 + i * 0.125;
@@ -38,6 +33,7 @@ void Calls(Encoder& e, int n, const FlowFn& flow) {
     e.AnnotateUint("big", ~uint64_t{0} - static_cast<uint64_t>(i));
     e.AnnotateDouble("finish-time-us", ts + 0.001);
     e.AnnotateNull("none");
+    e.AnnotateBool("predicated_pass", i % 3 == 0);
     e.AnnotateString("event-hint", "Task:" + std::to_string(i) + ", FuncId:0", true);
     e.AnnotateString("phase", "complete");
     e.AnnotateNumberText("whole", "1000");
@@ -47,7 +43,6 @@ void Calls(Encoder& e, int n, const FlowFn& flow) {
     e.CounterInt(2, "queue", "depth", ts, i % 11);
     e.CounterNumberText(2, "queue", "fill", ts, i % 2 ? "0.25" : "3");
     flow(e, static_cast<uint64_t>(i + 1), i % 2 ? "dependency" : "complete\u2192ready", ts);
-    if (i % 100 == 0) (void)e.Event(parsed);
   }
 }
 
