@@ -11,6 +11,7 @@
 
 #include <iterator>
 
+#include "collectors/key_text.h"
 #include "common/json_stream.h"
 
 namespace dfx::collectors::internal {
@@ -24,5 +25,17 @@ void Put(ChunkedWriter& w, const CompiledFormat& format, const Args&... args) {
   fmt::format_to(std::back_inserter(w.buffer()), format, args...);
   w.MaybeFlush();
 }
+
+// FMT_COMPILE of a format string glued from a format's keys and literals
+// at compile time (key_text.h), for Put:
+//   Put(w, KeyFormat<"{{\"", keys::kSite, "\": {}}}">{}, site);
+// The literals are fmt text: a brace is written "{{" or "}}".
+template <KeyText... Parts>
+struct KeyFormat : fmt::detail::compiled_string {
+  using char_type = char;
+  constexpr explicit operator fmt::basic_string_view<char>() const {
+    return {JoinedKey<Parts...>.chars, JoinedKey<Parts...>.size()};
+  }
+};
 
 }  // namespace dfx::collectors::internal
