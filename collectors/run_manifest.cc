@@ -246,9 +246,9 @@ std::string RunManifestText(const RunManifest& m) {
   const std::string head = RunManifestHead(m).dump(2);
   if (m.dispatches.empty()) return head + "\n";
   // The rows as dump(2) writes them two levels into the document, made one
-  // at a time, not the whole document as one Json: at 64k dispatches that
-  // was most of the coordinator's peak memory (389 MB, now 114 MB) and took
-  // three times the CPU (a large tree built, then freed).
+  // at a time, not the whole document as one Json: at 64k dispatches one
+  // Json takes 389 MB of the coordinator's peak memory where this takes
+  // 114 MB, and three times the CPU (a large tree built, then freed).
   constexpr std::string_view kEmpty = "\n  \"dispatches\": []";
   const size_t at = head.find(kEmpty);
   DFX_CHECK(at != std::string::npos);

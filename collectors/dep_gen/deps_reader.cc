@@ -133,8 +133,8 @@ class DepsSink {
   virtual void OnEdge(DepsEdge edge) = 0;
 };
 
-// `key` is scratch, reused across entries (a long key no longer costs an
-// allocation per entry).
+// `key` is scratch, reused across entries (a long key costs no allocation
+// per entry).
 bool ReadTask(JsonPullReader& r, bool details, std::string& key, DepsTask* t) {
   bool have_id = false;
   if (!r.BeginObject()) return false;

@@ -1,8 +1,9 @@
 // Per-record text for the recorders' writers: format strings compiled at
 // build time (FMT_COMPILE) appended straight into a ChunkedWriter's pending
 // chunk. ChunkedWriter::Format parses its format string at run time for
-// every record, which was most of an export's CPU (dep_gen's above all); the
-// compiled form writes the same bytes without parsing. The view's AppendF
+// every record, which is most of an export's CPU when every record goes
+// through it (dep_gen's above all); the compiled form writes the same bytes
+// without parsing. The view's AppendF
 // (view/trace_writer.h) is the same idea for the converter's events.
 #pragma once
 
