@@ -5,9 +5,12 @@
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
+#include "collectors/name_map_keys.h"
 #include "common/json.h"
 
 namespace dfx::collectors {
+
+namespace keys = name_map_keys;
 
 namespace fs = std::filesystem;
 
@@ -20,14 +23,14 @@ const std::string* NameMap::Find(int func_id) const {
 
 Status WriteNameMap(const fs::path& path, const NameMap& map) {
   Json j = Json::object();
-  j["level"] = map.level;
-  j["orchestrator_name"] = map.orchestrator_name && !map.orchestrator_name->empty()
-                               ? Json(*map.orchestrator_name)
-                               : Json(nullptr);
+  j[keys::kLevel.c_str()] = map.level;
+  j[keys::kOrchestratorName.c_str()] = map.orchestrator_name && !map.orchestrator_name->empty()
+                                           ? Json(*map.orchestrator_name)
+                                           : Json(nullptr);
   if (!map.callable_id_to_name.empty()) {
     Json names = Json::object();
     for (const auto& [id, name] : map.callable_id_to_name) names[std::to_string(id)] = name;
-    j["callable_id_to_name"] = std::move(names);
+    j[keys::kCallableIdToName.c_str()] = std::move(names);
   }
   return WriteJsonFileAtomic(path, j, 2);
 }
@@ -37,17 +40,22 @@ Result<NameMap> ReadNameMap(const fs::path& path) {
   if (!j.is_object()) return JsonError(path.string(), "$", "an object", j);
   NameMap map;
   const Json* table = &j;
-  bool scene_shape =
-      j.contains("callable_id_to_name") || j.contains("orchestrator_name") || j.contains("level");
+  bool scene_shape = j.contains(keys::kCallableIdToName.c_str()) ||
+                     j.contains(keys::kOrchestratorName.c_str()) ||
+                     j.contains(keys::kLevel.c_str());
   if (scene_shape) {
-    if (j.contains("level") && j["level"].is_number_integer()) map.level = j["level"].get<int>();
-    if (j.contains("orchestrator_name") && j["orchestrator_name"].is_string()) {
-      map.orchestrator_name = j["orchestrator_name"].get<std::string>();
+    if (j.contains(keys::kLevel.c_str()) && j[keys::kLevel.c_str()].is_number_integer())
+      map.level = j[keys::kLevel.c_str()].get<int>();
+    if (j.contains(keys::kOrchestratorName.c_str()) &&
+        j[keys::kOrchestratorName.c_str()].is_string()) {
+      map.orchestrator_name = j[keys::kOrchestratorName.c_str()].get<std::string>();
     }
     static const Json kEmpty = Json::object();
-    table = j.contains("callable_id_to_name") ? &j["callable_id_to_name"] : &kEmpty;
+    table =
+        j.contains(keys::kCallableIdToName.c_str()) ? &j[keys::kCallableIdToName.c_str()] : &kEmpty;
     if (!table->is_object()) {
-      return JsonError(path.string(), "$.callable_id_to_name", "an object", *table);
+      return JsonError(path.string(), std::string(JoinedText<"$.", keys::kCallableIdToName>),
+                       "an object", *table);
     }
   }
   for (const auto& [key, value] : table->items()) {

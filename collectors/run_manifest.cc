@@ -7,32 +7,52 @@
 #include <system_error>
 
 #include "collectors/artifact_layout.h"
+#include "collectors/run_manifest_keys.h"
+#include "common/enum_text.h"
 #include "common/file_util.h"
 
 namespace dfx::collectors {
 
 namespace fs = std::filesystem;
+namespace keys = run_manifest_keys;
 
 namespace {
 
-template <typename E, size_t N>
-std::optional<E> ParseName(std::string_view name, const std::array<E, N>& all,
-                           const char* (*to_name)(E)) {
-  for (E e : all) {
-    if (name == to_name(e)) return e;
-  }
-  return std::nullopt;
-}
+constexpr auto kRunStateText = MakeEnumTable<RunState>({
+    {RunState::kStarting, keys::kStarting.c_str()},
+    {RunState::kRunning, keys::kRunning.c_str()},
+    {RunState::kOk, keys::kOk.c_str()},
+    {RunState::kFailed, keys::kFailed.c_str()},
+    {RunState::kInterrupted, keys::kInterrupted.c_str()},
+});
+constexpr auto kRankStateText = MakeEnumTable<RankState>({
+    {RankState::kWaiting, keys::kWaiting.c_str()},
+    {RankState::kReady, keys::kReady.c_str()},
+    {RankState::kOk, keys::kOk.c_str()},
+    {RankState::kFailed, keys::kFailed.c_str()},
+    {RankState::kInterrupted, keys::kInterrupted.c_str()},
+});
+constexpr auto kDispatchStateText = MakeEnumTable<DispatchState>({
+    {DispatchState::kPending, keys::kPending.c_str()},
+    {DispatchState::kSent, keys::kSent.c_str()},
+    {DispatchState::kRunning, keys::kRunning.c_str()},
+    {DispatchState::kOk, keys::kOk.c_str()},
+    {DispatchState::kFailed, keys::kFailed.c_str()},
+    {DispatchState::kNotRun, keys::kNotRun.c_str()},
+    {DispatchState::kInterrupted, keys::kInterrupted.c_str()},
+});
+constexpr auto kArtifactStateText = MakeEnumTable<ArtifactState>({
+    {ArtifactState::kStreaming, keys::kStreaming.c_str()},
+    {ArtifactState::kOk, keys::kOk.c_str()},
+    {ArtifactState::kFailed, keys::kFailed.c_str()},
+    {ArtifactState::kRecovered, keys::kRecovered.c_str()},
+});
 
-constexpr std::array kRunStates = {RunState::kStarting, RunState::kRunning, RunState::kOk,
-                                   RunState::kFailed, RunState::kInterrupted};
-constexpr std::array kRankStates = {RankState::kWaiting, RankState::kReady, RankState::kOk,
-                                    RankState::kFailed, RankState::kInterrupted};
-constexpr std::array kDispatchStates = {
-    DispatchState::kPending, DispatchState::kSent,   DispatchState::kRunning,    DispatchState::kOk,
-    DispatchState::kFailed,  DispatchState::kNotRun, DispatchState::kInterrupted};
-constexpr std::array kArtifactStates = {ArtifactState::kStreaming, ArtifactState::kOk,
-                                        ArtifactState::kFailed, ArtifactState::kRecovered};
+// `one of "a", "b", ...` of a table's names, for an error message.
+template <typename Table>
+std::string OneOf(const Table& table) {
+  return "one of \"" + table.Choices("\", \"") + "\"";
+}
 
 Json NullOr(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
 template <typename T>
@@ -42,11 +62,12 @@ Json NullOr(const std::optional<T>& v) {
 
 Json ArtifactToJson(const ArtifactEntry& a) {
   Json j;
-  j["path"] = a.path;
-  j["size"] = a.size;
-  j["checksum"] = a.checksum ? Json("xxh64:" + Hex64(*a.checksum)) : Json(nullptr);
-  j["status"] = ArtifactStateName(a.status);
-  j["error"] = NullOr(a.error);
+  j[keys::kPath.c_str()] = a.path;
+  j[keys::kSize.c_str()] = a.size;
+  j[keys::kChecksum.c_str()] =
+      a.checksum ? Json(keys::kChecksumPrefix.c_str() + Hex64(*a.checksum)) : Json(nullptr);
+  j[keys::kStatus.c_str()] = ArtifactStateName(a.status);
+  j[keys::kError.c_str()] = NullOr(a.error);
   return j;
 }
 
@@ -145,19 +166,22 @@ Result<ArtifactEntry> ArtifactFromJson(const Json& j, const std::string& origin,
   Fields f(j, origin, path);
   DFX_RETURN_IF_ERROR(f.CheckObject());
   ArtifactEntry a;
-  DFX_RETURN_IF_ERROR(f.String("path", &a.path));
-  DFX_RETURN_IF_ERROR(f.Int("size", &a.size, /*required=*/false));
-  DFX_RETURN_IF_ERROR(f.Enum("status", &a.status, ParseArtifactState,
-                             "one of \"streaming\", \"ok\", \"failed\", \"recovered\""));
-  DFX_RETURN_IF_ERROR(f.String("error", &a.error, /*required=*/false));
-  if (const Json* c = f.Find("checksum"); c != nullptr && !c->is_null()) {
-    const std::string expected = "\"xxh64:\" and 16 hex digits";
-    if (!c->is_string()) return JsonError(origin, f.PathOf("checksum"), expected, *c);
+  DFX_RETURN_IF_ERROR(f.String(keys::kPath.c_str(), &a.path));
+  DFX_RETURN_IF_ERROR(f.Int(keys::kSize.c_str(), &a.size, /*required=*/false));
+  DFX_RETURN_IF_ERROR(f.Enum(keys::kStatus.c_str(), &a.status, ParseArtifactState,
+                             OneOf(kArtifactStateText).c_str()));
+  DFX_RETURN_IF_ERROR(f.String(keys::kError.c_str(), &a.error, /*required=*/false));
+  if (const Json* c = f.Find(keys::kChecksum.c_str()); c != nullptr && !c->is_null()) {
+    const std::string expected =
+        std::string(JoinedText<"\"", keys::kChecksumPrefix, "\" and 16 hex digits">);
+    if (!c->is_string()) return JsonError(origin, f.PathOf(keys::kChecksum.c_str()), expected, *c);
     const std::string s = c->get<std::string>();
     uint64_t v = 0;
-    if (s.size() != 22 || s.rfind("xxh64:", 0) != 0 ||
-        std::from_chars(s.data() + 6, s.data() + s.size(), v, 16).ptr != s.data() + s.size()) {
-      return JsonError(origin, f.PathOf("checksum"), expected, *c);
+    constexpr size_t kPrefix = keys::kChecksumPrefix.size();
+    if (s.size() != kPrefix + 16 || s.rfind(keys::kChecksumPrefix.c_str(), 0) != 0 ||
+        std::from_chars(s.data() + kPrefix, s.data() + s.size(), v, 16).ptr !=
+            s.data() + s.size()) {
+      return JsonError(origin, f.PathOf(keys::kChecksum.c_str()), expected, *c);
     }
     a.checksum = v;
   }
@@ -166,108 +190,43 @@ Result<ArtifactEntry> ArtifactFromJson(const Json& j, const std::string& origin,
 
 }  // namespace
 
-const char* RunStateName(RunState s) {
-  switch (s) {
-    case RunState::kStarting:
-      return "starting";
-    case RunState::kRunning:
-      return "running";
-    case RunState::kOk:
-      return "ok";
-    case RunState::kFailed:
-      return "failed";
-    case RunState::kInterrupted:
-      return "interrupted";
-  }
-  return "?";
-}
+const char* RunStateName(RunState s) { return kRunStateText.Name(s); }
+const char* RankStateName(RankState s) { return kRankStateText.Name(s); }
+const char* DispatchStateName(DispatchState s) { return kDispatchStateText.Name(s); }
+const char* ArtifactStateName(ArtifactState s) { return kArtifactStateText.Name(s); }
 
-const char* RankStateName(RankState s) {
-  switch (s) {
-    case RankState::kWaiting:
-      return "waiting";
-    case RankState::kReady:
-      return "ready";
-    case RankState::kOk:
-      return "ok";
-    case RankState::kFailed:
-      return "failed";
-    case RankState::kInterrupted:
-      return "interrupted";
-  }
-  return "?";
-}
-
-const char* DispatchStateName(DispatchState s) {
-  switch (s) {
-    case DispatchState::kPending:
-      return "pending";
-    case DispatchState::kSent:
-      return "sent";
-    case DispatchState::kRunning:
-      return "running";
-    case DispatchState::kOk:
-      return "ok";
-    case DispatchState::kFailed:
-      return "failed";
-    case DispatchState::kNotRun:
-      return "not_run";
-    case DispatchState::kInterrupted:
-      return "interrupted";
-  }
-  return "?";
-}
-
-const char* ArtifactStateName(ArtifactState s) {
-  switch (s) {
-    case ArtifactState::kStreaming:
-      return "streaming";
-    case ArtifactState::kOk:
-      return "ok";
-    case ArtifactState::kFailed:
-      return "failed";
-    case ArtifactState::kRecovered:
-      return "recovered";
-  }
-  return "?";
-}
-
-std::optional<RunState> ParseRunState(std::string_view n) {
-  return ParseName(n, kRunStates, RunStateName);
-}
-std::optional<RankState> ParseRankState(std::string_view n) {
-  return ParseName(n, kRankStates, RankStateName);
-}
+std::optional<RunState> ParseRunState(std::string_view n) { return kRunStateText.Parse(n); }
+std::optional<RankState> ParseRankState(std::string_view n) { return kRankStateText.Parse(n); }
 std::optional<DispatchState> ParseDispatchState(std::string_view n) {
-  return ParseName(n, kDispatchStates, DispatchStateName);
+  return kDispatchStateText.Parse(n);
 }
 std::optional<ArtifactState> ParseArtifactState(std::string_view n) {
-  return ParseName(n, kArtifactStates, ArtifactStateName);
+  return kArtifactStateText.Parse(n);
 }
 
 namespace {
 
 Json DispatchToJson(const DispatchEntry& d) {
   Json e;
-  e["rank"] = d.rank;
-  e["k"] = d.k;
-  e["dir"] = DispatchDirPath(d.rank, d.k);
-  e["program"] = d.program;
-  e["pass"] = config::PassKindName(d.pass);
-  e["status"] = DispatchStateName(d.status);
-  e["error"] = NullOr(d.error);
-  e["start_ns"] = d.start_ns;
-  e["end_ns"] = d.end_ns;
-  e["accepted_ns"] = NullOr(d.accepted_ns);
-  e["stream_ns"] = NullOr(d.stream_ns);
-  e["verified_ns"] = NullOr(d.verified_ns);
-  e["tasks_executed"] = d.tasks_executed;
-  e["makespan_ns"] = NullOr(d.makespan_ns);
-  e["agent_wall_ns"] = NullOr(d.agent_wall_ns);
-  e["artifact_count"] = NullOr(d.artifact_count);
+  e[keys::kRank.c_str()] = d.rank;
+  e[keys::kK.c_str()] = d.k;
+  e[keys::kDir.c_str()] = DispatchDirPath(d.rank, d.k);
+  e[keys::kProgram.c_str()] = d.program;
+  e[keys::kPass.c_str()] = config::PassKindName(d.pass);
+  e[keys::kStatus.c_str()] = DispatchStateName(d.status);
+  e[keys::kError.c_str()] = NullOr(d.error);
+  e[keys::kStartNs.c_str()] = d.start_ns;
+  e[keys::kEndNs.c_str()] = d.end_ns;
+  e[keys::kAcceptedNs.c_str()] = NullOr(d.accepted_ns);
+  e[keys::kStreamNs.c_str()] = NullOr(d.stream_ns);
+  e[keys::kVerifiedNs.c_str()] = NullOr(d.verified_ns);
+  e[keys::kTasksExecuted.c_str()] = d.tasks_executed;
+  e[keys::kMakespanNs.c_str()] = NullOr(d.makespan_ns);
+  e[keys::kAgentWallNs.c_str()] = NullOr(d.agent_wall_ns);
+  e[keys::kArtifactCount.c_str()] = NullOr(d.artifact_count);
   Json arts = Json::array();
   for (const ArtifactEntry& a : d.artifacts) arts.push_back(ArtifactToJson(a));
-  e["artifacts"] = std::move(arts);
+  e[keys::kArtifacts.c_str()] = std::move(arts);
   return e;
 }
 
@@ -278,7 +237,7 @@ Json RunManifestHead(const RunManifest& m);
 
 Json RunManifestToJson(const RunManifest& m) {
   Json j = RunManifestHead(m);
-  Json& dispatches = j["dispatches"];
+  Json& dispatches = j[keys::kDispatches.c_str()];
   for (const DispatchEntry& d : m.dispatches) dispatches.push_back(DispatchToJson(d));
   return j;
 }
@@ -287,9 +246,9 @@ std::string RunManifestText(const RunManifest& m) {
   const std::string head = RunManifestHead(m).dump(2);
   if (m.dispatches.empty()) return head + "\n";
   // The rows as dump(2) writes them two levels into the document, made one
-  // at a time, not the whole document as one Json: at 64k dispatches that
-  // was most of the coordinator's peak memory (389 MB, now 114 MB) and took
-  // three times the CPU (a large tree built, then freed).
+  // at a time, not the whole document as one Json: at 64k dispatches one
+  // Json takes 389 MB of the coordinator's peak memory where this takes
+  // 114 MB, and three times the CPU (a large tree built, then freed).
   constexpr std::string_view kEmpty = "\n  \"dispatches\": []";
   const size_t at = head.find(kEmpty);
   DFX_CHECK(at != std::string::npos);
@@ -315,49 +274,147 @@ namespace {
 
 Json RunManifestHead(const RunManifest& m) {
   Json j;
-  j["session"] = Hex64(m.session);
-  j["status"] = RunStateName(m.status);
-  j["plan"] = m.plan;
-  j["work_dir"] = m.work_dir;
-  j["launcher"] = m.launcher;
-  j["endpoint"] = m.endpoint;
-  j["bind"] = m.bind;
-  j["launch_ns"] = NullOr(m.launch_ns);
-  j["run_config"] = config::RunConfigToJson(m.run_config);
+  j[keys::kSession.c_str()] = Hex64(m.session);
+  j[keys::kStatus.c_str()] = RunStateName(m.status);
+  j[keys::kPlan.c_str()] = m.plan;
+  j[keys::kWorkDir.c_str()] = m.work_dir;
+  j[keys::kLauncher.c_str()] = m.launcher;
+  j[keys::kEndpoint.c_str()] = m.endpoint;
+  j[keys::kBind.c_str()] = m.bind;
+  j[keys::kLaunchNs.c_str()] = NullOr(m.launch_ns);
+  j[keys::kRunConfig.c_str()] = config::RunConfigToJson(m.run_config);
   Json passes = Json::array();
   for (config::PassKind p : m.passes) passes.push_back(config::PassKindName(p));
-  j["passes"] = std::move(passes);
+  j[keys::kPasses.c_str()] = std::move(passes);
   Json ranks = Json::array();
   for (const RankEntry& r : m.ranks) {
     Json e;
-    e["rank"] = r.rank;
-    e["host"] = NullOr(r.host);
-    e["address"] = NullOr(r.address);
-    e["pid"] = NullOr(r.pid);
-    e["status"] = RankStateName(r.status);
-    e["error"] = NullOr(r.error);
-    e["clock_offset_ns"] = NullOr(r.clock_offset_ns);
-    e["clock_offset_rtt_ns"] = NullOr(r.clock_offset_rtt_ns);
-    e["dispatches"] = r.dispatches;
-    e["hello_ns"] = NullOr(r.hello_ns);
-    e["ready_ns"] = NullOr(r.ready_ns);
+    e[keys::kRank.c_str()] = r.rank;
+    e[keys::kHost.c_str()] = NullOr(r.host);
+    e[keys::kAddress.c_str()] = NullOr(r.address);
+    e[keys::kPid.c_str()] = NullOr(r.pid);
+    e[keys::kStatus.c_str()] = RankStateName(r.status);
+    e[keys::kError.c_str()] = NullOr(r.error);
+    e[keys::kClockOffsetNs.c_str()] = NullOr(r.clock_offset_ns);
+    e[keys::kClockOffsetRttNs.c_str()] = NullOr(r.clock_offset_rtt_ns);
+    e[keys::kDispatches.c_str()] = r.dispatches;
+    e[keys::kHelloNs.c_str()] = NullOr(r.hello_ns);
+    e[keys::kReadyNs.c_str()] = NullOr(r.ready_ns);
     ranks.push_back(std::move(e));
   }
-  j["ranks"] = std::move(ranks);
-  j["dispatches"] = Json::array();
-  j["bytes_gathered"] = m.bytes_gathered;
-  j["merged_swimlane"] = m.merged_swimlane;
+  j[keys::kRanks.c_str()] = std::move(ranks);
+  j[keys::kDispatches.c_str()] = Json::array();
+  j[keys::kBytesGathered.c_str()] = m.bytes_gathered;
+  j[keys::kMergedSwimlane.c_str()] = m.merged_swimlane;
   if (m.gather) {
     Json g;
-    g["gather_id"] = m.gather->gather_id;
-    g["status"] = m.gather->ok ? "ok" : "failed";
+    g[keys::kGatherId.c_str()] = m.gather->gather_id;
+    g[keys::kStatus.c_str()] = m.gather->ok ? keys::kOk.c_str() : keys::kFailed.c_str();
     Json recovered = Json::array();
     for (const ArtifactEntry& a : m.gather->recovered) recovered.push_back(ArtifactToJson(a));
-    g["recovered"] = std::move(recovered);
-    g["failed"] = m.gather->failed;
-    j["gather"] = std::move(g);
+    g[keys::kRecovered.c_str()] = std::move(recovered);
+    g[keys::kFailed.c_str()] = m.gather->failed;
+    j[keys::kGather.c_str()] = std::move(g);
   }
   return j;
+}
+
+}  // namespace
+
+namespace {
+
+constexpr char kPassChoices[] = "one of \"single\", \"graph\", \"timing\"";
+
+Result<RankEntry> RankFromJson(const Json& e, const std::string& origin, const std::string& path) {
+  Fields r(e, origin, path);
+  DFX_RETURN_IF_ERROR(r.CheckObject());
+  RankEntry rank;
+  DFX_RETURN_IF_ERROR(r.Int(keys::kRank.c_str(), &rank.rank));
+  DFX_RETURN_IF_ERROR(r.OptionalString(keys::kHost.c_str(), &rank.host));
+  DFX_RETURN_IF_ERROR(r.OptionalString(keys::kAddress.c_str(), &rank.address));
+  DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kPid.c_str(), &rank.pid));
+  DFX_RETURN_IF_ERROR(
+      r.Enum(keys::kStatus.c_str(), &rank.status, ParseRankState, OneOf(kRankStateText).c_str()));
+  DFX_RETURN_IF_ERROR(r.String(keys::kError.c_str(), &rank.error, false));
+  DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kClockOffsetNs.c_str(), &rank.clock_offset_ns));
+  DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kClockOffsetRttNs.c_str(), &rank.clock_offset_rtt_ns));
+  DFX_RETURN_IF_ERROR(r.Int(keys::kDispatches.c_str(), &rank.dispatches, false));
+  DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kHelloNs.c_str(), &rank.hello_ns));
+  DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kReadyNs.c_str(), &rank.ready_ns));
+  return rank;
+}
+
+Result<DispatchEntry> DispatchFromJson(const Json& e, const std::string& origin,
+                                       const std::string& path) {
+  Fields d(e, origin, path);
+  DFX_RETURN_IF_ERROR(d.CheckObject());
+  DispatchEntry entry;
+  DFX_RETURN_IF_ERROR(d.Int(keys::kRank.c_str(), &entry.rank));
+  DFX_RETURN_IF_ERROR(d.Int(keys::kK.c_str(), &entry.k));
+  DFX_RETURN_IF_ERROR(d.String(keys::kProgram.c_str(), &entry.program, false));
+  DFX_RETURN_IF_ERROR(
+      d.Enum(keys::kPass.c_str(), &entry.pass, config::ParsePassKind, kPassChoices));
+  DFX_RETURN_IF_ERROR(d.Enum(keys::kStatus.c_str(), &entry.status, ParseDispatchState,
+                             OneOf(kDispatchStateText).c_str()));
+  DFX_RETURN_IF_ERROR(d.String(keys::kError.c_str(), &entry.error, false));
+  DFX_RETURN_IF_ERROR(d.Int(keys::kStartNs.c_str(), &entry.start_ns, false));
+  DFX_RETURN_IF_ERROR(d.Int(keys::kEndNs.c_str(), &entry.end_ns, false));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kAcceptedNs.c_str(), &entry.accepted_ns));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kStreamNs.c_str(), &entry.stream_ns));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kVerifiedNs.c_str(), &entry.verified_ns));
+  DFX_RETURN_IF_ERROR(d.Int(keys::kTasksExecuted.c_str(), &entry.tasks_executed, false));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kMakespanNs.c_str(), &entry.makespan_ns));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kAgentWallNs.c_str(), &entry.agent_wall_ns));
+  DFX_RETURN_IF_ERROR(d.OptionalInt(keys::kArtifactCount.c_str(), &entry.artifact_count));
+  DFX_RETURN_IF_ERROR(
+      d.Array(keys::kArtifacts.c_str(), [&](const Json& a, const std::string& p) -> Status {
+        DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));
+        entry.artifacts.push_back(std::move(art));
+        return Status::Ok();
+      }));
+  return entry;
+}
+
+Result<GatherEntry> GatherFromJson(const Json& g, const std::string& origin) {
+  const std::string path = std::string(JoinedText<"$.", keys::kGather>);
+  Fields gf(g, origin, path);
+  DFX_RETURN_IF_ERROR(gf.CheckObject());
+  GatherEntry gather;
+  DFX_RETURN_IF_ERROR(gf.String(keys::kGatherId.c_str(), &gather.gather_id, false));
+  std::string status;
+  DFX_RETURN_IF_ERROR(gf.String(keys::kStatus.c_str(), &status));
+  if (status != keys::kOk && status != keys::kFailed) {
+    return JsonError(origin, gf.PathOf(keys::kStatus.c_str()),
+                     std::string(JoinedText<"\"", keys::kOk, "\" or \"", keys::kFailed, "\"">),
+                     g[keys::kStatus.c_str()]);
+  }
+  gather.ok = status == keys::kOk;
+  DFX_RETURN_IF_ERROR(
+      gf.Array(keys::kRecovered.c_str(), [&](const Json& a, const std::string& p) -> Status {
+        DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));
+        gather.recovered.push_back(std::move(art));
+        return Status::Ok();
+      }));
+  DFX_RETURN_IF_ERROR(
+      gf.Array(keys::kFailed.c_str(), [&](const Json& e, const std::string& p) -> Status {
+        if (!e.is_string()) return JsonError(origin, p, "a string", e);
+        gather.failed.push_back(e.get<std::string>());
+        return Status::Ok();
+      }));
+  return gather;
+}
+
+// The session id: 1 to 16 hex digits.
+Status SessionFromJson(const Fields& f, const Json& j, const std::string& origin, uint64_t* out) {
+  std::string session;
+  DFX_RETURN_IF_ERROR(f.String(keys::kSession.c_str(), &session));
+  if (session.empty() || session.size() > 16 ||
+      std::from_chars(session.data(), session.data() + session.size(), *out, 16).ptr !=
+          session.data() + session.size()) {
+    return JsonError(origin, f.PathOf(keys::kSession.c_str()), "the session id as hex digits",
+                     j[keys::kSession.c_str()]);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -366,111 +423,49 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
   Fields f(j, origin, "$");
   DFX_RETURN_IF_ERROR(f.CheckObject());
   RunManifest m;
-  std::string session;
-  DFX_RETURN_IF_ERROR(f.String("session", &session));
-  if (session.empty() || session.size() > 16 ||
-      std::from_chars(session.data(), session.data() + session.size(), m.session, 16).ptr !=
-          session.data() + session.size()) {
-    return JsonError(origin, "$.session", "the session id as hex digits", j["session"]);
-  }
-  DFX_RETURN_IF_ERROR(f.Enum("status", &m.status, ParseRunState,
-                             "one of \"starting\", \"running\", \"ok\", \"failed\", "
-                             "\"interrupted\""));
-  DFX_RETURN_IF_ERROR(f.String("plan", &m.plan, false));
-  DFX_RETURN_IF_ERROR(f.String("work_dir", &m.work_dir, false));
-  DFX_RETURN_IF_ERROR(f.String("launcher", &m.launcher, false));
-  DFX_RETURN_IF_ERROR(f.String("endpoint", &m.endpoint, false));
-  DFX_RETURN_IF_ERROR(f.String("bind", &m.bind, false));
-  DFX_RETURN_IF_ERROR(f.OptionalInt("launch_ns", &m.launch_ns));
-  if (const Json* rc = f.Find("run_config"); rc != nullptr && !rc->is_null()) {
-    DFX_ASSIGN_OR_RETURN(config::ParsedRunConfig parsed,
-                         config::RunConfigFromJson(*rc, origin, "$.run_config"));
+  DFX_RETURN_IF_ERROR(SessionFromJson(f, j, origin, &m.session));
+  DFX_RETURN_IF_ERROR(
+      f.Enum(keys::kStatus.c_str(), &m.status, ParseRunState, OneOf(kRunStateText).c_str()));
+  DFX_RETURN_IF_ERROR(f.String(keys::kPlan.c_str(), &m.plan, false));
+  DFX_RETURN_IF_ERROR(f.String(keys::kWorkDir.c_str(), &m.work_dir, false));
+  DFX_RETURN_IF_ERROR(f.String(keys::kLauncher.c_str(), &m.launcher, false));
+  DFX_RETURN_IF_ERROR(f.String(keys::kEndpoint.c_str(), &m.endpoint, false));
+  DFX_RETURN_IF_ERROR(f.String(keys::kBind.c_str(), &m.bind, false));
+  DFX_RETURN_IF_ERROR(f.OptionalInt(keys::kLaunchNs.c_str(), &m.launch_ns));
+  if (const Json* rc = f.Find(keys::kRunConfig.c_str()); rc != nullptr && !rc->is_null()) {
+    DFX_ASSIGN_OR_RETURN(
+        config::ParsedRunConfig parsed,
+        config::RunConfigFromJson(*rc, origin, f.PathOf(keys::kRunConfig.c_str())));
     m.run_config = parsed.config;
   }
-  DFX_RETURN_IF_ERROR(f.Array("passes", [&](const Json& p, const std::string& path) -> Status {
-    auto kind = p.is_string() ? config::ParsePassKind(p.get<std::string>()) : std::nullopt;
-    if (!kind) return JsonError(origin, path, "one of \"single\", \"graph\", \"timing\"", p);
-    m.passes.push_back(*kind);
-    return Status::Ok();
-  }));
-  DFX_RETURN_IF_ERROR(f.Array("ranks", [&](const Json& e, const std::string& path) -> Status {
-    Fields r(e, origin, path);
-    DFX_RETURN_IF_ERROR(r.CheckObject());
-    RankEntry rank;
-    DFX_RETURN_IF_ERROR(r.Int("rank", &rank.rank));
-    DFX_RETURN_IF_ERROR(r.OptionalString("host", &rank.host));
-    DFX_RETURN_IF_ERROR(r.OptionalString("address", &rank.address));
-    DFX_RETURN_IF_ERROR(r.OptionalInt("pid", &rank.pid));
-    DFX_RETURN_IF_ERROR(r.Enum("status", &rank.status, ParseRankState,
-                               "one of \"waiting\", \"ready\", \"ok\", \"failed\", "
-                               "\"interrupted\""));
-    DFX_RETURN_IF_ERROR(r.String("error", &rank.error, false));
-    DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_ns", &rank.clock_offset_ns));
-    DFX_RETURN_IF_ERROR(r.OptionalInt("clock_offset_rtt_ns", &rank.clock_offset_rtt_ns));
-    DFX_RETURN_IF_ERROR(r.Int("dispatches", &rank.dispatches, false));
-    DFX_RETURN_IF_ERROR(r.OptionalInt("hello_ns", &rank.hello_ns));
-    DFX_RETURN_IF_ERROR(r.OptionalInt("ready_ns", &rank.ready_ns));
-    m.ranks.push_back(std::move(rank));
-    return Status::Ok();
-  }));
-  DFX_RETURN_IF_ERROR(f.Array("dispatches", [&](const Json& e, const std::string& path) -> Status {
-    Fields d(e, origin, path);
-    DFX_RETURN_IF_ERROR(d.CheckObject());
-    DispatchEntry entry;
-    DFX_RETURN_IF_ERROR(d.Int("rank", &entry.rank));
-    DFX_RETURN_IF_ERROR(d.Int("k", &entry.k));
-    DFX_RETURN_IF_ERROR(d.String("program", &entry.program, false));
-    DFX_RETURN_IF_ERROR(d.Enum("pass", &entry.pass, config::ParsePassKind,
-                               "one of \"single\", \"graph\", \"timing\""));
-    DFX_RETURN_IF_ERROR(d.Enum("status", &entry.status, ParseDispatchState,
-                               "one of \"pending\", \"sent\", \"running\", \"ok\", \"failed\", "
-                               "\"not_run\", \"interrupted\""));
-    DFX_RETURN_IF_ERROR(d.String("error", &entry.error, false));
-    DFX_RETURN_IF_ERROR(d.Int("start_ns", &entry.start_ns, false));
-    DFX_RETURN_IF_ERROR(d.Int("end_ns", &entry.end_ns, false));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("accepted_ns", &entry.accepted_ns));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("stream_ns", &entry.stream_ns));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("verified_ns", &entry.verified_ns));
-    DFX_RETURN_IF_ERROR(d.Int("tasks_executed", &entry.tasks_executed, false));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("makespan_ns", &entry.makespan_ns));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("agent_wall_ns", &entry.agent_wall_ns));
-    DFX_RETURN_IF_ERROR(d.OptionalInt("artifact_count", &entry.artifact_count));
-    DFX_RETURN_IF_ERROR(d.Array("artifacts", [&](const Json& a, const std::string& p) -> Status {
-      DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));
-      entry.artifacts.push_back(std::move(art));
-      return Status::Ok();
-    }));
-    m.dispatches.push_back(std::move(entry));
-    return Status::Ok();
-  }));
-  DFX_RETURN_IF_ERROR(f.Int("bytes_gathered", &m.bytes_gathered, false));
   DFX_RETURN_IF_ERROR(
-      f.Array("merged_swimlane", [&](const Json& e, const std::string& path) -> Status {
+      f.Array(keys::kPasses.c_str(), [&](const Json& p, const std::string& path) -> Status {
+        auto kind = p.is_string() ? config::ParsePassKind(p.get<std::string>()) : std::nullopt;
+        if (!kind) return JsonError(origin, path, kPassChoices, p);
+        m.passes.push_back(*kind);
+        return Status::Ok();
+      }));
+  DFX_RETURN_IF_ERROR(
+      f.Array(keys::kRanks.c_str(), [&](const Json& e, const std::string& path) -> Status {
+        DFX_ASSIGN_OR_RETURN(RankEntry rank, RankFromJson(e, origin, path));
+        m.ranks.push_back(std::move(rank));
+        return Status::Ok();
+      }));
+  DFX_RETURN_IF_ERROR(
+      f.Array(keys::kDispatches.c_str(), [&](const Json& e, const std::string& path) -> Status {
+        DFX_ASSIGN_OR_RETURN(DispatchEntry entry, DispatchFromJson(e, origin, path));
+        m.dispatches.push_back(std::move(entry));
+        return Status::Ok();
+      }));
+  DFX_RETURN_IF_ERROR(f.Int(keys::kBytesGathered.c_str(), &m.bytes_gathered, false));
+  DFX_RETURN_IF_ERROR(
+      f.Array(keys::kMergedSwimlane.c_str(), [&](const Json& e, const std::string& path) -> Status {
         if (!e.is_string()) return JsonError(origin, path, "a path string", e);
         m.merged_swimlane.push_back(e.get<std::string>());
         return Status::Ok();
       }));
-  if (const Json* g = f.Find("gather"); g != nullptr && !g->is_null()) {
-    Fields gf(*g, origin, "$.gather");
-    DFX_RETURN_IF_ERROR(gf.CheckObject());
-    GatherEntry gather;
-    DFX_RETURN_IF_ERROR(gf.String("gather_id", &gather.gather_id, false));
-    std::string status;
-    DFX_RETURN_IF_ERROR(gf.String("status", &status));
-    if (status != "ok" && status != "failed") {
-      return JsonError(origin, "$.gather.status", "\"ok\" or \"failed\"", (*g)["status"]);
-    }
-    gather.ok = status == "ok";
-    DFX_RETURN_IF_ERROR(gf.Array("recovered", [&](const Json& a, const std::string& p) -> Status {
-      DFX_ASSIGN_OR_RETURN(ArtifactEntry art, ArtifactFromJson(a, origin, p));
-      gather.recovered.push_back(std::move(art));
-      return Status::Ok();
-    }));
-    DFX_RETURN_IF_ERROR(gf.Array("failed", [&](const Json& e, const std::string& p) -> Status {
-      if (!e.is_string()) return JsonError(origin, p, "a string", e);
-      gather.failed.push_back(e.get<std::string>());
-      return Status::Ok();
-    }));
+  if (const Json* g = f.Find(keys::kGather.c_str()); g != nullptr && !g->is_null()) {
+    DFX_ASSIGN_OR_RETURN(GatherEntry gather, GatherFromJson(*g, origin));
     m.gather = std::move(gather);
   }
   return m;

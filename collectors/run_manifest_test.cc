@@ -109,7 +109,7 @@ TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   EXPECT_TRUE(j["ranks"][1]["host"].is_null());
   EXPECT_EQ(j["ranks"][0]["address"], "10.0.0.2");
   EXPECT_EQ(j["bind"], "tcp://0.0.0.0:5555");
-  // "sent" is a state like the others (it was once missing from the documented list).
+  // "sent" is a state like the others.
   EXPECT_EQ(ParseDispatchState("sent"), DispatchState::kSent);
   EXPECT_EQ(ParseRunState("interrupted"), RunState::kInterrupted);
 }
@@ -121,6 +121,11 @@ TEST(RunManifestTest, ErrorsNameTheFileAndThePath) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("w/run_manifest.json"), std::string::npos);
   EXPECT_NE(bad.status().message().find("$.dispatches[1].status"), std::string::npos)
+      << bad.status().message();
+  // What would have been read: every state, in the table's order.
+  EXPECT_NE(bad.status().message().find(
+                R"(one of "pending", "sent", "running", "ok", "failed", "not_run", "interrupted")"),
+            std::string::npos)
       << bad.status().message();
   Json c = RunManifestToJson(Sample());
   c["dispatches"][0]["artifacts"][0]["checksum"] = "md5:x";

@@ -9,12 +9,15 @@
 #include <set>
 #include <vector>
 
+#include "collectors/args_dump/args_dump_keys.h"
 #include "collectors/args_dump/args_dump_reader.h"
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 
 namespace dfx::view {
 namespace {
+
+namespace keys = collectors::args_dump_keys;
 
 using collectors::ArgsDumpEntry;
 
@@ -82,10 +85,10 @@ std::string FormatElement(const std::string& dtype, const unsigned char* p) {
 }
 
 std::string StageShort(const std::string& s) {
-  return s == "before_dispatch" ? "before" : s == "after_completion" ? "after" : s;
+  return s == keys::kStageBefore ? "before" : s == keys::kStageAfter ? "after" : s;
 }
 std::string RoleShort(const std::string& r) {
-  return r == "input" ? "in" : r == "output" ? "out" : r;
+  return r == keys::kRoleInput ? "in" : r == keys::kRoleOutput ? "out" : r;
 }
 
 // "[4,8]", or "[]" when the manifest has none.
@@ -95,7 +98,7 @@ std::string DimsText(const std::optional<std::vector<int64_t>>& dims) {
 
 Result<std::string> RenderTxt(const ArgsDumpEntry& a, collectors::ArgsDumpBin* bin) {
   std::string s;
-  std::string dtype = a.dtype.value_or("UNKNOWN");
+  std::string dtype = a.dtype.value_or(std::string(keys::kDtypeUnknown));
   s += "# task_id: " + a.task_id + "\n";
   s += "# role: " + a.role + "\n";
   s += "# stage: " + a.stage + "\n";
@@ -111,7 +114,7 @@ Result<std::string> RenderTxt(const ArgsDumpEntry& a, collectors::ArgsDumpBin* b
     return s;
   }
   if (a.truncated) s += "# DATA TRUNCATED (tensor too large for arena)\n";
-  if (a.kind == "scalar") {
+  if (a.kind == keys::kKindScalar) {
     s += "# value: " + a.value_text + "\n";
     return s;
   }
@@ -215,7 +218,7 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       if (*o.stage != "before" && *o.stage != "after") {
         return InvalidArgument("--stage must be 'before' or 'after', got '" + *o.stage + "'");
       }
-      std::string full = *o.stage == "before" ? "before_dispatch" : "after_completion";
+      std::string full(*o.stage == "before" ? keys::kStageBefore.view() : keys::kStageAfter.view());
       std::vector<Entry> next;
       for (const auto& e : sel) {
         if (e.a->stage == full) next.push_back(e);
@@ -223,7 +226,8 @@ Status RunDumpViewer(const DumpViewerOptions& o, std::ostream& out, std::ostream
       sel = next;
     }
     if (o.role) {
-      if (*o.role != "input" && *o.role != "output" && *o.role != "inout") {
+      if (*o.role != keys::kRoleInput && *o.role != keys::kRoleOutput &&
+          *o.role != keys::kRoleInout) {
         return InvalidArgument("--role must be one of {input, output, inout}, got '" + *o.role +
                                "'");
       }

@@ -1,26 +1,27 @@
 #include "view/pmu_summary.h"
 
-#include "collectors/pmu/pmu_reader.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <ostream>
 
+#include "collectors/pmu/pmu_columns.h"
+#include "collectors/pmu/pmu_reader.h"
 #include "view/run_inputs.h"
 
 namespace dfx::view {
 namespace {
 
 // Busy-cycle counters per pipe, a2a3 then a5 names.
+namespace columns = collectors::pmu_columns;
 const std::pair<const char*, const char*> kPipes[] = {
-    {"vec", "vec_busy_cycles"},        {"cube", "cube_busy_cycles"},
-    {"scalar", "scalar_busy_cycles"},  {"mte1", "mte1_busy_cycles"},
-    {"mte2", "mte2_busy_cycles"},      {"mte3", "mte3_busy_cycles"},
-    {"vec", "pmu_idc_aic_vec_busy_o"}, {"cube", "cube_instr_busy"},
-    {"scalar", "scalar_instr_busy"},   {"mte1", "mte1_instr_busy"},
-    {"mte2", "mte2_instr_busy"},       {"mte3", "mte3_instr_busy"},
-    {"fixpipe", "pmu_fix_instr_busy"},
+    {"vec", columns::kVecBusy.c_str()},           {"cube", columns::kCubeBusy.c_str()},
+    {"scalar", columns::kScalarBusy.c_str()},     {"mte1", columns::kMte1Busy.c_str()},
+    {"mte2", columns::kMte2Busy.c_str()},         {"mte3", columns::kMte3Busy.c_str()},
+    {"vec", columns::kA5VecBusy.c_str()},         {"cube", columns::kA5CubeBusy.c_str()},
+    {"scalar", columns::kA5ScalarBusy.c_str()},   {"mte1", columns::kA5Mte1Busy.c_str()},
+    {"mte2", columns::kA5Mte2Busy.c_str()},       {"mte3", columns::kA5Mte3Busy.c_str()},
+    {"fixpipe", columns::kA5FixpipeBusy.c_str()},
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "collectors/dep_gen/deps_reader.h"
+#include "collectors/swimlane/swimlane_keys.h"
 #include "collectors/swimlane/swimlane_reader.h"
 #include "view/critical_path.h"
 #include "view/overhead.h"
@@ -67,65 +68,69 @@ const char* OverheadVerdict(double pct) {
   return "COMPUTE/DEPENDENCY-BOUND: the scheduler is rarely the limiter";
 }
 
-Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
+namespace {
+
+const char* const kEngines[2] = {"AIC", "AIV"};
+
+// The records (level >= 2) and the task graph the report reads, with the
+// §5 errors when either is missing or unreadable.
+Status LoadInputs(const SchedOverheadOptions& o, Result<SwimlaneRecords>* records,
+                  Result<TaskGraph>* graph, std::filesystem::path* deps_path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(o.records, ec)) {
     return NotFound("Perf JSON not found: " + o.records.string());
   }
-  auto perf_or = ReadSwimlaneRecords(o.records);
-  if (!perf_or.ok()) {
+  *records = ReadSwimlaneRecords(o.records);
+  if (!records->ok()) {
     return InvalidArgument("failed to read perf JSON " + o.records.string() + ": " +
-                           perf_or.status().message());
+                           records->status().message());
   }
-  SwimlaneRecords& d = *perf_or;
+  const SwimlaneRecords& d = **records;
   if (d.tasks.empty()) return InvalidArgument("No tasks found in perf data");
   if (d.level < 2) {
     return InvalidArgument(
         "Perf JSON is incompatible with scheduler overhead deep-dive analysis.\n"
-        "  Missing per-task fields: dispatch_time_us, finish_time_us (chip_swimlane_level " +
-        std::to_string(d.level) +
+        "  Missing per-task fields: dispatch_time_us, finish_time_us (" +
+        std::string(collectors::swimlane_keys::kLevel) + " " + std::to_string(d.level) +
         " has AICore timing only).\n"
         "  Re-capture with --enable-chip-swimlane 3 (or bare --enable-chip-swimlane).");
   }
-  std::filesystem::path deps_path =
-      o.deps.empty() ? o.records.parent_path() / collectors::kDepsFile : o.deps;
-  if (!std::filesystem::is_regular_file(deps_path, ec)) {
+  *deps_path = o.deps.empty() ? o.records.parent_path() / collectors::kDepsFile : o.deps;
+  if (!std::filesystem::is_regular_file(*deps_path, ec)) {
     return FailedPrecondition(
         "scheduler-overhead analysis needs the task DAG (deps.json). Capture it in a SEPARATE run "
         "with --enable-dep-gen (dep_gen perturbs timing; deps.json is topology-invariant) and pass "
         "--deps-json <path>. Looked for: " +
-        deps_path.string());
+        deps_path->string());
   }
-  auto deps_or = ReadTaskGraph(deps_path);
-  if (!deps_or.ok()) {
-    return InvalidArgument("failed to read deps.json " + deps_path.string() + ": " +
-                           deps_or.status().message());
+  *graph = ReadTaskGraph(*deps_path);
+  if (!graph->ok()) {
+    return InvalidArgument("failed to read deps.json " + deps_path->string() + ": " +
+                           graph->status().message());
   }
-  const TaskGraph& deps = *deps_or;
-  std::vector<double> tails;
-  for (const auto& r : d.tasks) tails.push_back(std::max(0.0, d.FinishUs(r) - d.EndUs(r)));
-  if (tails.empty()) return InvalidArgument("Empty tail-overhead set");
+  return Status::Ok();
+}
 
-  out << "Scheduler overhead analysis\n  records: " << o.records.string()
-      << "\n  deps:    " << deps_path.string() << "\n  task rows: " << d.tasks.size()
-      << ", unique edges: " << deps.NumEdges() << "\n\n";
-  // Part 1.
-  OverheadResult oh = ComputeOverhead(d, deps);
+// Part 1: the overhead verdict.
+void OverheadPart(const OverheadResult& oh, std::ostream& out) {
   out << "== Part 1: overhead verdict ==\n";
   out << fmt::format("  makespan: {:.3f} us (window {:.3f} .. {:.3f})\n", oh.Makespan(),
                      oh.window_start, oh.window_end);
-  const char* engines[2] = {"AIC", "AIV"};
   for (int e = 0; e < 2; ++e) {
     if (!oh.engine_present[e]) continue;
     out << fmt::format("  {} overhead: {:6.1f}%  ({} cores, {:.3f} us idle-with-ready-work)\n",
-                       engines[e], oh.Pct(oh.overhead_us[e]), oh.cores[e], oh.overhead_us[e]);
+                       kEngines[e], oh.Pct(oh.overhead_us[e]), oh.cores[e], oh.overhead_us[e]);
   }
   double has_pct = oh.Pct(oh.has_overhead_us);
   out << fmt::format("  all_overhead: {:6.1f}%\n  has_overhead: {:6.1f}%\n",
                      oh.Pct(oh.all_overhead_us), has_pct);
   out << "  Verdict: " << OverheadVerdict(has_pct) << "\n\n";
+}
 
-  // Part 2: AICore switch.
+// Part 2: the AICore switch (pre-dispatched pickup gaps); returns every
+// row's head overhead (part 3).
+std::vector<double> SwitchPart(const SwimlaneRecords& d, const OverheadResult& oh,
+                               std::ostream& out) {
   out << "== Part 2: AICore switch (pre-dispatched pickup gaps) ==\n";
   std::map<int, std::vector<const TaskRow*>> by_core;
   for (const auto& r : d.tasks) by_core[r.core_id].push_back(&r);
@@ -190,7 +195,7 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
            mx = *std::max_element(per.begin(), per.end());
     double sum = 0;
     for (double v : per) sum += v;
-    out << fmt::format("  {:<6} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>8} {:>10.3f}\n", engines[e],
+    out << fmt::format("  {:<6} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>8} {:>10.3f}\n", kEngines[e],
                        per.size(), mn, sum / static_cast<double>(per.size()), mx, events,
                        events ? sum / events : 0.0);
     out << fmt::format("         switch time during overhead: {:.3f} us, independent: {:.3f} us\n",
@@ -204,24 +209,17 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
         "cores)\n",
         min_any, sum_minima);
   }
-  out << "\n== Part 3: Head OH (start - max(dispatch, prev end on core)) ==\n";
-  Distribution(out, heads);
-  out << "\n== Part 4: Tail OH (finish - end) ==\n";
-  Distribution(out, tails);
+  return heads;
+}
 
-  // Part 5: scheduler loop budget. It alone needs scheduler phase records
-  // (level >= 3); parts 1-4 above only need the joined task rows, so a
-  // level-2 capture gets them and then the documented error, as the reference
-  // reaches its phase check only at part 5 (exit 1, part 6 not reached).
-  out << "\n== Part 5: scheduler loop budget ==\n";
-  if (!d.has_sched_phases) {
-    out << "  not available: chip_swimlane_level " << d.level
-        << " records have no aicpu_scheduler_phases (needs level >= 3)\n";
-    out.flush();
-    return FailedPrecondition(
-        "perf JSON has no aicpu_scheduler_phases — rerun the case with --enable-chip-swimlane so "
-        "phase data is captured.");
-  }
+// Per scheduler thread: the logical tasks it retires and their fan-out /
+// fan-in in the task graph.
+struct ThreadLoad {
+  std::vector<int> tasks;
+  std::vector<long> fanout, fanin, max_out, max_in;
+};
+
+ThreadLoad LoadPerThread(const SwimlaneRecords& d, const TaskGraph& deps) {
   std::unordered_map<uint64_t, Logical> logical;
   for (const auto& r : d.tasks) {
     auto& l = logical[d.TaskId(r)];
@@ -233,32 +231,49 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
       l.final_core = r.core_id;
     }
   }
-  size_t nt = d.sched_phases.size();
-  std::vector<int> tasks_per_thread(nt, 0);
+  const size_t nt = d.sched_phases.size();
+  ThreadLoad load{std::vector<int>(nt, 0), std::vector<long>(nt, 0), std::vector<long>(nt, 0),
+                  std::vector<long>(nt, 0), std::vector<long>(nt, 0)};
   std::unordered_map<uint64_t, int> retiring;
   for (const auto& [id, l] : logical) {
     int th = d.SchedThreadOfCore(l.final_core);
     retiring[id] = th;
-    if (th >= 0 && static_cast<size_t>(th) < nt) ++tasks_per_thread[static_cast<size_t>(th)];
+    if (th >= 0 && static_cast<size_t>(th) < nt) ++load.tasks[static_cast<size_t>(th)];
   }
-  std::vector<long> fanout(nt, 0), fanin(nt, 0), max_out(nt, 0), max_in(nt, 0);
   for (const auto& [p, s] : deps.Edges()) {
     auto rp = retiring.find(p), rs = retiring.find(s);
     if (rp != retiring.end() && rp->second >= 0 && static_cast<size_t>(rp->second) < nt)
-      ++fanout[static_cast<size_t>(rp->second)];
+      ++load.fanout[static_cast<size_t>(rp->second)];
     if (rs != retiring.end() && rs->second >= 0 && static_cast<size_t>(rs->second) < nt)
-      ++fanin[static_cast<size_t>(rs->second)];
+      ++load.fanin[static_cast<size_t>(rs->second)];
   }
   for (const auto& [id, th] : retiring) {
     if (th < 0 || static_cast<size_t>(th) >= nt) continue;
     size_t t = static_cast<size_t>(th);
-    max_out[t] = std::max<long>(max_out[t], static_cast<long>(deps.Succs(id).size()));
-    max_in[t] = std::max<long>(max_in[t], static_cast<long>(deps.Preds(id).size()));
+    load.max_out[t] = std::max<long>(load.max_out[t], static_cast<long>(deps.Succs(id).size()));
+    load.max_in[t] = std::max<long>(load.max_in[t], static_cast<long>(deps.Preds(id).size()));
   }
+  return load;
+}
+
+// Part 5: the scheduler loop budget (needs scheduler phases: level >= 3).
+Status LoopBudgetPart(const SwimlaneRecords& d, const TaskGraph& deps,
+                      const std::vector<double>& tails, std::ostream& out) {
+  out << "\n== Part 5: scheduler loop budget ==\n";
+  if (!d.has_sched_phases) {
+    out << "  not available: " << collectors::swimlane_keys::kLevel.view() << " " << d.level
+        << " records have no " << collectors::swimlane_keys::kSchedPhases.view()
+        << " (needs level >= 3)\n";
+    out.flush();
+    return FailedPrecondition(
+        "perf JSON has no " + std::string(collectors::swimlane_keys::kSchedPhases) +
+        " — rerun the case with --enable-chip-swimlane so phase data is captured.");
+  }
+  const ThreadLoad load = LoadPerThread(d, deps);
   double total_loop_us = 0;
   long total_loops = 0;
   std::map<std::string, double> phase_total;
-  for (size_t t = 0; t < nt; ++t) {
+  for (size_t t = 0; t < d.sched_phases.size(); ++t) {
     std::vector<const SchedPhase*> work;
     for (const auto& p : d.sched_phases[t]) {
       if (p.kind == PhaseKind::kComplete || p.kind == PhaseKind::kAsyncPoll ||
@@ -291,14 +306,15 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
     out << fmt::format(
         "  Sched_{}: complete {:.3f} us, dispatch {:.3f} us, async_poll {:.3f} us, idle {:.3f} "
         "us\n",
-        t, us["complete"], us["dispatch"], us["async_poll"], idle);
+        t, us[PhaseName(PhaseKind::kComplete)], us[PhaseName(PhaseKind::kDispatch)],
+        us[PhaseName(PhaseKind::kAsyncPoll)], idle);
     out << fmt::format(
         "           loops {}, logical tasks {}, FIN {}, {:.1f} ns/loop, pop hit {} miss {} "
         "hit-rate {:.1f}%\n",
-        loops, tasks_per_thread[t], fin, loops ? span * 1000.0 / loops : 0.0, hit, miss,
+        loops, load.tasks[t], fin, loops ? span * 1000.0 / loops : 0.0, hit, miss,
         hit + miss ? 100.0 * static_cast<double>(hit) / static_cast<double>(hit + miss) : 0.0);
-    out << fmt::format("           fanout edges {} (max {}), fanin edges {} (max {})\n", fanout[t],
-                       max_out[t], fanin[t], max_in[t]);
+    out << fmt::format("           fanout edges {} (max {}), fanin edges {} (max {})\n",
+                       load.fanout[t], load.max_out[t], load.fanin[t], load.max_in[t]);
   }
   double tail_mean = 0;
   for (double x : tails) tail_mean += x;
@@ -318,8 +334,11 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
   }
   out << "  Dominant work phase: " << dominant
       << fmt::format(" ({:.3f} us across threads)\n", std::max(dom, 0.0));
+  return Status::Ok();
+}
 
-  // Part 6: critical path.
+// Part 6: the critical path, hop by hop.
+void CriticalPathPart(const SwimlaneRecords& d, const TaskGraph& deps, std::ostream& out) {
   out << "\n== Part 6: critical path ==\n";
   const CriticalPath cp = ComputeCriticalPath(d, deps);
   const double span = cp.span, exec = cp.exec, sched = cp.sched;
@@ -338,6 +357,37 @@ Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
     out << fmt::format("  {:>10} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.3f}\n",
                        FormatTaskDisplay(h.task_id), h.start, h.end - h.start, h.end, h.gap_before);
   }
+}
+
+}  // namespace
+
+Status RunSchedOverhead(const SchedOverheadOptions& o, std::ostream& out) {
+  Result<SwimlaneRecords> records = InvalidArgument("not read");
+  Result<TaskGraph> graph = InvalidArgument("not read");
+  std::filesystem::path deps_path;
+  DFX_RETURN_IF_ERROR(LoadInputs(o, &records, &graph, &deps_path));
+  const SwimlaneRecords& d = *records;
+  const TaskGraph& deps = *graph;
+  std::vector<double> tails;
+  for (const auto& r : d.tasks) tails.push_back(std::max(0.0, d.FinishUs(r) - d.EndUs(r)));
+  if (tails.empty()) return InvalidArgument("Empty tail-overhead set");
+
+  out << "Scheduler overhead analysis\n  records: " << o.records.string()
+      << "\n  deps:    " << deps_path.string() << "\n  task rows: " << d.tasks.size()
+      << ", unique edges: " << deps.NumEdges() << "\n\n";
+  const OverheadResult oh = ComputeOverhead(d, deps);
+  OverheadPart(oh, out);
+  const std::vector<double> heads = SwitchPart(d, oh, out);
+  out << "\n== Part 3: Head OH (start - max(dispatch, prev end on core)) ==\n";
+  Distribution(out, heads);
+  out << "\n== Part 4: Tail OH (finish - end) ==\n";
+  Distribution(out, tails);
+  // Part 5 alone needs scheduler phase records (level >= 3); parts 1-4 only
+  // need the joined task rows, so a level-2 capture gets them and then the
+  // documented error, as the reference reaches its phase check only at part 5
+  // (exit 1, part 6 not reached).
+  DFX_RETURN_IF_ERROR(LoopBudgetPart(d, deps, tails, out));
+  CriticalPathPart(d, deps, out);
   return Status::Ok();
 }
 

@@ -1,7 +1,5 @@
 #include "view/scope_stats.h"
 
-#include "collectors/scope_stats/scope_stats_reader.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,12 +7,15 @@
 #include <map>
 #include <ostream>
 
+#include "collectors/scope_stats/scope_stats_keys.h"
+#include "collectors/scope_stats/scope_stats_reader.h"
 #include "common/file_util.h"
 
 namespace dfx::view {
 namespace {
 
 using collectors::ScopeStatsSample;
+namespace keys = collectors::scope_stats_keys;
 
 struct Pair {
   ScopeStatsSample begin, end;
@@ -32,10 +33,10 @@ struct Resource {
   const char* unit;
   double scale;
 };
-constexpr Resource kResources[] = {{"task_window", "Task window", "slots", 1.0},
-                                   {"heap", "Heap", "MiB", 1048576.0},
-                                   {"dep_pool", "Dependency pool", "entries", 1.0},
-                                   {"tensormap", "Tensormap", "entries", 1.0}};
+constexpr Resource kResources[] = {{keys::kTaskWindow.c_str(), "Task window", "slots", 1.0},
+                                   {keys::kHeap.c_str(), "Heap", "MiB", 1048576.0},
+                                   {keys::kDepPool.c_str(), "Dependency pool", "entries", 1.0},
+                                   {keys::kTensormap.c_str(), "Tensormap", "entries", 1.0}};
 
 std::string Esc(const std::string& s) {
   std::string o;
@@ -123,21 +124,16 @@ std::string Chart(const std::vector<Series>& series, const std::string& unit, in
 
 const char* UseClass(double pct) { return pct >= 80 ? "danger" : pct >= 50 ? "warn" : "ok"; }
 
-}  // namespace
-
-Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::ostream& err) {
-  DFX_ASSIGN_OR_RETURN(collectors::ScopeStatsFile file, collectors::ReadScopeStats(jsonl));
-  const std::vector<ScopeStatsSample>& recs = file.samples;
-  const collectors::ScopeStatsMetadata& meta = file.metadata;
-  ScopeReport rep;
-  rep.records = recs.size();
-  rep.fatal = meta.fatal;
-  rep.dropped = meta.dropped;
-  // Pair per ring by site (LIFO).
-  std::map<std::pair<int, std::string>, std::vector<ScopeStatsSample>> stacks;
-  std::map<int, std::vector<Pair>> pairs;  // ring → pairs in end order
-  std::vector<Pair> all_pairs;
+// Begin/end samples paired per (ring, site), last begin first.
+struct Pairing {
+  std::map<int, std::vector<Pair>> by_ring;  // ring -> pairs in end order
+  std::vector<Pair> all;
   std::map<std::string, size_t> site_count;
+};
+
+Pairing PairSamples(const std::vector<ScopeStatsSample>& recs, std::ostream& err) {
+  Pairing out;
+  std::map<std::pair<int, std::string>, std::vector<ScopeStatsSample>> stacks;
   for (const auto& r : recs) {
     auto key = std::make_pair(r.ring, r.site);
     if (r.begin) {
@@ -151,124 +147,139 @@ Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::os
     }
     Pair p{st.back(), r};
     st.pop_back();
-    pairs[r.ring].push_back(p);
-    all_pairs.push_back(p);
-    ++site_count[r.site];
+    out.by_ring[r.ring].push_back(p);
+    out.all.push_back(p);
+    ++out.site_count[r.site];
   }
-  rep.pairs = all_pairs.size();
-  rep.rings = pairs.size();
-  std::string dominant = "-";
-  size_t dominant_n = 0;
-  for (const auto& [s, c] : site_count) {
-    if (c > dominant_n) {
-      dominant = s;
-      dominant_n = c;
+  return out;
+}
+
+// The series one panel draws of resource `res` over `ps`: `main` (its
+// first is the one whose peak counts) and `alloc`, and the metric's name.
+void PanelSeries(const Resource& res, const std::vector<Pair>& ps, std::vector<Series>* main,
+                 std::vector<Series>* alloc, std::string* metric) {
+  const std::string_view key = res.key;
+  if (key == keys::kTensormap) {
+    Series live{"Live entries", "#6a1b9a", {}, {}};
+    for (const auto& p : ps) {
+      live.values.push_back(p.end.tensormap);
+      live.sites.push_back(p.end.site);
     }
+    main->push_back(live);
+    *metric = "real_occupancy";
+    return;
   }
-  // Sections and peaks.
-  std::string sections;
-  int chart_id = 0;
-  for (const auto& res : kResources) {
-    std::string key = res.key;
-    sections += fmt::format(R"(<section><h2>{} <small>({})</small></h2>)", res.title, res.unit);
-    auto panel = [&](const std::string& ring_label, const std::vector<Pair>& ps, double capacity) {
-      std::vector<Series> main, alloc;
-      std::string metric;
-      if (key == "tensormap") {
-        Series live{"Live entries", "#6a1b9a", {}, {}};
-        for (const auto& p : ps) {
-          live.values.push_back(p.end.tensormap);
-          live.sites.push_back(p.end.site);
-        }
-        main.push_back(live);
-        metric = "real_occupancy";
-      } else {
-        Series hw{"High water", "#d32f2f", {}, {}}, live{"Live at exit", "#1976d2", {}, {}},
-            al{"Alloc per scope", "#388e3c", {}, {}};
-        for (const auto& p : ps) {
-          double bs, be, es, ee;
-          if (key == "task_window") {
-            bs = p.begin.task_window_start;
-            be = p.begin.task_window_end;
-            es = p.end.task_window_start;
-            ee = p.end.task_window_end;
-          } else if (key == "heap") {
-            bs = p.begin.heap_start;
-            be = p.begin.heap_end;
-            es = p.end.heap_start;
-            ee = p.end.heap_end;
-          } else {
-            bs = p.begin.dep_pool_start;
-            be = p.begin.dep_pool_end;
-            es = p.end.dep_pool_start;
-            ee = p.end.dep_pool_end;
-          }
-          hw.values.push_back((ee - bs) / res.scale);
-          live.values.push_back((ee - es) / res.scale);
-          al.values.push_back((ee - be) / res.scale);
-          for (Series* s : {&hw, &live, &al}) s->sites.push_back(p.end.site);
-        }
-        main = {hw, live};
-        alloc = {al};
-        metric = "scope_high_water";
-      }
-      const Series& risk = main[0];
-      size_t at = 0;
-      for (size_t i = 0; i < risk.values.size(); ++i) {
-        if (risk.values[i] > risk.values[at]) at = i;
-      }
-      ScopePeak pk;
-      pk.resource = key;
-      pk.ring = ring_label;
-      pk.metric = metric;
-      pk.peak = risk.values.empty() ? 0 : risk.values[at];
-      pk.capacity = capacity / res.scale;
-      pk.use_pct = pk.capacity > 0 ? 100.0 * pk.peak / pk.capacity : 0;
-      pk.site = risk.sites.empty() ? "-" : risk.sites[at];
-      pk.scope_index = static_cast<long>(at);
-      rep.peaks.push_back(pk);
-      std::string side = R"(<div class="side"><h4>Line colors</h4><table>)";
-      for (const auto* group : {&main, &alloc}) {
-        for (const auto& s : *group) {
-          double p = s.values.empty() ? 0 : *std::max_element(s.values.begin(), s.values.end());
-          side += fmt::format(
-              R"(<tr><td><span class="sw" style="background:{}"></span></td><td>{}</td><td>peak {}</td><td>{}</td></tr>)",
-              s.color, s.name, Esc(Fmt(p)),
-              pk.capacity > 0 ? fmt::format("{:.2f}%", 100.0 * p / pk.capacity) : "-");
-        }
-      }
-      side += "</table><h4>Max use</h4>";
-      side += fmt::format(
-          "<div>metric: {}<br>peak: {} {}<br>capacity: {}<br>use: {}<br>peak scope: {}<br>site: "
-          "{}{}</div></div>",
-          metric, Esc(Fmt(pk.peak)), res.unit, pk.capacity > 0 ? Esc(Fmt(pk.capacity)) : "-",
-          pk.capacity > 0 ? fmt::format("{:.2f}%", pk.use_pct) : "-", pk.scope_index, Esc(pk.site),
-          key == "tensormap" && !ps.empty()
-              ? fmt::format("<br>Peak context ring_depth: {}", ps[at].end.ring)
-              : "");
-      std::string charts = R"(<div class="stack">)" + Chart(main, res.unit, chart_id++);
-      if (!alloc.empty()) charts += Chart(alloc, res.unit, chart_id++);
-      charts += "</div>";
-      sections += fmt::format(
-          R"(<details{}><summary>ring_depth {} — {} scope(s)</summary><div class="row">{}{}</div></details>)",
-          ps.size() > 1 ? " open" : "", ring_label, ps.size(), charts, side);
-    };
-    if (key == "tensormap") {
-      panel("global", all_pairs, meta.Capacity("tensormap", 0));
+  Series hw{"High water", "#d32f2f", {}, {}}, live{"Live at exit", "#1976d2", {}, {}},
+      al{"Alloc per scope", "#388e3c", {}, {}};
+  for (const auto& p : ps) {
+    double bs, be, es, ee;
+    if (key == keys::kTaskWindow) {
+      bs = p.begin.task_window_start;
+      be = p.begin.task_window_end;
+      es = p.end.task_window_start;
+      ee = p.end.task_window_end;
+    } else if (key == keys::kHeap) {
+      bs = p.begin.heap_start;
+      be = p.begin.heap_end;
+      es = p.end.heap_start;
+      ee = p.end.heap_end;
     } else {
-      for (const auto& [ring, ps] : pairs)
-        panel(std::to_string(ring), ps, meta.Capacity(key, ring));
-      if (pairs.empty()) sections += "<p>No paired scopes.</p>";
+      bs = p.begin.dep_pool_start;
+      be = p.begin.dep_pool_end;
+      es = p.end.dep_pool_start;
+      ee = p.end.dep_pool_end;
     }
-    sections += "</section>";
+    hw.values.push_back((ee - bs) / res.scale);
+    live.values.push_back((ee - es) / res.scale);
+    al.values.push_back((ee - be) / res.scale);
+    for (Series* s : {&hw, &live, &al}) s->sites.push_back(p.end.site);
   }
-  std::sort(rep.peaks.begin(), rep.peaks.end(),
-            [](const ScopePeak& a, const ScopePeak& b) { return a.use_pct > b.use_pct; });
+  *main = {hw, live};
+  *alloc = {al};
+  *metric = "scope_high_water";
+}
+
+// The resource sections of the page, one panel per ring (tensormap: one for
+// all rings); each panel's peak goes to `peaks`.
+class SectionWriter {
+ public:
+  explicit SectionWriter(std::vector<ScopePeak>* peaks) : peaks_(*peaks) {}
+
+  void Panel(const Resource& res, const std::string& ring_label, const std::vector<Pair>& ps,
+             double capacity);
+  std::string& html() { return html_; }
+
+ private:
+  // The panel's side table: each line's peak and the panel's max use.
+  std::string Side(const Resource& res, const std::vector<const std::vector<Series>*>& groups,
+                   const ScopePeak& pk, const std::vector<Pair>& ps, size_t at) const;
+
+  std::vector<ScopePeak>& peaks_;
+  std::string html_;
+  int chart_id_ = 0;
+};
+
+void SectionWriter::Panel(const Resource& res, const std::string& ring_label,
+                          const std::vector<Pair>& ps, double capacity) {
+  std::vector<Series> main, alloc;
+  std::string metric;
+  PanelSeries(res, ps, &main, &alloc, &metric);
+  const Series& risk = main[0];
+  size_t at = 0;
+  for (size_t i = 0; i < risk.values.size(); ++i) {
+    if (risk.values[i] > risk.values[at]) at = i;
+  }
+  ScopePeak pk;
+  pk.resource = res.key;
+  pk.ring = ring_label;
+  pk.metric = metric;
+  pk.peak = risk.values.empty() ? 0 : risk.values[at];
+  pk.capacity = capacity / res.scale;
+  pk.use_pct = pk.capacity > 0 ? 100.0 * pk.peak / pk.capacity : 0;
+  pk.site = risk.sites.empty() ? "-" : risk.sites[at];
+  pk.scope_index = static_cast<long>(at);
+  peaks_.push_back(pk);
+  const std::string side = Side(res, {&main, &alloc}, pk, ps, at);
+  std::string charts = R"(<div class="stack">)" + Chart(main, res.unit, chart_id_++);
+  if (!alloc.empty()) charts += Chart(alloc, res.unit, chart_id_++);
+  charts += "</div>";
+  html_ += fmt::format(
+      R"(<details{}><summary>ring_depth {} — {} scope(s)</summary><div class="row">{}{}</div></details>)",
+      ps.size() > 1 ? " open" : "", ring_label, ps.size(), charts, side);
+}
+
+std::string SectionWriter::Side(const Resource& res,
+                                const std::vector<const std::vector<Series>*>& groups,
+                                const ScopePeak& pk, const std::vector<Pair>& ps, size_t at) const {
+  std::string side = R"(<div class="side"><h4>Line colors</h4><table>)";
+  for (const auto* group : groups) {
+    for (const auto& s : *group) {
+      double p = s.values.empty() ? 0 : *std::max_element(s.values.begin(), s.values.end());
+      side += fmt::format(
+          R"(<tr><td><span class="sw" style="background:{}"></span></td><td>{}</td><td>peak {}</td><td>{}</td></tr>)",
+          s.color, s.name, Esc(Fmt(p)),
+          pk.capacity > 0 ? fmt::format("{:.2f}%", 100.0 * p / pk.capacity) : "-");
+    }
+  }
+  side += "</table><h4>Max use</h4>";
+  side += fmt::format(
+      "<div>metric: {}<br>peak: {} {}<br>capacity: {}<br>use: {}<br>peak scope: {}<br>site: "
+      "{}{}</div></div>",
+      pk.metric, Esc(Fmt(pk.peak)), res.unit, pk.capacity > 0 ? Esc(Fmt(pk.capacity)) : "-",
+      pk.capacity > 0 ? fmt::format("{:.2f}%", pk.use_pct) : "-", pk.scope_index, Esc(pk.site),
+      std::string_view(res.key) == keys::kTensormap && !ps.empty()
+          ? fmt::format("<br>Peak context ring_depth: {}", ps[at].end.ring)
+          : "");
+  return side;
+}
+
+// The table of peaks, highest use first.
+std::string PeaksTable(const std::vector<ScopePeak>& peaks) {
   std::string table =
       "<table "
       "class=\"peaks\"><tr><th>Resource</th><th>ring_depth</th><th>Metric</th><th>Peak</"
       "th><th>Capacity</th><th>Use</th><th>Site</th><th>Scope Index</th></tr>";
-  for (const auto& p : rep.peaks) {
+  for (const auto& p : peaks) {
     double w = std::min(100.0, p.use_pct);
     table += fmt::format(
         R"(<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class="bar {}"><span style="width:{:.1f}%"></span></div> {:.2f}%</td><td>{}</td><td>{}</td></tr>)",
@@ -276,6 +287,13 @@ Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::os
         UseClass(p.use_pct), w, p.use_pct, Esc(p.site), p.scope_index);
   }
   table += "</table>";
+  return table;
+}
+
+// The whole page around the peaks table and the sections.
+std::string RenderPage(const std::filesystem::path& jsonl, const ScopeReport& rep,
+                       const std::string& dominant, size_t dominant_n, const std::string& table,
+                       const std::string& sections) {
   std::string chip = rep.fatal ? R"(<span class="chip danger">Fatal</span>)"
                      : rep.dropped > 0
                          ? R"(<span class="chip warn">Dropped records</span>)"
@@ -314,7 +332,45 @@ modal.addEventListener('click',function(){modal.style.display='none';});
 document.body.setAttribute('data-viewer-ready','1');})();
 </script></body></html>
 )";
-  rep.html = std::move(html);
+  return html;
+}
+
+}  // namespace
+
+Result<ScopeReport> BuildScopeReport(const std::filesystem::path& jsonl, std::ostream& err) {
+  DFX_ASSIGN_OR_RETURN(collectors::ScopeStatsFile file, collectors::ReadScopeStats(jsonl));
+  const collectors::ScopeStatsMetadata& meta = file.metadata;
+  ScopeReport rep;
+  rep.records = file.samples.size();
+  rep.fatal = meta.fatal;
+  rep.dropped = meta.dropped;
+  const Pairing pairing = PairSamples(file.samples, err);
+  rep.pairs = pairing.all.size();
+  rep.rings = pairing.by_ring.size();
+  std::string dominant = "-";
+  size_t dominant_n = 0;
+  for (const auto& [s, c] : pairing.site_count) {
+    if (c > dominant_n) {
+      dominant = s;
+      dominant_n = c;
+    }
+  }
+  SectionWriter sections(&rep.peaks);
+  for (const auto& res : kResources) {
+    sections.html() +=
+        fmt::format(R"(<section><h2>{} <small>({})</small></h2>)", res.title, res.unit);
+    if (std::string_view(res.key) == keys::kTensormap) {
+      sections.Panel(res, "global", pairing.all, meta.Capacity(res.key, 0));
+    } else {
+      for (const auto& [ring, ps] : pairing.by_ring)
+        sections.Panel(res, std::to_string(ring), ps, meta.Capacity(res.key, ring));
+      if (pairing.by_ring.empty()) sections.html() += "<p>No paired scopes.</p>";
+    }
+    sections.html() += "</section>";
+  }
+  std::sort(rep.peaks.begin(), rep.peaks.end(),
+            [](const ScopePeak& a, const ScopePeak& b) { return a.use_pct > b.use_pct; });
+  rep.html = RenderPage(jsonl, rep, dominant, dominant_n, PeaksTable(rep.peaks), sections.html());
   return rep;
 }
 

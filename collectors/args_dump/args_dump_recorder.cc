@@ -22,17 +22,21 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/args_dump/args_dump_keys.h"
 #include "collectors/artifact_layout.h"
 #include "collectors/internal/compiled_format.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
+#include "common/enum_text.h"
 #include "common/file_util.h"
 #include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
 namespace {
+
+namespace keys = args_dump_keys;
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -43,21 +47,27 @@ struct Entry {
   bool truncated = false;
 };
 
-const char* RoleName(DumpRole r) {
-  switch (r) {
-    case DumpRole::kInput:
-      return "input";
-    case DumpRole::kOutput:
-      return "output";
-    case DumpRole::kInout:
-      return "inout";
-  }
-  return "input";
-}
+constexpr auto kRoleText = MakeEnumTable<DumpRole>(
+    {
+        {DumpRole::kInput, keys::kRoleInput.c_str()},
+        {DumpRole::kOutput, keys::kRoleOutput.c_str()},
+        {DumpRole::kInout, keys::kRoleInout.c_str()},
+    },
+    keys::kRoleInput.c_str());
+const char* RoleName(DumpRole r) { return kRoleText.Name(r); }
 
-const char* StageName(DumpStage s) {
-  return s == DumpStage::kBeforeDispatch ? "before_dispatch" : "after_completion";
-}
+constexpr auto kStageText = MakeEnumTable<DumpStage>(
+    {
+        {DumpStage::kBeforeDispatch, keys::kStageBefore.c_str()},
+        {DumpStage::kAfterCompletion, keys::kStageAfter.c_str()},
+    },
+    keys::kStageAfter.c_str());
+const char* StageName(DumpStage s) { return kStageText.Name(s); }
+
+// The counts of the manifest's summary.
+struct Counts {
+  uint64_t before = 0, after = 0, in = 0, out = 0, inout = 0, bytes = 0;
+};
 
 // The scalar `value` of a manifest entry, per the reference writer's rules.
 void WriteScalarValue(ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
@@ -86,6 +96,68 @@ void WriteScalarValue(ChunkedWriter& w, std::string_view dtype, uint64_t bits) {
   } else {
     internal::Put(w, FMT_COMPILE("{}"), bits);
   }
+}
+
+// The summary members before the list of args, and the list's opening.
+void WriteSummary(ChunkedWriter& w, int level, uint64_t total, const Counts& c, uint64_t truncated,
+                  uint64_t dropped, bool has_bin) {
+  using internal::KeyFormat;
+  internal::Put(
+      w,
+      KeyFormat<"{{\"", keys::kRunDir, "\": \"{}\", \"", keys::kBinFormat, "\": {{\"",
+                keys::kBinFormatType, "\": \"", keys::kBinFormatContiguous, "\", \"",
+                keys::kByteOrder, "\": \"", keys::kLittleEndian, "\"}}, \"", keys::kDumpArgsLevel,
+                "\": {}, \"", keys::kTotalArgs, "\": {}, \"", keys::kStageBefore, "\": {}, \"",
+                keys::kStageAfter, "\": {}, \"", keys::kInputArgs, "\": {}, \"", keys::kOutputArgs,
+                "\": {}, \"", keys::kInoutArgs, "\": {}, \"", keys::kTruncatedArgs, "\": {}, \"",
+                keys::kDroppedRecords, "\": {}, \"", keys::kDroppedOverwrite, "\": 0, \"",
+                keys::kBinFile, "\": {}{}{},\n \"", keys::kArgs, "\": [">{},
+      kArgsDumpDir, level, total, c.before, c.after, c.in, c.out, c.inout, truncated, dropped,
+      has_bin ? "\"" : "", has_bin ? kArgsDumpBinName : "null", has_bin ? "\"" : "");
+}
+
+// One entry of the list of args (`first`: no ',' before it).
+void WriteEntry(ChunkedWriter& w, const Entry& e, bool first) {
+  using internal::KeyFormat;
+  const DumpArgMeta& x = e.meta;
+  const bool scalar = x.kind == DumpKind::kScalar;
+  internal::Put(
+      w, KeyFormat<"{}\n  {{\"", keys::kTaskId, "\": \"0x{:016x}\", \"", keys::kFuncId, "\": [">{},
+      first ? "" : ",", x.task_id);
+  uint8_t fc = std::clamp<uint8_t>(x.func_count, 0, 3);
+  if (fc == 0) w.Append("-1");
+  for (uint8_t i = 0; i < fc; ++i)
+    internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.func_ids[i]);
+  internal::Put(
+      w,
+      KeyFormat<"], \"", keys::kArgIndex, "\": {}, \"", keys::kRole, "\": \"{}\", \"", keys::kStage,
+                "\": \"{}\", \"", keys::kKind, "\": \"{}\", \"", keys::kDtype, "\": ">{},
+      x.arg_index, RoleName(x.role), StageName(x.stage),
+      scalar ? keys::kKindScalar.c_str() : keys::kKindTensor.c_str());
+  std::string_view dtype = internal::FixedString(x.dtype);
+  w.String(dtype.empty() ? keys::kDtypeUnknown.view() : dtype);
+  if (scalar) {
+    w.Append(JoinedText<", \"", keys::kValue, "\": ">);
+    WriteScalarValue(w, dtype, x.scalar_bits);
+  }
+  internal::Put(w, KeyFormat<", \"", keys::kIsContiguous, "\": {}, \"", keys::kShape, "\": [">{},
+                x.is_contiguous ? "true" : "false");
+  const uint8_t nd = scalar ? 0 : std::min<uint8_t>(x.ndims, kMaxDims);
+  int64_t numel = 1;
+  for (uint8_t i = 0; i < nd; ++i) {
+    internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.shape[i]);
+    numel *= x.shape[i];
+  }
+  w.Append(JoinedText<"], \"", keys::kStrides, "\": [">);
+  for (uint8_t i = 0; i < nd; ++i)
+    internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.strides[i]);
+  internal::Put(w, KeyFormat<"], \"", keys::kStartOffset, "\": {}, \"", keys::kNumel, "\": {}">{},
+                scalar ? 0 : x.start_offset, numel);
+  if (x.arg_index_ambiguous) w.Append(JoinedText<", \"", keys::kArgIndexAmbiguous, "\": true">);
+  internal::Put(w,
+                KeyFormat<", \"", keys::kBinOffset, "\": {}, \"", keys::kBinSize, "\": {}, \"",
+                          keys::kTruncated, "\": {}, \"", keys::kOverwritten, "\": false}}">{},
+                e.bin_size > 0 ? e.bin_offset : 0, e.bin_size, e.truncated ? "true" : "false");
 }
 
 std::string HumanBytes(uint64_t b) {
@@ -288,70 +360,23 @@ Status ArgsDumpRecorder::Export() {
     if (x.arg_index != y.arg_index) return x.arg_index < y.arg_index;
     return x.role < y.role;
   });
-  uint64_t before = 0, after = 0, in = 0, out = 0, inout = 0, bytes = 0;
+  Counts counts;
   for (uint64_t i = 0; i < m.num_entries; ++i) {
     const DumpArgMeta& x = m.entries[i].meta;
-    (x.stage == DumpStage::kBeforeDispatch ? before : after)++;
-    (x.role == DumpRole::kInput ? in : x.role == DumpRole::kOutput ? out : inout)++;
-    bytes += m.entries[i].bin_size;
+    (x.stage == DumpStage::kBeforeDispatch ? counts.before : counts.after)++;
+    (x.role == DumpRole::kInput    ? counts.in
+     : x.role == DumpRole::kOutput ? counts.out
+                                   : counts.inout)++;
+    counts.bytes += m.entries[i].bin_size;
   }
 
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(m.dir / kArgsDumpManifestName));
-  internal::Put(
-      w,
-      FMT_COMPILE(
-          "{{\"run_dir\": \"args_dump\", \"bin_format\": {{\"type\": \"logical_contiguous\", "
-          "\"byte_order\": \"little_endian\"}}, \"dump_args_level\": {}, \"total_args\": {}, "
-          "\"before_dispatch\": {}, \"after_completion\": {}, \"input_args\": {}, "
-          "\"output_args\": {}, \"inout_args\": {}, \"truncated_args\": {}, "
-          "\"dropped_records\": {}, \"dropped_overwrite\": 0, \"bin_file\": {},\n \"args\": ["),
-      level, m.num_entries, before, after, in, out, inout, m.truncated_args, m.dropped_records,
-      has_bin ? "\"args.bin\"" : "null");
-  for (size_t k = 0; k < order.size(); ++k) {
-    const Entry& e = m.entries[order[k]];
-    const DumpArgMeta& x = e.meta;
-    const bool scalar = x.kind == DumpKind::kScalar;
-    internal::Put(w, FMT_COMPILE("{}\n  {{\"task_id\": \"0x{:016x}\", \"func_id\": ["),
-                  k ? "," : "", x.task_id);
-    uint8_t fc = std::clamp<uint8_t>(x.func_count, 0, 3);
-    if (fc == 0) w.Append("-1");
-    for (uint8_t i = 0; i < fc; ++i)
-      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.func_ids[i]);
-    internal::Put(
-        w,
-        FMT_COMPILE("], \"arg_index\": {}, \"role\": \"{}\", \"stage\": \"{}\", \"kind\": \"{}\", "
-                    "\"dtype\": "),
-        x.arg_index, RoleName(x.role), StageName(x.stage), scalar ? "scalar" : "tensor");
-    std::string_view dtype = internal::FixedString(x.dtype);
-    w.String(dtype.empty() ? "UNKNOWN" : dtype);
-    if (scalar) {
-      w.Append(", \"value\": ");
-      WriteScalarValue(w, dtype, x.scalar_bits);
-    }
-    internal::Put(w, FMT_COMPILE(", \"is_contiguous\": {}, \"shape\": ["),
-                  x.is_contiguous ? "true" : "false");
-    const uint8_t nd = scalar ? 0 : std::min<uint8_t>(x.ndims, kMaxDims);
-    int64_t numel = 1;
-    for (uint8_t i = 0; i < nd; ++i) {
-      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.shape[i]);
-      numel *= x.shape[i];
-    }
-    w.Append("], \"strides\": [");
-    for (uint8_t i = 0; i < nd; ++i)
-      internal::Put(w, FMT_COMPILE("{}{}"), i ? ", " : "", x.strides[i]);
-    internal::Put(w, FMT_COMPILE("], \"start_offset\": {}, \"numel\": {}"),
-                  scalar ? 0 : x.start_offset, numel);
-    if (x.arg_index_ambiguous) w.Append(", \"arg_index_ambiguous\": true");
-    internal::Put(
-        w,
-        FMT_COMPILE(
-            ", \"bin_offset\": {}, \"bin_size\": {}, \"truncated\": {}, \"overwritten\": false}}"),
-        e.bin_size > 0 ? e.bin_offset : 0, e.bin_size, e.truncated ? "true" : "false");
-  }
+  WriteSummary(w, level, m.num_entries, counts, m.truncated_args, m.dropped_records, has_bin);
+  for (size_t k = 0; k < order.size(); ++k) WriteEntry(w, m.entries[order[k]], k == 0);
   w.Append("\n ]}\n");
   DFX_RETURN_IF_ERROR(w.Commit());
-  DFX_LOG_INFO("Collected {} args, wrote {} to disk", m.num_entries, HumanBytes(bytes));
+  DFX_LOG_INFO("Collected {} args, wrote {} to disk", m.num_entries, HumanBytes(counts.bytes));
   return Status::Ok();
 }
 

@@ -15,16 +15,20 @@
 #include <cstring>
 #include <vector>
 
+#include "collectors/dep_gen/deps_keys.h"
 #include "collectors/internal/fixed_string.h"
 #include "collectors/internal/lazy_array.h"
 #include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
 #include "common/decimal.h"
+#include "common/enum_text.h"
 #include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
 namespace {
+
+namespace keys = deps_keys;
 
 struct TaskHeader {
   uint64_t task_id;
@@ -94,47 +98,37 @@ void WriteDims(internal::RecordText& x, const uint32_t* v, uint8_t ndims, DimsTe
   x.Lit(std::string_view(last.text, last.len));
 }
 
-const char* SourceName(EdgeSource s) {
-  switch (s) {
-    case EdgeSource::kExplicit:
-      return "explicit";
-    case EdgeSource::kCreator:
-      return "creator";
-    case EdgeSource::kTensormap:
-      return "tensormap";
-  }
-  return "tensormap";
-}
+constexpr auto kSourceText = MakeEnumTable<EdgeSource>(
+    {
+        {EdgeSource::kExplicit, keys::kSourceExplicit.c_str()},
+        {EdgeSource::kCreator, keys::kSourceCreator.c_str()},
+        {EdgeSource::kTensormap, keys::kSourceTensormap.c_str()},
+    },
+    keys::kSourceTensormap.c_str());
+const char* SourceName(EdgeSource s) { return kSourceText.Name(s); }
 
-const char* OverlapName(Overlap o) {
-  switch (o) {
-    case Overlap::kCovered:
-      return "covered";
-    case Overlap::kOther:
-      return "other";
-    case Overlap::kNoOverlap:
-      return "no_overlap";
-  }
-  return "other";
-}
+constexpr auto kOverlapText = MakeEnumTable<Overlap>(
+    {
+        {Overlap::kCovered, keys::kOverlapCovered.c_str()},
+        {Overlap::kOther, keys::kOverlapOther.c_str()},
+        {Overlap::kNoOverlap, keys::kOverlapNone.c_str()},
+    },
+    keys::kOverlapOther.c_str());
+const char* OverlapName(Overlap o) { return kOverlapText.Name(o); }
+
+constexpr auto kArgTypeText = MakeEnumTable<ArgType>(
+    {
+        {ArgType::kInput, keys::kArgInput.c_str()},
+        {ArgType::kOutput, keys::kArgOutput.c_str()},
+        {ArgType::kInout, keys::kArgInout.c_str()},
+        {ArgType::kOutputExisting, keys::kArgOutputExisting.c_str()},
+        {ArgType::kUnknown, keys::kArgUnknown.c_str()},
+    },
+    keys::kArgUnknown.c_str());
 
 }  // namespace
 
-const char* ArgTypeName(ArgType t) {
-  switch (t) {
-    case ArgType::kInput:
-      return "INPUT";
-    case ArgType::kOutput:
-      return "OUTPUT";
-    case ArgType::kInout:
-      return "INOUT";
-    case ArgType::kOutputExisting:
-      return "OUTPUT_EXISTING";
-    case ArgType::kUnknown:
-      return "UNKNOWN";
-  }
-  return "UNKNOWN";
-}
+const char* ArgTypeName(ArgType t) { return kArgTypeText.Name(t); }
 
 struct DepGenRecorder::Impl {
   CapacityHint hint;
@@ -281,66 +275,86 @@ Status DepGenRecorder::Export(const fs::path& path) const {
     internal::RecordText x(w);
     DimsText arg_shape, arg_strides, consumer_shape, consumer_strides, producer_shape,
         producer_strides;
-    x.Lit("{\"tasks\":[");
+    x.Lit(JoinedText<"{\"", keys::kTasks, "\":[">);
     for (uint64_t t = 0; t < m.num_tasks; ++t) {
       const TaskHeader& h = m.tasks[t];
-      x.Lit(t ? ",{\"task_id\":\"" : "{\"task_id\":\"").Int(h.task_id);
-      x.Lit(h.manual_scope ? "\",\"scope\":\"manual\",\"early_dispatch\":"
-                           : "\",\"scope\":\"auto\",\"early_dispatch\":");
-      x.Lit(h.early_dispatch ? "true" : "false").Lit(",\"kernel_ids\":[").Int(h.kernel_ids[0]);
+      x.Lit(t ? JoinedText<",{\"", keys::kTaskId, "\":\"">
+              : JoinedText<"{\"", keys::kTaskId, "\":\"">)
+          .Int(h.task_id);
+      x.Lit(h.manual_scope ? JoinedText<"\",\"", keys::kScope, "\":\"", keys::kScopeManual, "\",\"",
+                                        keys::kEarlyDispatch, "\":">
+                           : JoinedText<"\",\"", keys::kScope, "\":\"", keys::kScopeAuto, "\",\"",
+                                        keys::kEarlyDispatch, "\":">);
+      x.Lit(h.early_dispatch ? "true" : "false");
+      x.Lit(JoinedText<",\"", keys::kKernelIds, "\":[">).Int(h.kernel_ids[0]);
       x.Char(',').Int(h.kernel_ids[1]).Char(',').Int(h.kernel_ids[2]);
-      x.Lit("],\"block_num\":").Int(h.block_num).Lit(",\"args\":[");
+      x.Lit(JoinedText<"],\"", keys::kBlockNum, "\":">).Int(h.block_num);
+      x.Lit(JoinedText<",\"", keys::kArgs, "\":[">);
       for (uint8_t a = 0; a < h.arg_count; ++a) {
         const DepGenArg& arg = m.args[h.first_arg + a];
-        x.Lit(a ? ",{\"idx\":" : "{\"idx\":").Int(arg.idx);
-        x.Lit(",\"type\":\"").Lit(ArgTypeName(arg.type)).Char('"');
+        x.Lit(a ? JoinedText<",{\"", keys::kIdx, "\":"> : JoinedText<"{\"", keys::kIdx, "\":">)
+            .Int(arg.idx);
+        x.Lit(JoinedText<",\"", keys::kType, "\":\"">).Lit(ArgTypeName(arg.type)).Char('"');
         if (arg.has_tensor) {
           const TensorView& v = arg.view;
-          x.Lit(",\"tensor_id\":\"").Int(v.tensor_id).Lit("\",\"dtype\":");
-          x.Str(internal::FixedString(v.dtype)).Lit(",\"shape\":");
+          x.Lit(JoinedText<",\"", keys::kTensorId, "\":\"">).Int(v.tensor_id);
+          x.Lit(JoinedText<"\",\"", keys::kDtype, "\":">).Str(internal::FixedString(v.dtype));
+          x.Lit(JoinedText<",\"", keys::kShape, "\":">);
           WriteDims(x, v.shape, v.ndims, arg_shape);
-          x.Lit(",\"start_offset\":\"").Int(v.start_offset).Lit("\",\"strides\":");
+          x.Lit(JoinedText<",\"", keys::kStartOffset, "\":\"">).Int(v.start_offset);
+          x.Lit(JoinedText<"\",\"", keys::kStrides, "\":">);
           WriteDims(x, v.strides, v.ndims, arg_strides);
         }
         x.Char('}');
       }
       x.Lit("]}");
     }
-    x.Lit("],\"tensors\":[");
+    x.Lit(JoinedText<"],\"", keys::kTensors, "\":[">);
     for (uint64_t i = 0, n = m.num_tensors.load(); i < n; ++i) {
       const DepGenTensorRecord& t = m.tensors[i];
-      x.Lit(i ? ",{\"tensor_id\":\"" : "{\"tensor_id\":\"").Int(t.tensor_id);
-      x.Lit("\",\"buffer_addr\":\"").Int(t.buffer_addr).Lit("\",\"version\":").Int(t.version);
-      x.Lit(",\"dtype\":").Str(internal::FixedString(t.dtype));
-      x.Lit(",\"buffer_numel\":\"").Int(t.buffer_numel).Lit("\"}");
+      x.Lit(i ? JoinedText<",{\"", keys::kTensorId, "\":\"">
+              : JoinedText<"{\"", keys::kTensorId, "\":\"">)
+          .Int(t.tensor_id);
+      x.Lit(JoinedText<"\",\"", keys::kBufferAddr, "\":\"">).Int(t.buffer_addr);
+      x.Lit(JoinedText<"\",\"", keys::kVersion, "\":">).Int(t.version);
+      x.Lit(JoinedText<",\"", keys::kDtype, "\":">).Str(internal::FixedString(t.dtype));
+      x.Lit(JoinedText<",\"", keys::kBufferNumel, "\":\"">).Int(t.buffer_numel).Lit("\"}");
     }
-    x.Lit("],\"edges\":[");
+    x.Lit(JoinedText<"],\"", keys::kEdges, "\":[">);
     for (uint64_t i = 0; i < m.num_edges; ++i) {
       const EdgeHeader& e = m.edges[i];
       const bool is_explicit = e.source == EdgeSource::kExplicit;
       const bool tensormap = e.source == EdgeSource::kTensormap;
-      x.Lit(i ? ",{\"pred\":\"" : "{\"pred\":\"").Int(e.pred);
-      x.Lit("\",\"succ\":\"").Int(e.succ).Lit("\",\"arg\":").Int(is_explicit ? -1 : e.arg);
-      x.Lit(",\"source\":\"").Lit(SourceName(e.source));
+      x.Lit(i ? JoinedText<",{\"", keys::kPred, "\":\""> : JoinedText<"{\"", keys::kPred, "\":\"">)
+          .Int(e.pred);
+      x.Lit(JoinedText<"\",\"", keys::kSucc, "\":\"">).Int(e.succ);
+      x.Lit(JoinedText<"\",\"", keys::kArg, "\":">).Int(is_explicit ? -1 : e.arg);
+      x.Lit(JoinedText<",\"", keys::kSource, "\":\"">).Lit(SourceName(e.source));
       // Flags per source, as the reference replay writes them: the record cannot
       // tell an explicit add_dep_wait() from a retaining dependency.
-      x.Lit(tensormap ? "\",\"flags\":[\"wait\"]" : "\",\"flags\":[\"wait\",\"retain\"]");
-      if (tensormap) x.Lit(",\"overlap\":\"").Lit(OverlapName(e.overlap)).Char('"');
+      x.Lit(tensormap ? JoinedText<"\",\"", keys::kFlags, "\":[\"", keys::kFlagWait, "\"]">
+                      : JoinedText<"\",\"", keys::kFlags, "\":[\"", keys::kFlagWait, "\",\"",
+                                   keys::kFlagRetain, "\"]">);
+      if (tensormap) {
+        x.Lit(JoinedText<",\"", keys::kOverlap, "\":\"">).Lit(OverlapName(e.overlap)).Char('"');
+      }
       if (!is_explicit) {
         const TensorView& c = m.ConsumerOf(e);
-        x.Lit(",\"tensor_id\":\"").Int(c.tensor_id).Lit("\",\"consumer_dtype\":");
-        x.Str(internal::FixedString(c.dtype)).Lit(",\"consumer_shape\":");
+        x.Lit(JoinedText<",\"", keys::kTensorId, "\":\"">).Int(c.tensor_id);
+        x.Lit(JoinedText<"\",\"", keys::kConsumer, keys::kDtype, "\":">);
+        x.Str(internal::FixedString(c.dtype));
+        x.Lit(JoinedText<",\"", keys::kConsumer, keys::kShape, "\":">);
         WriteDims(x, c.shape, c.ndims, consumer_shape);
-        x.Lit(",\"consumer_start_offset\":\"").Int(c.start_offset);
-        x.Lit("\",\"consumer_strides\":");
+        x.Lit(JoinedText<",\"", keys::kConsumer, keys::kStartOffset, "\":\"">).Int(c.start_offset);
+        x.Lit(JoinedText<"\",\"", keys::kConsumer, keys::kStrides, "\":">);
         WriteDims(x, c.strides, c.ndims, consumer_strides);
       }
       if (tensormap) {
         const TensorView& p = m.ProducerOf(e);
-        x.Lit(",\"producer_shape\":");
+        x.Lit(JoinedText<",\"", keys::kProducer, keys::kShape, "\":">);
         WriteDims(x, p.shape, p.ndims, producer_shape);
-        x.Lit(",\"producer_start_offset\":\"").Int(p.start_offset);
-        x.Lit("\",\"producer_strides\":");
+        x.Lit(JoinedText<",\"", keys::kProducer, keys::kStartOffset, "\":\"">).Int(p.start_offset);
+        x.Lit(JoinedText<"\",\"", keys::kProducer, keys::kStrides, "\":">);
         WriteDims(x, p.strides, p.ndims, producer_strides);
       }
       x.Char('}');

@@ -1,8 +1,9 @@
 // Per-record text for the recorders' writers: format strings compiled at
 // build time (FMT_COMPILE) appended straight into a ChunkedWriter's pending
 // chunk. ChunkedWriter::Format parses its format string at run time for
-// every record, which was most of an export's CPU (dep_gen's above all); the
-// compiled form writes the same bytes without parsing. The view's AppendF
+// every record, which is most of an export's CPU when every record goes
+// through it (dep_gen's above all); the compiled form writes the same bytes
+// without parsing. The view's AppendF
 // (view/trace_writer.h) is the same idea for the converter's events.
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include <iterator>
 
+#include "collectors/key_text.h"
 #include "common/json_stream.h"
 
 namespace dfx::collectors::internal {
@@ -24,5 +26,17 @@ void Put(ChunkedWriter& w, const CompiledFormat& format, const Args&... args) {
   fmt::format_to(std::back_inserter(w.buffer()), format, args...);
   w.MaybeFlush();
 }
+
+// FMT_COMPILE of a format string glued from a format's keys and literals
+// at compile time (key_text.h), for Put:
+//   Put(w, KeyFormat<"{{\"", keys::kSite, "\": {}}}">{}, site);
+// The literals are fmt text: a brace is written "{{" or "}}".
+template <KeyText... Parts>
+struct KeyFormat : fmt::detail::compiled_string {
+  using char_type = char;
+  constexpr explicit operator fmt::basic_string_view<char>() const {
+    return {JoinedKey<Parts...>.chars, JoinedKey<Parts...>.size()};
+  }
+};
 
 }  // namespace dfx::collectors::internal

@@ -1,10 +1,11 @@
 // The exporters' per-record text, built in a fixed buffer and handed to a
 // ChunkedWriter a few KiB at a time. Appending each piece through fmt into
-// the writer's std::string (internal::Put) grew and re-checked the string
+// the writer's std::string (internal::Put) grows and re-checks the string
 // once per number; deps.json (92 MB at 100,000 tasks) is mostly numbers and
-// short literals, and formatting it was most of an all-five export's CPU.
-// The appends are inlined and integers are written by common/decimal.h (a
-// call to std::to_chars per number was ~30% of an export's instructions).
+// short literals, and formatting it that way is most of an all-five
+// export's CPU. The appends are inlined and integers are written by
+// common/decimal.h (a call to std::to_chars per number is ~30% of an
+// export's instructions).
 // The bytes are the same as the fmt form's: integers in decimal, `Hex16` as
 // 16 lower-case digits ("{:016x}"). (view/trace_writer.h's EventText is the
 // same idea for the converter's events; collectors cannot depend on view.)

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectors/pmu/pmu_columns.h"
+
 namespace dfx::collectors {
 namespace {
 
@@ -22,9 +24,7 @@ std::vector<std::string> SplitCsv(const std::string& line) {
   return out;
 }
 
-// The columns every event type has, before its counters.
-const char* const kFixedColumns[] = {"thread_id", "core_id",   "task_id",
-                                     "func_id",   "core_type", "pmu_total_cycles"};
+using pmu_columns::kFixed;
 constexpr size_t kFirstCounter = 5;  // pmu_total_cycles
 
 // Reads and checks the header line of `in` into `header`.
@@ -34,14 +34,13 @@ Status ReadHeader(std::istream& in, const std::filesystem::path& path, PmuCsvHea
     return InvalidArgument(path.string() + ": empty file (expected a header line)");
   header->columns = SplitCsv(line);
   const std::vector<std::string>& columns = header->columns;
-  const size_t fixed = std::size(kFixedColumns);
+  const size_t fixed = std::size(kFixed);
   if (columns.size() < fixed + 1 ||
-      !std::equal(std::begin(kFixedColumns), std::end(kFixedColumns), columns.begin()) ||
-      columns.back() != "event_type") {
-    return InvalidArgument(path.string() +
-                           ": line 1: expected header thread_id,core_id,task_id,func_id,core_type,"
-                           "pmu_total_cycles,<counters...>,event_type; got \"" +
-                           line + "\"");
+      !std::equal(std::begin(kFixed), std::end(kFixed), columns.begin()) ||
+      columns.back() != pmu_columns::kEventType) {
+    return InvalidArgument(fmt::format(
+        "{}: line 1: expected header {}; got \"{}\"", path.string(),
+        JoinedText<pmu_columns::kFixedHeader, ",<counters...>,", pmu_columns::kEventType>, line));
   }
   header->counters.assign(columns.begin() + kFirstCounter, columns.end() - 1);
   return Status::Ok();
@@ -91,8 +90,8 @@ Status ReadPmuCsv(const std::filesystem::path& path, PmuCsvHeader* header,
       row.task_id = std::strtoull(cell.c_str(), &end, 16);
       if (cell.size() < 3 || cell.compare(0, 2, "0x") != 0 || *end != '\0') {
         return InvalidArgument(
-            fmt::format("{}: line {}: column task_id: expected 0x<hex digits>, got \"{}\"",
-                        path.string(), lineno, cell));
+            fmt::format("{}: line {}: column {}: expected 0x<hex digits>, got \"{}\"",
+                        path.string(), lineno, pmu_columns::kTaskId.view(), cell));
       }
     }
     DFX_RETURN_IF_ERROR(num(3, &func));

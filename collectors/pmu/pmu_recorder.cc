@@ -64,6 +64,7 @@
 
 #include "collectors/internal/lazy_array.h"
 #include "collectors/internal/record_text.h"
+#include "collectors/pmu/pmu_columns.h"
 #include "collectors/recorders.h"
 #include "common/json_stream.h"
 #include "common/log.h"
@@ -72,78 +73,13 @@
 namespace dfx::collectors {
 namespace {
 
-constexpr int kMaxCounters = 10;
+using pmu_columns::EventColumns;
+using pmu_columns::kMaxCounters;
+
 constexpr uint64_t kGranule = 32;
 constexpr uint64_t kL2Line = 128;
 constexpr uint64_t kL2BytesA2A3 = 192ull << 20;
 constexpr uint64_t kL2BytesA5 = 128ull << 20;
-
-struct EventTable {
-  int type;
-  const char* names[kMaxCounters];
-};
-
-const EventTable kA2A3Tables[] = {
-    {1,
-     {"cube_fp16_exec", "cube_int8_exec", "vec_fp32_exec", "vec_fp16_128lane_exec",
-      "vec_fp16_64lane_exec", "vec_int32_exec", "vec_misc_exec"}},
-    {2,
-     {"vec_busy_cycles", "cube_busy_cycles", "scalar_busy_cycles", "mte1_busy_cycles",
-      "mte2_busy_cycles", "mte3_busy_cycles", "icache_miss", "icache_req"}},
-    {4,
-     {"ub_read_req", "ub_write_req", "l1_read_req", "l1_write_req", "l2_read_req", "l2_write_req",
-      "main_read_req", "main_write_req"}},
-    {5,
-     {"l0a_read_req", "l0a_write_req", "l0b_read_req", "l0b_write_req", "l0c_read_req",
-      "l0c_write_req"}},
-    {6, {"bankgroup_stall_cycles", "bank_stall_cycles", "vec_resc_conflict_cycles"}},
-    {7,
-     {"ub_read_bw_mte", "l2_write_bw", "main_mem_write_bw", "ub_write_bw_mte", "ub_read_bw_vector",
-      "ub_write_bw_vector", "ub_read_bw_scalar", "ub_write_bw_scalar"}},
-    {8,
-     {"write_cache_hit", "write_cache_miss_allocate", "r0_read_cache_hit",
-      "r0_read_cache_miss_allocate", "r1_read_cache_hit", "r1_read_cache_miss_allocate"}},
-};
-
-const EventTable kA5Tables[] = {
-    {1, {"cube_fp_instr_busy", "cube_int_instr_busy"}},
-    {2,
-     {"pmu_idc_aic_vec_busy_o", "cube_instr_busy", "scalar_instr_busy", "mte1_instr_busy",
-      "mte2_instr_busy", "mte3_instr_busy", "icache_req", "icache_miss", "pmu_fix_instr_busy"}},
-    {4,
-     {"bif_sc_pmu_read_main_instr_core", "bif_sc_pmu_write_main_instr_core",
-      "pmu_aiv_ext_rd_ub_instr", "ub_pmu_vec_rd_ub_acc", "pmu_aiv_ext_wr_ub_instr",
-      "ub_pmu_vec_wr_ub_acc", "pmu_rd_l1_instr", "pmu_wr_l1_instr"}},
-    {5,
-     {"cube_sc_pmu_read_l0a_instr", "pmu_wr_l0a_instr", "cube_sc_pmu_read_l0b_instr",
-      "pmu_wr_l0b_instr", "fixp_rd_l0c_instr", "cube_sc_pmu_read_l0c_instr",
-      "cube_sc_pmu_write_l0c_instr"}},
-    {6,
-     {"stu_pmu_wctl_ub_cflt", "ldu_pmu_ib_ub_cflt", "pmu_idc_aic_vec_instr_vf_busy_o",
-      "idu_pmu_ins_iss_cnt"}},
-    {7,
-     {"pmu_rd_acc_ub_instr_p", "pmu_wr_acc_ub_instr_p", "pmu_fix_wr_ub_instr",
-      "mte_sc_pmu_write_acc_ub_instr_0", "mte_sc_pmu_read_acc_ub_instr_0", "ub_pmu_vec_rd_ub_acc",
-      "ub_pmu_vec_wr_ub_acc"}},
-    {8,
-     {"bif_sc_pmu_ar_close_l2_hit_core", "bif_sc_pmu_ar_close_l2_miss_core",
-      "bif_sc_pmu_ar_close_l2_victim_core", "bif_sc_pmu_aw_close_l2_hit_core",
-      "bif_sc_pmu_aw_close_l2_miss_core", "bif_sc_pmu_aw_close_l2_victim_core"}},
-};
-
-const EventTable& FindTable(bool a5, int type) {
-  const EventTable* tables = a5 ? kA5Tables : kA2A3Tables;
-  for (int i = 0; i < 7; ++i) {
-    if (tables[i].type == type) return tables[i];
-  }
-  return tables[1];  // PIPE_UTILIZATION, the default
-}
-
-int CountColumns(const EventTable& t) {
-  int n = 0;
-  while (n < kMaxCounters && t.names[n] != nullptr) ++n;
-  return n;
-}
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint32_t Sat(uint64_t v) { return static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX)); }
@@ -177,7 +113,7 @@ struct L2Result {
 struct PmuRecorder::Impl {
   int event_type = 2;
   bool a5 = false;
-  const EventTable* table = nullptr;
+  const EventColumns* table = nullptr;
   int columns = 0;
   std::vector<Shard> shards;
   std::vector<CoreState> cores;
@@ -203,157 +139,188 @@ struct PmuRecorder::Impl {
     return r;
   }
 
+  // The counters of `event_type` for one execution of `w` into c[0..columns).
   void Derive(const PmuWork& w, CoreKind kind, CoreState& core, int32_t func_id, uint32_t* c) {
     const bool cold = core.last_func != func_id;
     core.last_func = func_id;
-    auto req = [](uint64_t bytes) { return Sat(CeilDiv(bytes, kGranule)); };
-    const uint64_t ub_mte_rd = std::min(w.bytes_read_ub, w.bytes_written_gm);
-    const uint64_t ub_mte_wr = std::min(w.bytes_written_ub, w.bytes_read_gm);
-    const uint64_t distinct_lines = CeilDiv(std::min<uint64_t>(w.instructions, 4096), 16);
-    const uint64_t icache_miss = cold ? distinct_lines : distinct_lines / 16;
-    const uint64_t vec_instr = CeilDiv(w.vec_fp32_ops, 64) + CeilDiv(w.vec_fp16_ops, 128) +
-                               CeilDiv(w.vec_int_ops, 64) + CeilDiv(w.vec_misc_ops, 64);
     switch (event_type) {
       case 1:
-        if (!a5) {
-          c[0] = Sat(CeilDiv(w.cube_fp_ops, 4096));
-          c[1] = Sat(CeilDiv(w.cube_int_ops, 8192));
-          c[2] = Sat(CeilDiv(w.vec_fp32_ops, 64));
-          c[3] = Sat(w.vec_fp16_ops / 128);
-          c[4] = Sat(CeilDiv(w.vec_fp16_ops % 128, 64));
-          c[5] = Sat(CeilDiv(w.vec_int_ops, 64));
-          c[6] = Sat(CeilDiv(w.vec_misc_ops, 64));
-        } else {
-          uint64_t ops = w.cube_fp_ops + w.cube_int_ops;
-          uint64_t fp = ops ? static_cast<uint64_t>(static_cast<long double>(w.cube_cycles) *
-                                                    w.cube_fp_ops / ops)
-                            : 0;
-          c[0] = Sat(fp);
-          c[1] = Sat(ops ? w.cube_cycles - fp : 0);
-        }
+        DeriveArithmetic(w, c);
         break;
       case 2:
-        c[0] = Sat(w.vec_cycles);
-        c[1] = Sat(w.cube_cycles);
-        c[2] = Sat(w.scalar_cycles);
-        c[3] = Sat(w.mte1_cycles);
-        c[4] = Sat(w.mte2_cycles);
-        c[5] = Sat(w.mte3_cycles);
-        if (!a5) {
-          c[6] = Sat(icache_miss);
-          c[7] = Sat(w.instructions);
-        } else {
-          c[6] = Sat(w.instructions);
-          c[7] = Sat(icache_miss);
-          c[8] = Sat(CeilDiv(w.bytes_written_l0c, 128));
-        }
+        DerivePipe(w, cold, c);
         break;
-      case 4: {
-        if (!a5) {
-          L2Result l2 = L2(core, cold, w);
-          c[0] = req(w.bytes_read_ub);
-          c[1] = req(w.bytes_written_ub);
-          c[2] = req(w.bytes_read_l1);
-          c[3] = req(w.bytes_written_l1);
-          c[4] = req(w.bytes_read_gm);
-          c[5] = req(w.bytes_written_gm);
-          c[6] = Sat(l2.read_miss * (kL2Line / kGranule));
-          c[7] = Sat((l2.read_victim + l2.write_victim) * (kL2Line / kGranule));
-        } else {
-          c[0] = req(w.bytes_read_gm);
-          c[1] = req(w.bytes_written_gm);
-          c[2] = req(ub_mte_rd);
-          c[3] = req(w.bytes_read_ub - ub_mte_rd);
-          c[4] = req(ub_mte_wr);
-          c[5] = req(w.bytes_written_ub - ub_mte_wr);
-          c[6] = req(w.bytes_read_l1);
-          c[7] = req(w.bytes_written_l1);
-        }
+      case 4:
+        DeriveMemory(w, core, cold, c);
         break;
-      }
-      case 5: {
-        const uint32_t l0_rd_half = req(w.bytes_read_l0 / 2);
-        const uint32_t l0_wr_half = req(w.bytes_read_l1 / 2);
-        const uint32_t l0c = req(w.bytes_written_l0c);
-        if (!a5) {
-          c[0] = l0_rd_half;
-          c[1] = l0_wr_half;
-          c[2] = l0_rd_half;
-          c[3] = l0_wr_half;
-          c[4] = l0c;
-          c[5] = l0c;
-        } else {
-          c[0] = l0_rd_half;
-          c[1] = l0_wr_half;
-          c[2] = l0_rd_half;
-          c[3] = l0_wr_half;
-          c[4] = l0c;  // fixpipe drains every accumulated byte
-          c[5] = l0c;  // accumulate reads
-          c[6] = l0c;
-        }
+      case 5:
+        DeriveMemoryL0(w, c);
         break;
-      }
-      case 6: {
-        const uint64_t overlap =
-            std::min(CeilDiv(w.bytes_read_ub, kGranule), CeilDiv(w.bytes_written_ub, kGranule));
-        const uint64_t conflict = w.vec_cycles > vec_instr ? w.vec_cycles - vec_instr : 0;
-        if (!a5) {
-          c[0] = Sat(overlap / 4);
-          c[1] = Sat(overlap / 16);
-          c[2] = Sat(conflict);
-        } else {
-          c[0] = Sat(overlap / 16);
-          c[1] = Sat(overlap / 4);
-          c[2] = Sat(w.vec_cycles);
-          c[3] = Sat(w.instructions);
-        }
+      case 6:
+        DeriveResourceConflict(w, c);
         break;
-      }
-      case 7: {
-        if (!a5) {
-          L2Result l2 = L2(core, cold, w);
-          c[0] = req(ub_mte_rd);
-          c[1] = req(w.bytes_written_gm);
-          c[2] = Sat((l2.read_victim + l2.write_victim) * (kL2Line / kGranule));
-          c[3] = req(ub_mte_wr);
-          c[4] = req(w.bytes_read_ub - ub_mte_rd);
-          c[5] = req(w.bytes_written_ub - ub_mte_wr);
-          c[6] = Sat(w.scalar_cycles / 8);
-          c[7] = Sat(w.scalar_cycles / 16);
-        } else {
-          c[0] = req(w.bytes_read_ub);
-          c[1] = req(w.bytes_written_ub);
-          c[2] = req(std::min(w.bytes_written_l0c, w.bytes_written_ub));
-          c[3] = req(ub_mte_wr);
-          c[4] = req(ub_mte_rd);
-          c[5] = req(w.bytes_read_ub - ub_mte_rd);
-          c[6] = req(w.bytes_written_ub - ub_mte_wr);
-        }
+      case 7:
+        DeriveMemoryUb(w, core, cold, c);
         break;
-      }
-      case 8: {
-        L2Result l2 = L2(core, cold, w);
-        if (!a5) {
-          const bool r0 = kind == CoreKind::kAic;
-          c[0] = Sat(l2.write_hit);
-          c[1] = Sat(l2.write_miss);
-          c[2] = Sat(r0 ? l2.read_hit : 0);
-          c[3] = Sat(r0 ? l2.read_miss : 0);
-          c[4] = Sat(r0 ? 0 : l2.read_hit);
-          c[5] = Sat(r0 ? 0 : l2.read_miss);
-        } else {
-          c[0] = Sat(l2.read_hit);
-          c[1] = Sat(l2.read_miss);
-          c[2] = Sat(l2.read_victim);
-          c[3] = Sat(l2.write_hit);
-          c[4] = Sat(l2.write_miss);
-          c[5] = Sat(l2.write_victim);
-        }
+      case 8:
+        DeriveL2Cache(w, kind, core, cold, c);
         break;
-      }
       default:
         break;
     }
+  }
+
+  // Requests of kGranule bytes.
+  static uint32_t Requests(uint64_t bytes) { return Sat(CeilDiv(bytes, kGranule)); }
+  // UB bytes moved by MTE: UB -> GM (read) and GM -> UB (written).
+  static uint64_t UbMteRead(const PmuWork& w) {
+    return std::min(w.bytes_read_ub, w.bytes_written_gm);
+  }
+  static uint64_t UbMteWrite(const PmuWork& w) {
+    return std::min(w.bytes_written_ub, w.bytes_read_gm);
+  }
+
+  // Type 1, ARITHMETIC_UTILIZATION.
+  void DeriveArithmetic(const PmuWork& w, uint32_t* c) const {
+    if (!a5) {
+      c[0] = Sat(CeilDiv(w.cube_fp_ops, 4096));
+      c[1] = Sat(CeilDiv(w.cube_int_ops, 8192));
+      c[2] = Sat(CeilDiv(w.vec_fp32_ops, 64));
+      c[3] = Sat(w.vec_fp16_ops / 128);
+      c[4] = Sat(CeilDiv(w.vec_fp16_ops % 128, 64));
+      c[5] = Sat(CeilDiv(w.vec_int_ops, 64));
+      c[6] = Sat(CeilDiv(w.vec_misc_ops, 64));
+      return;
+    }
+    uint64_t ops = w.cube_fp_ops + w.cube_int_ops;
+    uint64_t fp =
+        ops ? static_cast<uint64_t>(static_cast<long double>(w.cube_cycles) * w.cube_fp_ops / ops)
+            : 0;
+    c[0] = Sat(fp);
+    c[1] = Sat(ops ? w.cube_cycles - fp : 0);
+  }
+
+  // Type 2, PIPE_UTILIZATION.
+  void DerivePipe(const PmuWork& w, bool cold, uint32_t* c) const {
+    const uint64_t distinct_lines = CeilDiv(std::min<uint64_t>(w.instructions, 4096), 16);
+    const uint64_t icache_miss = cold ? distinct_lines : distinct_lines / 16;
+    c[0] = Sat(w.vec_cycles);
+    c[1] = Sat(w.cube_cycles);
+    c[2] = Sat(w.scalar_cycles);
+    c[3] = Sat(w.mte1_cycles);
+    c[4] = Sat(w.mte2_cycles);
+    c[5] = Sat(w.mte3_cycles);
+    if (!a5) {
+      c[6] = Sat(icache_miss);
+      c[7] = Sat(w.instructions);
+    } else {
+      c[6] = Sat(w.instructions);
+      c[7] = Sat(icache_miss);
+      c[8] = Sat(CeilDiv(w.bytes_written_l0c, 128));
+    }
+  }
+
+  // Type 4, MEMORY.
+  void DeriveMemory(const PmuWork& w, CoreState& core, bool cold, uint32_t* c) {
+    if (!a5) {
+      L2Result l2 = L2(core, cold, w);
+      c[0] = Requests(w.bytes_read_ub);
+      c[1] = Requests(w.bytes_written_ub);
+      c[2] = Requests(w.bytes_read_l1);
+      c[3] = Requests(w.bytes_written_l1);
+      c[4] = Requests(w.bytes_read_gm);
+      c[5] = Requests(w.bytes_written_gm);
+      c[6] = Sat(l2.read_miss * (kL2Line / kGranule));
+      c[7] = Sat((l2.read_victim + l2.write_victim) * (kL2Line / kGranule));
+      return;
+    }
+    const uint64_t ub_mte_rd = UbMteRead(w), ub_mte_wr = UbMteWrite(w);
+    c[0] = Requests(w.bytes_read_gm);
+    c[1] = Requests(w.bytes_written_gm);
+    c[2] = Requests(ub_mte_rd);
+    c[3] = Requests(w.bytes_read_ub - ub_mte_rd);
+    c[4] = Requests(ub_mte_wr);
+    c[5] = Requests(w.bytes_written_ub - ub_mte_wr);
+    c[6] = Requests(w.bytes_read_l1);
+    c[7] = Requests(w.bytes_written_l1);
+  }
+
+  // Type 5, MEMORY_L0.
+  void DeriveMemoryL0(const PmuWork& w, uint32_t* c) const {
+    const uint32_t l0_rd_half = Requests(w.bytes_read_l0 / 2);
+    const uint32_t l0_wr_half = Requests(w.bytes_read_l1 / 2);
+    const uint32_t l0c = Requests(w.bytes_written_l0c);
+    c[0] = l0_rd_half;
+    c[1] = l0_wr_half;
+    c[2] = l0_rd_half;
+    c[3] = l0_wr_half;
+    c[4] = l0c;  // a5: fixpipe drains every accumulated byte
+    c[5] = l0c;  // a5: accumulate reads
+    if (a5) c[6] = l0c;
+  }
+
+  // Type 6, RESOURCE_CONFLICT.
+  void DeriveResourceConflict(const PmuWork& w, uint32_t* c) const {
+    const uint64_t overlap =
+        std::min(CeilDiv(w.bytes_read_ub, kGranule), CeilDiv(w.bytes_written_ub, kGranule));
+    if (!a5) {
+      const uint64_t vec_instr = CeilDiv(w.vec_fp32_ops, 64) + CeilDiv(w.vec_fp16_ops, 128) +
+                                 CeilDiv(w.vec_int_ops, 64) + CeilDiv(w.vec_misc_ops, 64);
+      const uint64_t conflict = w.vec_cycles > vec_instr ? w.vec_cycles - vec_instr : 0;
+      c[0] = Sat(overlap / 4);
+      c[1] = Sat(overlap / 16);
+      c[2] = Sat(conflict);
+      return;
+    }
+    c[0] = Sat(overlap / 16);
+    c[1] = Sat(overlap / 4);
+    c[2] = Sat(w.vec_cycles);
+    c[3] = Sat(w.instructions);
+  }
+
+  // Type 7, MEMORY_UB.
+  void DeriveMemoryUb(const PmuWork& w, CoreState& core, bool cold, uint32_t* c) {
+    const uint64_t ub_mte_rd = UbMteRead(w), ub_mte_wr = UbMteWrite(w);
+    if (!a5) {
+      L2Result l2 = L2(core, cold, w);
+      c[0] = Requests(ub_mte_rd);
+      c[1] = Requests(w.bytes_written_gm);
+      c[2] = Sat((l2.read_victim + l2.write_victim) * (kL2Line / kGranule));
+      c[3] = Requests(ub_mte_wr);
+      c[4] = Requests(w.bytes_read_ub - ub_mte_rd);
+      c[5] = Requests(w.bytes_written_ub - ub_mte_wr);
+      c[6] = Sat(w.scalar_cycles / 8);
+      c[7] = Sat(w.scalar_cycles / 16);
+      return;
+    }
+    c[0] = Requests(w.bytes_read_ub);
+    c[1] = Requests(w.bytes_written_ub);
+    c[2] = Requests(std::min(w.bytes_written_l0c, w.bytes_written_ub));
+    c[3] = Requests(ub_mte_wr);
+    c[4] = Requests(ub_mte_rd);
+    c[5] = Requests(w.bytes_read_ub - ub_mte_rd);
+    c[6] = Requests(w.bytes_written_ub - ub_mte_wr);
+  }
+
+  // Type 8, L2_CACHE.
+  void DeriveL2Cache(const PmuWork& w, CoreKind kind, CoreState& core, bool cold, uint32_t* c) {
+    L2Result l2 = L2(core, cold, w);
+    if (!a5) {
+      const bool r0 = kind == CoreKind::kAic;
+      c[0] = Sat(l2.write_hit);
+      c[1] = Sat(l2.write_miss);
+      c[2] = Sat(r0 ? l2.read_hit : 0);
+      c[3] = Sat(r0 ? l2.read_miss : 0);
+      c[4] = Sat(r0 ? 0 : l2.read_hit);
+      c[5] = Sat(r0 ? 0 : l2.read_miss);
+      return;
+    }
+    c[0] = Sat(l2.read_hit);
+    c[1] = Sat(l2.read_miss);
+    c[2] = Sat(l2.read_victim);
+    c[3] = Sat(l2.write_hit);
+    c[4] = Sat(l2.write_miss);
+    c[5] = Sat(l2.write_victim);
   }
 };
 
@@ -366,8 +333,8 @@ PmuRecorder::PmuRecorder(int event_type, const ChipLayout& layout, const Capacit
   }
   m.event_type = event_type;
   m.a5 = layout.backend == "a5";
-  m.table = &FindTable(m.a5, event_type);
-  m.columns = CountColumns(*m.table);
+  m.table = &pmu_columns::ColumnsOf(m.a5, event_type);
+  m.columns = pmu_columns::CountOf(*m.table);
   const size_t threads = static_cast<size_t>(std::max(1, layout.sched_threads));
   m.shards = std::vector<Shard>(threads);
   // A shard may retire every execution when one thread serves all cores.
@@ -429,12 +396,12 @@ Status PmuRecorder::Export(const fs::path& path) const {
   if (rows == 0) return NotFound("no PMU rows collected (" + path.string() + " not written)");
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
-  w.Append("thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles");
+  w.Append(pmu_columns::kFixedHeader.view());
   for (int i = 0; i < m.columns; ++i) {
     w.Append(',');
     w.Append(m.table->names[i]);
   }
-  w.Append(",event_type\n");
+  w.Append(JoinedText<",", pmu_columns::kEventType, "\n">);
   for (size_t t = 0; t < m.shards.size(); ++t) {
     const Shard& s = m.shards[t];
     uint64_t n = std::min<uint64_t>(s.count.load(), s.rows.size());

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <fstream>
 
+#include "collectors/scope_stats/scope_stats_keys.h"
 #include "common/json.h"
 
 namespace dfx::collectors {
 namespace {
 
-const char* const kResources[] = {"task_window", "heap", "dep_pool", "tensormap"};
+namespace keys = scope_stats_keys;
+
+const char* const kResources[] = {keys::kTaskWindow.c_str(), keys::kHeap.c_str(),
+                                  keys::kDepPool.c_str(), keys::kTensormap.c_str()};
 
 ScopeCapacity ToCapacity(const Json& meta, const std::string& key) {
   ScopeCapacity c;
@@ -43,34 +47,38 @@ Result<ScopeStatsFile> ReadScopeStats(const std::filesystem::path& path) {
     if (!j.is_object()) return JsonError(file, fmt::format("line {}", lineno), "an object", j);
     try {
       if (!have_metadata) {
-        if (!j.contains("version")) {
-          return JsonError(file, "line 1", "the metadata object with \"version\"", j);
+        if (!j.contains(keys::kVersion.c_str())) {
+          return JsonError(
+              file, "line 1",
+              std::string(JoinedText<"the metadata object with \"", keys::kVersion, "\"">), j);
         }
         have_metadata = true;
-        out.metadata.fatal = j.value("fatal", false);
-        out.metadata.dropped = j.value("dropped", uint64_t{0});
+        out.metadata.fatal = j.value(keys::kFatal.c_str(), false);
+        out.metadata.dropped = j.value(keys::kDropped.c_str(), uint64_t{0});
         for (const char* r : kResources) {
-          out.metadata.capacity[r] = ToCapacity(j, std::string(r) + "_max");
+          out.metadata.capacity[r] = ToCapacity(j, std::string(r) + keys::kMaxSuffix.c_str());
         }
         continue;
       }
       ScopeStatsSample s;
-      s.site = j.value("site", std::string("?"));
-      const std::string phase = j.value("phase", std::string());
-      s.depth = j.value("depth", 0);
-      s.ring = std::clamp(j.value("ring", 0), 0, 3);
-      s.task_window_start = j.value("task_window_start", 0.0);
-      s.task_window_end = j.value("task_window_end", 0.0);
-      s.heap_start = j.value("heap_start", 0.0);
-      s.heap_end = j.value("heap_end", 0.0);
-      s.dep_pool_start = j.value("dep_pool_start", 0.0);
-      s.dep_pool_end = j.value("dep_pool_end", 0.0);
-      s.tensormap = j.value("tensormap", 0.0);
-      if (phase != "begin" && phase != "end") {
-        return JsonError(file, fmt::format("line {}: $.phase", lineno), "\"begin\" or \"end\"",
-                         j.value("phase", Json()));
+      s.site = j.value(keys::kSite.c_str(), std::string("?"));
+      const std::string phase = j.value(keys::kPhase.c_str(), std::string());
+      s.depth = j.value(keys::kDepth.c_str(), 0);
+      s.ring = std::clamp(j.value(keys::kRing.c_str(), 0), 0, 3);
+      s.task_window_start = j.value(JoinedKey<keys::kTaskWindow, keys::kStartSuffix>.c_str(), 0.0);
+      s.task_window_end = j.value(JoinedKey<keys::kTaskWindow, keys::kEndSuffix>.c_str(), 0.0);
+      s.heap_start = j.value(JoinedKey<keys::kHeap, keys::kStartSuffix>.c_str(), 0.0);
+      s.heap_end = j.value(JoinedKey<keys::kHeap, keys::kEndSuffix>.c_str(), 0.0);
+      s.dep_pool_start = j.value(JoinedKey<keys::kDepPool, keys::kStartSuffix>.c_str(), 0.0);
+      s.dep_pool_end = j.value(JoinedKey<keys::kDepPool, keys::kEndSuffix>.c_str(), 0.0);
+      s.tensormap = j.value(keys::kTensormap.c_str(), 0.0);
+      if (phase != keys::kPhaseBegin && phase != keys::kPhaseEnd) {
+        return JsonError(
+            file, fmt::format("line {}: $.{}", lineno, keys::kPhase.view()),
+            std::string(JoinedText<"\"", keys::kPhaseBegin, "\" or \"", keys::kPhaseEnd, "\"">),
+            j.value(keys::kPhase.c_str(), Json()));
       }
-      s.begin = phase == "begin";
+      s.begin = phase == keys::kPhaseBegin;
       out.samples.push_back(std::move(s));
     } catch (const nlohmann::json::exception& e) {
       return InvalidArgument(fmt::format("{}: {}", where, e.what()));

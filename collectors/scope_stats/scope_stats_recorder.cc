@@ -11,10 +11,13 @@
 #include "collectors/internal/fixed_string.h"
 #include "collectors/internal/lazy_array.h"
 #include "collectors/recorders.h"
+#include "collectors/scope_stats/scope_stats_keys.h"
 #include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
+
+namespace keys = scope_stats_keys;
 namespace {
 constexpr int kMaxScopeDepth = 64;  // PTO2_SCOPE_STATS_MAX_SCOPE_DEPTH
 }  // namespace
@@ -68,26 +71,33 @@ Status ScopeStatsRecorder::Export(const fs::path& path) const {
     DFX_LOG_ERROR("scope_stats: failed to open {}: {}", path.string(), s.message());
     return s;
   }
+  using internal::KeyFormat;
   internal::Put(
       w,
-      FMT_COMPILE("{{\"version\": 6, \"fatal\": {}, \"dropped\": {}, \"total\": {}, "
-                  "\"task_window_max\": [{}, {}, {}, {}], \"heap_max\": [{}, {}, {}, {}], "
-                  "\"dep_pool_max\": [{}, {}, {}, {}], \"tensormap_max\": {}}}\n"),
+      KeyFormat<"{{\"", keys::kVersion, "\": 6, \"", keys::kFatal, "\": {}, \"", keys::kDropped,
+                "\": {}, \"", keys::kTotal, "\": {}, \"", keys::kTaskWindow, keys::kMaxSuffix,
+                "\": [{}, {}, {}, {}], \"", keys::kHeap, keys::kMaxSuffix,
+                "\": [{}, {}, {}, {}], \"", keys::kDepPool, keys::kMaxSuffix,
+                "\": [{}, {}, {}, {}], \"", keys::kTensormap, keys::kMaxSuffix, "\": {}}}\n">{},
       m.fatal.load() ? "true" : "false", dropped, m.total.load(), l.task_window_max[0],
       l.task_window_max[1], l.task_window_max[2], l.task_window_max[3], l.heap_max[0],
       l.heap_max[1], l.heap_max[2], l.heap_max[3], l.dep_pool_max[0], l.dep_pool_max[1],
       l.dep_pool_max[2], l.dep_pool_max[3], l.tensormap_max);
   for (uint64_t i = 0; i < m.count; ++i) {
     const ScopeSample& x = m.samples[i];
-    w.Append("{\"site\": ");
+    w.Append(JoinedText<"{\"", keys::kSite, "\": ">);
     w.String(internal::FixedString(x.site));
     internal::Put(
         w,
-        FMT_COMPILE(", \"phase\": \"{}\", \"depth\": {}, \"ring\": {}, \"task_window_start\": {}, "
-                    "\"task_window_end\": {}, \"heap_start\": {}, \"heap_end\": {}, "
-                    "\"dep_pool_start\": {}, \"dep_pool_end\": {}, \"tensormap\": {}}}\n"),
-        x.begin ? "begin" : "end", x.depth, x.ring, x.task_window_start, x.task_window_end,
-        x.heap_start, x.heap_end, x.dep_pool_start, x.dep_pool_end, x.tensormap);
+        KeyFormat<", \"", keys::kPhase, "\": \"{}\", \"", keys::kDepth, "\": {}, \"", keys::kRing,
+                  "\": {}, \"", keys::kTaskWindow, keys::kStartSuffix, "\": {}, \"",
+                  keys::kTaskWindow, keys::kEndSuffix, "\": {}, \"", keys::kHeap,
+                  keys::kStartSuffix, "\": {}, \"", keys::kHeap, keys::kEndSuffix, "\": {}, \"",
+                  keys::kDepPool, keys::kStartSuffix, "\": {}, \"", keys::kDepPool,
+                  keys::kEndSuffix, "\": {}, \"", keys::kTensormap, "\": {}}}\n">{},
+        x.begin ? keys::kPhaseBegin.c_str() : keys::kPhaseEnd.c_str(), x.depth, x.ring,
+        x.task_window_start, x.task_window_end, x.heap_start, x.heap_end, x.dep_pool_start,
+        x.dep_pool_end, x.tensormap);
   }
   DFX_RETURN_IF_ERROR(w.Commit());
   DFX_LOG_INFO("scope_stats: wrote {} records (dropped={}) to {}", m.count, dropped, path.string());

@@ -8,11 +8,14 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/swimlane/swimlane_keys.h"
 #include "common/prefetch.h"
 
 namespace dfx::collectors {
 
 namespace {
+
+namespace keys = swimlane_keys;
 
 constexpr size_t kWindow = 1 << 20;  // bytes read at a time
 constexpr size_t kMaxPhase = 4096;   // longest phase (with the blanks before it) read here
@@ -115,8 +118,8 @@ inline bool Triple(const char*& p, int16_t out[3]) {
 
 // Whether [s, s + n) is `key`: a compare of a known size, inlined.
 template <size_t N>
-inline bool Is(const char* s, size_t n, const char (&key)[N]) {
-  return n == N - 1 && std::memcmp(s, key, N - 1) == 0;
+inline bool Is(const char* s, size_t n, const KeyText<N>& key) {
+  return n == N - 1 && std::memcmp(s, key.chars, N - 1) == 0;
 }
 
 // One object of the subset, `{}` or `{"key": value, ...}`: member(key,
@@ -153,38 +156,38 @@ bool Object(const char*& p, const Member& member) {
 // One phase object, as ReadSwimlaneRecords' ReadSchedPhase reads it.
 bool Phase(const char*& p, SchedPhase* ph) {
   return Object(p, [ph](const char* key, size_t len, const char*& at) {
-    if (Is(key, len, "kind") || Is(key, len, "phase")) {
+    if (Is(key, len, keys::kKind) || Is(key, len, keys::kLegacyKind)) {
       const char* s;
       size_t n;
       if (!PlainString(at, &s, &n)) return false;
       ph->kind = ParsePhaseKind({s, n});
       return true;
     }
-    if (Is(key, len, "shared_at_start")) {
+    if (Is(key, len, keys::kSharedAtStart)) {
       if (!Triple(at, ph->shared_at_start)) return false;
       ph->has_depths = true;
       return true;
     }
-    if (Is(key, len, "shared_at_end")) {
+    if (Is(key, len, keys::kSharedAtEnd)) {
       if (!Triple(at, ph->shared_at_end)) return false;
       ph->has_depths = true;
       return true;
     }
     uint64_t v = 0;
     if (!Uint(at, &v)) return false;
-    if (Is(key, len, "start_cycles")) {
+    if (Is(key, len, keys::kStartCycles)) {
       ph->start = v;
-    } else if (Is(key, len, "end_cycles")) {
+    } else if (Is(key, len, keys::kEndCycles)) {
       ph->end = v;
-    } else if (Is(key, len, "loop_iter")) {
+    } else if (Is(key, len, keys::kLoopIter)) {
       ph->loop_iter = static_cast<uint32_t>(v);
-    } else if (Is(key, len, "tasks_processed")) {
+    } else if (Is(key, len, keys::kTasksProcessed)) {
       ph->tasks_processed = static_cast<uint32_t>(v);
-    } else if (Is(key, len, "pop_hit")) {
+    } else if (Is(key, len, keys::kPopHit)) {
       ph->pop_hit = static_cast<uint32_t>(v);
-    } else if (Is(key, len, "pop_miss")) {
+    } else if (Is(key, len, keys::kPopMiss)) {
       ph->pop_miss = static_cast<uint32_t>(v);
-    } else if (Is(key, len, "task_id")) {
+    } else if (Is(key, len, keys::kTaskId)) {
       ph->task_id = static_cast<int64_t>(v);
     } else {
       return false;  // a key of no phase field: the generic reader skips it
@@ -200,13 +203,13 @@ bool Orch(const char*& p, OrchPhase* ph) {
   return Object(p, [ph](const char* key, size_t len, const char*& at) {
     uint64_t v = 0;
     if (!Uint(at, &v)) return false;
-    if (Is(key, len, "start_cycles")) {
+    if (Is(key, len, keys::kStartCycles)) {
       ph->start = v;
-    } else if (Is(key, len, "end_cycles")) {
+    } else if (Is(key, len, keys::kEndCycles)) {
       ph->end = v;
-    } else if (Is(key, len, "task_id")) {
+    } else if (Is(key, len, keys::kTaskId)) {
       ph->task_id = static_cast<int64_t>(v);
-    } else if (Is(key, len, "submit_idx")) {
+    } else if (Is(key, len, keys::kSubmitIdx)) {
       ph->submit_idx = static_cast<int64_t>(v);
     } else {
       return false;

@@ -15,11 +15,15 @@
 #include "collectors/internal/lazy_array.h"
 #include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
+#include "collectors/swimlane/swimlane_keys.h"
+#include "common/enum_text.h"
 #include "common/json_stream.h"
 #include "common/log.h"
 
 namespace dfx::collectors {
 namespace {
+
+namespace keys = swimlane_keys;
 
 // PLATFORM_PHASE_RECORDS_PER_THREAD x PLATFORM_PROF_SCHED_BUFFERS_PER_THREAD: the
 // reference's per-thread scheduler phase pool, our floor too.
@@ -84,37 +88,27 @@ std::vector<uint32_t> OrderByCore(const Stream<T>& stream, size_t num_cores) {
 
 }  // namespace
 
-const char* SchedPhaseName(SchedPhaseKind kind) {
-  switch (kind) {
-    case SchedPhaseKind::kComplete:
-      return "complete";
-    case SchedPhaseKind::kDispatch:
-      return "dispatch";
-    case SchedPhaseKind::kRelease:
-      return "release";
-    case SchedPhaseKind::kDummy:
-      return "dummy";
-    case SchedPhaseKind::kEarlyDispatch:
-      return "early_dispatch";
-    case SchedPhaseKind::kResolve:
-      return "resolve";
-    case SchedPhaseKind::kDummyTask:
-      return "dummy_task";
-    case SchedPhaseKind::kDrain:
-      return "drain";
-    case SchedPhaseKind::kDrainPrepare:
-      return "drain_prepare";
-    case SchedPhaseKind::kDrainPublish:
-      return "drain_publish";
-    case SchedPhaseKind::kAsyncPoll:
-      return "async_poll";
-    case SchedPhaseKind::kPredicatedSkip:
-      return "predicated_skip";
-    case SchedPhaseKind::kGraphPrepare:
-      return "graph_prepare";
-  }
-  return "unknown";
-}
+namespace {
+constexpr auto kSchedPhaseKindText = MakeEnumTable<SchedPhaseKind>(
+    {
+        {SchedPhaseKind::kComplete, keys::kPhaseComplete.c_str()},
+        {SchedPhaseKind::kDispatch, keys::kPhaseDispatch.c_str()},
+        {SchedPhaseKind::kRelease, keys::kPhaseRelease.c_str()},
+        {SchedPhaseKind::kDummy, keys::kPhaseDummy.c_str()},
+        {SchedPhaseKind::kEarlyDispatch, keys::kPhaseEarlyDispatch.c_str()},
+        {SchedPhaseKind::kResolve, keys::kPhaseResolve.c_str()},
+        {SchedPhaseKind::kDummyTask, keys::kPhaseDummyTask.c_str()},
+        {SchedPhaseKind::kDrain, keys::kPhaseDrain.c_str()},
+        {SchedPhaseKind::kDrainPrepare, keys::kPhaseDrainPrepare.c_str()},
+        {SchedPhaseKind::kDrainPublish, keys::kPhaseDrainPublish.c_str()},
+        {SchedPhaseKind::kAsyncPoll, keys::kPhaseAsyncPoll.c_str()},
+        {SchedPhaseKind::kPredicatedSkip, keys::kPhasePredicatedSkip.c_str()},
+        {SchedPhaseKind::kGraphPrepare, keys::kPhaseGraphPrepare.c_str()},
+    },
+    "unknown");
+}  // namespace
+
+const char* SchedPhaseName(SchedPhaseKind kind) { return kSchedPhaseKindText.Name(kind); }
 
 struct SwimlaneRecorder::Impl {
   ChipLayout layout;
@@ -129,6 +123,13 @@ struct SwimlaneRecorder::Impl {
   std::atomic<uint64_t> dropped_aicpu{0};
   std::atomic<uint64_t> dropped_sched{0};
   std::atomic<uint64_t> dropped_orch{0};
+
+  // The parts of chip_swimlane_records.json, in file order (Export).
+  void WriteMetadata(ChunkedWriter& w, int level) const;
+  void WriteAicoreRows(ChunkedWriter& w) const;
+  void WriteAicpuRows(ChunkedWriter& w) const;
+  void WriteSchedPhases(ChunkedWriter& w) const;
+  void WriteOrchPhases(ChunkedWriter& w) const;
 };
 
 SwimlaneRecorder::SwimlaneRecorder(int level, const ChipLayout& layout, const CapacityHint& hint)
@@ -254,108 +255,121 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
 
   ChunkedWriter w;
   DFX_RETURN_IF_ERROR(w.Open(path));
-  internal::Put(
-      w,
-      FMT_COMPILE("{{\n  \"chip_swimlane_level\": {},\n  \"metadata\": {{\"clock_freq_hz\": {}, "
-                  "\"num_cores\": {}, \"core_types\": ["),
-      level_, m.layout.clock_freq_hz, m.num_cores);
-  for (size_t c = 0; c < m.num_cores; ++c) {
+  m.WriteMetadata(w, level_);
+  m.WriteAicoreRows(w);
+  m.WriteAicpuRows(w);
+  if (level_ >= 3) m.WriteSchedPhases(w);
+  if (level_ >= 4 && orch_total > 0) m.WriteOrchPhases(w);
+  w.Append("\n}\n");
+  return w.Commit();
+}
+
+void SwimlaneRecorder::Impl::WriteMetadata(ChunkedWriter& w, int level) const {
+  w.Append(JoinedText<"{\n  \"", keys::kLevel, "\": ">);
+  internal::Put(w, FMT_COMPILE("{}"), level);
+  w.Append(JoinedText<",\n  \"", keys::kMetadata, "\": {\"", keys::kClockFreqHz, "\": ">);
+  internal::Put(w, FMT_COMPILE("{}"), layout.clock_freq_hz);
+  w.Append(JoinedText<", \"", keys::kNumCores, "\": ">);
+  internal::Put(w, FMT_COMPILE("{}"), num_cores);
+  w.Append(JoinedText<", \"", keys::kCoreTypes, "\": [">);
+  for (size_t c = 0; c < num_cores; ++c) {
     if (c > 0) w.Append(", ");
-    w.Append(m.layout.core_types[c] == CoreKind::kAic ? "\"aic\"" : "\"aiv\"");
+    w.Append(layout.core_types[c] == CoreKind::kAic ? JoinedText<"\"", keys::kCoreAic, "\"">
+                                                    : JoinedText<"\"", keys::kCoreAiv, "\"">);
   }
   w.Append(']');
-  if (level_ >= 3) {
-    w.Append(", \"core_to_thread\": [");
-    for (size_t c = 0; c < m.core_to_thread.size(); ++c) {
+  if (level >= 3) {
+    w.Append(JoinedText<", \"", keys::kCoreToThread, "\": [">);
+    for (size_t c = 0; c < core_to_thread.size(); ++c) {
       if (c > 0) w.Append(", ");
-      internal::Put(w, FMT_COMPILE("{}"), m.core_to_thread[c]);
+      internal::Put(w, FMT_COMPILE("{}"), core_to_thread[c]);
     }
     w.Append(']');
   }
-  w.Append("},\n  \"aicore_tasks\": [");
-  {
-    std::vector<uint32_t> order = OrderByCore(m.aicore, m.num_cores);
-    internal::RecordText x(w);
-    for (size_t k = 0; k < order.size(); ++k) {
-      const AicoreRow& r = m.aicore.rows[order[k]];
-      x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.task_token_raw);
-      x.Lit(", ").Int(r.reg_task_id).Lit(", ").Int(r.start_cycles).Lit(", ").Int(r.end_cycles);
-      x.Lit(", ").Int(r.receive_to_start_cycles).Char(']');
+  w.Append('}');
+}
+
+void SwimlaneRecorder::Impl::WriteAicoreRows(ChunkedWriter& w) const {
+  w.Append(JoinedText<",\n  \"", keys::kAicoreTasks, "\": [">);
+  std::vector<uint32_t> order = OrderByCore(aicore, num_cores);
+  internal::RecordText x(w);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const AicoreRow& r = aicore.rows[order[k]];
+    x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.task_token_raw);
+    x.Lit(", ").Int(r.reg_task_id).Lit(", ").Int(r.start_cycles).Lit(", ").Int(r.end_cycles);
+    x.Lit(", ").Int(r.receive_to_start_cycles).Char(']');
+  }
+  x.Flush();
+  w.Append(order.empty() ? "]" : "\n  ]");
+}
+
+void SwimlaneRecorder::Impl::WriteAicpuRows(ChunkedWriter& w) const {
+  w.Append(JoinedText<",\n  \"", keys::kAicpuTasks, "\": [">);
+  std::vector<uint32_t> order = OrderByCore(aicpu, num_cores);
+  internal::RecordText x(w);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const AicpuRow& r = aicpu.rows[order[k]];
+    x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.reg_task_id);
+    x.Lit(", ").Int(r.dispatch_cycles).Lit(", ").Int(r.finish_cycles).Char(']');
+  }
+  x.Flush();
+  w.Append(order.empty() ? "]" : "\n  ]");
+}
+
+void SwimlaneRecorder::Impl::WriteSchedPhases(ChunkedWriter& w) const {
+  using internal::RecordText;
+  constexpr std::string_view kFirst = JoinedText<"\n      {\"", keys::kKind, "\": \"">;
+  constexpr std::string_view kNext = JoinedText<",\n      {\"", keys::kKind, "\": \"">;
+  w.Append(JoinedText<",\n  \"", keys::kSchedPhases, "\": [">);
+  for (size_t t = 0; t < sched.size(); ++t) {
+    w.Append(t > 0 ? ",\n    [" : "\n    [");
+    uint64_t n = sched[t].size();
+    RecordText x(w);
+    for (uint64_t i = 0; i < n; ++i) {
+      const SchedPhaseRecord& p = sched[t].rows[i];
+      x.Lit(i > 0 ? kNext : kFirst).Lit(SchedPhaseName(p.kind));
+      x.Lit(JoinedText<"\", \"", keys::kStartCycles, "\": ">).Int(p.start_cycles);
+      x.Lit(JoinedText<", \"", keys::kEndCycles, "\": ">).Int(p.end_cycles);
+      x.Lit(JoinedText<", \"", keys::kLoopIter, "\": ">).Int(p.loop_iter);
+      x.Lit(JoinedText<", \"", keys::kTasksProcessed, "\": ">).Int(p.tasks_processed);
+      if (p.kind == SchedPhaseKind::kDispatch) {
+        x.Lit(JoinedText<", \"", keys::kPopHit, "\": ">).Int(p.pop_hit);
+        x.Lit(JoinedText<", \"", keys::kPopMiss, "\": ">).Int(p.pop_miss);
+      }
+      if (p.kind == SchedPhaseKind::kDummyTask || p.kind == SchedPhaseKind::kPredicatedSkip ||
+          p.kind == SchedPhaseKind::kGraphPrepare) {
+        x.Lit(JoinedText<", \"", keys::kTaskId, "\": ">).Int(p.task_id);
+      }
+      x.Lit(JoinedText<", \"", keys::kSharedAtStart, "\": [">).Int(p.shared_at_start[0]);
+      x.Lit(", ").Int(p.shared_at_start[1]).Lit(", ").Int(p.shared_at_start[2]);
+      x.Lit(JoinedText<"], \"", keys::kSharedAtEnd, "\": [">).Int(p.shared_at_end[0]);
+      x.Lit(", ").Int(p.shared_at_end[1]).Lit(", ").Int(p.shared_at_end[2]).Lit("]}");
     }
     x.Flush();
-    w.Append(order.empty() ? "]" : "\n  ]");
+    w.Append(n > 0 ? "\n    ]" : "]");
   }
-  w.Append(",\n  \"aicpu_tasks\": [");
-  {
-    std::vector<uint32_t> order = OrderByCore(m.aicpu, m.num_cores);
+  w.Append(sched.empty() ? "]" : "\n  ]");
+}
+
+void SwimlaneRecorder::Impl::WriteOrchPhases(ChunkedWriter& w) const {
+  constexpr std::string_view kFirst = JoinedText<"\n      {\"", keys::kSubmitIdx, "\": ">;
+  constexpr std::string_view kNext = JoinedText<",\n      {\"", keys::kSubmitIdx, "\": ">;
+  w.Append(JoinedText<",\n  \"", keys::kOrchPhases, "\": [">);
+  for (size_t t = 0; t < orch.size(); ++t) {
+    w.Append(t > 0 ? ",\n    [" : "\n    [");
+    uint64_t n = orch[t].size();
     internal::RecordText x(w);
-    for (size_t k = 0; k < order.size(); ++k) {
-      const AicpuRow& r = m.aicpu.rows[order[k]];
-      x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.reg_task_id);
-      x.Lit(", ").Int(r.dispatch_cycles).Lit(", ").Int(r.finish_cycles).Char(']');
+    for (uint64_t i = 0; i < n; ++i) {
+      const OrchRow& o = orch[t].rows[i];
+      x.Lit(i > 0 ? kNext : kFirst).Int(o.submit_idx);
+      x.Lit(JoinedText<", \"", keys::kTaskId, "\": ">).Int(o.task_id);
+      x.Lit(JoinedText<", \"", keys::kStartCycles, "\": ">).Int(o.start_cycles);
+      x.Lit(JoinedText<", \"", keys::kEndCycles, "\": ">).Int(o.end_cycles).Char('}');
     }
     x.Flush();
-    w.Append(order.empty() ? "]" : "\n  ]");
+    w.Append(n > 0 ? "\n    ]" : "]");
   }
-  if (level_ >= 3) {
-    w.Append(",\n  \"aicpu_scheduler_phases\": [");
-    for (size_t t = 0; t < m.sched.size(); ++t) {
-      w.Append(t > 0 ? ",\n    [" : "\n    [");
-      uint64_t n = m.sched[t].size();
-      internal::RecordText x(w);
-      for (uint64_t i = 0; i < n; ++i) {
-        const SchedPhaseRecord& p = m.sched[t].rows[i];
-        x.Lit(i > 0 ? ",\n      {\"kind\": \"" : "\n      {\"kind\": \"")
-            .Lit(SchedPhaseName(p.kind));
-        x.Lit("\", \"start_cycles\": ")
-            .Int(p.start_cycles)
-            .Lit(", \"end_cycles\": ")
-            .Int(p.end_cycles);
-        x.Lit(", \"loop_iter\": ")
-            .Int(p.loop_iter)
-            .Lit(", \"tasks_processed\": ")
-            .Int(p.tasks_processed);
-        if (p.kind == SchedPhaseKind::kDispatch) {
-          x.Lit(", \"pop_hit\": ").Int(p.pop_hit).Lit(", \"pop_miss\": ").Int(p.pop_miss);
-        }
-        if (p.kind == SchedPhaseKind::kDummyTask || p.kind == SchedPhaseKind::kPredicatedSkip ||
-            p.kind == SchedPhaseKind::kGraphPrepare) {
-          x.Lit(", \"task_id\": ").Int(p.task_id);
-        }
-        x.Lit(", \"shared_at_start\": [")
-            .Int(p.shared_at_start[0])
-            .Lit(", ")
-            .Int(p.shared_at_start[1]);
-        x.Lit(", ")
-            .Int(p.shared_at_start[2])
-            .Lit("], \"shared_at_end\": [")
-            .Int(p.shared_at_end[0]);
-        x.Lit(", ").Int(p.shared_at_end[1]).Lit(", ").Int(p.shared_at_end[2]).Lit("]}");
-      }
-      x.Flush();
-      w.Append(n > 0 ? "\n    ]" : "]");
-    }
-    w.Append(m.sched.empty() ? "]" : "\n  ]");
-  }
-  if (level_ >= 4 && orch_total > 0) {
-    w.Append(",\n  \"aicpu_orchestrator_phases\": [");
-    for (size_t t = 0; t < m.orch.size(); ++t) {
-      w.Append(t > 0 ? ",\n    [" : "\n    [");
-      uint64_t n = m.orch[t].size();
-      internal::RecordText x(w);
-      for (uint64_t i = 0; i < n; ++i) {
-        const OrchRow& o = m.orch[t].rows[i];
-        x.Lit(i > 0 ? ",\n      {\"submit_idx\": " : "\n      {\"submit_idx\": ").Int(o.submit_idx);
-        x.Lit(", \"task_id\": ").Int(o.task_id).Lit(", \"start_cycles\": ").Int(o.start_cycles);
-        x.Lit(", \"end_cycles\": ").Int(o.end_cycles).Char('}');
-      }
-      x.Flush();
-      w.Append(n > 0 ? "\n    ]" : "]");
-    }
-    w.Append("\n  ]");
-  }
-  w.Append("\n}\n");
-  return w.Commit();
+  w.Append("\n  ]");
 }
 
 }  // namespace dfx::collectors
