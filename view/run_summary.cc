@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "collectors/artifact_layout.h"
+#include "collectors/pmu/pmu_columns.h"
 #include "common/json.h"
 #include "view/pmu_summary.h"
 #include "view/run_inputs.h"
@@ -229,7 +230,7 @@ void PrintCsv(const RunSummary& s, std::ostream& out) {
       if (st.k == d.k) step = &st;
     }
     const bool slowest = step && step->ranks > 1 && step->slowest_rank == d.rank;
-    auto pmu = d.pmu_totals.find("pmu_total_cycles");
+    auto pmu = d.pmu_totals.find(collectors::pmu_columns::kTotalCycles.c_str());
     std::string program = d.program;
     std::replace(program.begin(), program.end(), ',', ';');
     out << fmt::format("{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},{}\n", d.rank,
@@ -357,7 +358,8 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
       r.ring_peak_pct = d.ring_peak_pct;
       r.ring_peak_what = d.ring_peak_what;
     }
-    if (auto it = d.pmu_totals.find("pmu_total_cycles"); it != d.pmu_totals.end()) {
+    if (auto it = d.pmu_totals.find(collectors::pmu_columns::kTotalCycles.c_str());
+        it != d.pmu_totals.end()) {
       r.pmu_total_cycles = r.pmu_total_cycles.value_or(0) + it->second;
     }
     for (const KernelTime& k : d.kernels) {

@@ -3,8 +3,8 @@
 // chunk. ChunkedWriter::Format parses its format string at run time for
 // every record, which is most of an export's CPU when every record goes
 // through it (dep_gen's above all); the compiled form writes the same bytes
-// without parsing. The view's AppendF
-// (view/trace_writer.h) is the same idea for the converter's events.
+// without parsing. The view's typed trace events (view/json_trace_encoder.h)
+// do the same for the converter's events.
 #pragma once
 
 #include <fmt/compile.h>

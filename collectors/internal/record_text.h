@@ -7,7 +7,7 @@
 // common/decimal.h (a call to std::to_chars per number is ~30% of an
 // export's instructions).
 // The bytes are the same as the fmt form's: integers in decimal, `Hex16` as
-// 16 lower-case digits ("{:016x}"). (view/trace_writer.h's EventText is the
+// 16 lower-case digits ("{:016x}"). (view/event_text.h's EventText is the
 // same idea for the converter's events; collectors cannot depend on view.)
 #pragma once
 
