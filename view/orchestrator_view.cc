@@ -55,7 +55,11 @@ std::string DispatchConverter::MarkerLabel(uint64_t task_id) const {
 
 Status DispatchConverter::EmitMarkersAndOrch() {
   std::set<uint64_t> dummy_records, skip_records;
-  for (const auto& [t, p] : marker_phases_) {
+  for (const auto& entry : marker_phases_) {
+    // Named references, not a structured binding: the lambdas below capture
+    // them, which clang 14 refuses for bindings.
+    const auto& t = entry.first;
+    const auto& p = entry.second;
     {
       uint64_t id = static_cast<uint64_t>(p.task_id);
       double ts = d_.Us(p.start), dur = d_.Us(p.end) - ts;
@@ -147,7 +151,9 @@ Status DispatchConverter::EmitMarkersAndOrch() {
 // (outer_local << 10) | node_index.
 void DispatchConverter::EmitGraphExecution() {
   int lane = 0;
-  for (const auto& [outer, o] : outers_) {
+  for (const auto& entry : outers_) {
+    const auto& outer = entry.first;  // captured below: no structured binding
+    const auto& o = entry.second;
     uint64_t lo = (uint64_t{1} << 32) | (static_cast<uint64_t>(LocalOf(outer)) << 10);
     uint64_t hi = lo + 1024;
     auto first = std::lower_bound(d_.tasks.begin(), d_.tasks.end(), lo,
