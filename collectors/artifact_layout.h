@@ -1,8 +1,7 @@
-// The output layout (design.md §1, §10; the seed page's "Every artifact lands
-// under one directory" and "Distributed runs"): where dfx_outputs/ lives, the
+// The output layout (docs/design.md §1, §10; docs/formats.md §0.1): where dfx_outputs/ lives, the
 // fixed artifact file names, the per-dispatch rank<N>/d<K>/ directories of an
 // L3 run, and the run's own records. This header is the only place that
-// formats or parses any of them (style.md §12): writers, the coordinator, the
+// formats or parses any of them (docs/design.md §11.12): writers, the coordinator, the
 // agent, gather and the viewers all ask it.
 //
 // Temporary names ("<final>.tmp.<pid>", never a final name until renamed) are
@@ -49,7 +48,7 @@ inline constexpr const char* kRunSwimlaneFile = "merged_run_swimlane.json";
 // (dfx-view swimlane, as the reference converter names it).
 inline constexpr const char* kMergedSwimlaneFile = "merged_swimlane.json";
 
-// name_map_<work_dir.name>.json, the L2 name map (l3-and-runconfig.md §2.4).
+// name_map_<work_dir.name>.json, the L2 name map (docs/run-config.md §2.4).
 std::string L2NameMapFileName(const std::filesystem::path& work_dir);
 // True for name_map*.json (both forms; what the viewers discover).
 bool IsNameMapFileName(std::string_view file_name);
@@ -72,7 +71,7 @@ inline constexpr const char* kSessionFile = ".session.json";
 // prints the summary and the verdict instead of the paths).
 inline constexpr const char* kArtifactsReadmeFile = "README.txt";
 // Where they go: dfx_outputs/ when any DFX flag is on; the work dir itself
-// otherwise (no flag, no dfx_outputs/: the seed page's first Edge Cases row).
+// otherwise (no flag, no dfx_outputs/: docs/run-config.md §2.12 row 1).
 std::filesystem::path RunRecordDir(const std::filesystem::path& work_dir, bool any_dfx);
 // The directory that holds the session record of the last run in `work_dir`
 // (either place above); nullopt when neither does.
@@ -89,7 +88,7 @@ inline constexpr const char* kDeviceStateDirName = "device_state";
 // The device memory of the one L2 chip inside <work_dir>/device_state/.
 inline constexpr const char* kDeviceStateFile = "chip0.json";
 
-// --- the agents' spools (design.md §9) -----------------------------------------------
+// --- the agents' spools (docs/design.md §9) -----------------------------------------------
 // An agent keeps each artifact of a session in <spool_root>/<session hex>/
 // rank<N>/d<K>/ until the coordinator confirms it; gather reads it there.
 std::filesystem::path SessionSpoolDir(const std::filesystem::path& spool_root, uint64_t session_id);

@@ -1,4 +1,4 @@
-// Name maps (artifacts.md §3): func_id (or callable index) → kernel name, plus
+// Name maps (docs/formats.md §3): func_id (or callable index) → kernel name, plus
 // the orchestrator name. The one owner of the format: the writer the agent and
 // the L2 exec path call, the reader every viewer calls, and the discovery of a
 // name map beside the artifacts it names.

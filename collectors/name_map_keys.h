@@ -1,4 +1,4 @@
-// The keys of a name map (artifacts.md §3), written once for its writer
+// The keys of a name map (docs/formats.md §3), written once for its writer
 // (WriteNameMap) and its reader (ReadNameMap). Constants only.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The name map format (artifacts.md §3): what the writer writes and what the
+// The name map format (docs/formats.md §3): what the writer writes and what the
 // reader accepts, both shapes, and the sibling discovery the viewers use.
 #include "collectors/name_map.h"
 

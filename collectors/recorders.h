@@ -1,6 +1,6 @@
 // The five DFX recorders: the API the emulated AICPU / AICore code calls at
-// the points a real runtime records (design.md §5), and the writers that turn
-// what was recorded into the on-disk formats of spec/artifacts.md.
+// the points a real runtime records (docs/design.md §5), and the writers that turn
+// what was recorded into the on-disk formats of docs/formats.md.
 //
 // Rules every recorder follows:
 //  * Level guards are real: a call whose data belongs to a higher level than
@@ -37,7 +37,7 @@ namespace dfx::collectors {
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------
-// 1. Chip swimlane (chip_swimlane_records.json, artifacts.md §2)
+// 1. Chip swimlane (chip_swimlane_records.json, docs/formats.md §2)
 // ---------------------------------------------------------------------------
 
 enum class SchedPhaseKind : uint32_t {
@@ -113,7 +113,7 @@ class SwimlaneRecorder {
 };
 
 // ---------------------------------------------------------------------------
-// 2. dep_gen (deps.json, artifacts.md §6)
+// 2. dep_gen (deps.json, docs/formats.md §6)
 // ---------------------------------------------------------------------------
 
 enum class ArgType : uint8_t { kInput, kOutput, kInout, kOutputExisting, kUnknown };
@@ -202,7 +202,7 @@ class DepGenRecorder {
 };
 
 // ---------------------------------------------------------------------------
-// 3. Args dump (args_dump/args_dump.json + args.bin, artifacts.md §8)
+// 3. Args dump (args_dump/args_dump.json + args.bin, docs/formats.md §8)
 // ---------------------------------------------------------------------------
 
 enum class DumpStage : uint8_t { kBeforeDispatch, kAfterCompletion };
@@ -258,7 +258,7 @@ class ArgsDumpRecorder {
 };
 
 // ---------------------------------------------------------------------------
-// 4. PMU (pmu.csv, artifacts.md §10)
+// 4. PMU (pmu.csv, docs/formats.md §10)
 // ---------------------------------------------------------------------------
 
 // The work one task really did on one core, from which counters are derived.
@@ -312,7 +312,7 @@ class PmuRecorder {
 };
 
 // ---------------------------------------------------------------------------
-// 5. Scope stats (scope_stats/scope_stats.jsonl, artifacts.md §11)
+// 5. Scope stats (scope_stats/scope_stats.jsonl, docs/formats.md §11)
 // ---------------------------------------------------------------------------
 
 struct ScopeSample {

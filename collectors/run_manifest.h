@@ -1,4 +1,4 @@
-// The run manifest (<dfx_outputs>/run_manifest.json; design.md §1 step 5,
+// The run manifest (<dfx_outputs>/run_manifest.json; docs/design.md §1 step 5,
 // §9): what an L3 run did, rank by rank and dispatch by dispatch, and every
 // artifact with its size, checksum and status — including what is missing
 // and why. One typed struct, one writer (WriteRunManifest), one reader

@@ -1,4 +1,4 @@
-// The keys of run_manifest.json (design.md §7), written once for its writer
+// The keys of run_manifest.json (docs/design.md §7), written once for its writer
 // (RunManifestToJson / RunManifestText) and its reader (RunManifestFromJson),
 // with the state names every status field takes. Constants only.
 #pragma once

@@ -1,5 +1,5 @@
 // ChunkedWriter: an append-only text writer that hands 1 MiB chunks to an
-// AtomicFileWriter, the one writer under every artifact and trace (style.md
+// AtomicFileWriter, the one writer under every artifact and trace (docs/design.md §11
 // §7, §11), so a records file of a million rows never exists as one string
 // while a collector writes it.
 //

@@ -1,5 +1,5 @@
 // Clocks. Production code reads time through a Clock so tests can inject a
-// fake one (style.md §5).
+// fake one (docs/design.md §11.5).
 #pragma once
 
 #include <atomic>

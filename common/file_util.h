@@ -1,6 +1,6 @@
 // File utilities: every artifact is written under a temporary name and renamed
 // into place only when complete, so no half-written file ever sits under its
-// final name (design.md §9).
+// final name (docs/design.md §9).
 #pragma once
 
 #include <sys/types.h>
@@ -23,7 +23,7 @@ Result<std::string> ReadFile(const std::filesystem::path& path);
 // Creates `dir` and its parents. Errors name the path.
 Status MakeDirs(const std::filesystem::path& dir);
 
-// Trust no path (style.md §13): every existing component of `rel` below
+// Trust no path (docs/design.md §11.13): every existing component of `rel` below
 // `root` must be a real directory or file, never a symbolic link (`root`
 // itself is what the user named and may be one). The error names the link
 // and says that nothing is written through links.
@@ -33,7 +33,7 @@ Status CheckNoLinks(const std::filesystem::path& root, const std::filesystem::pa
 // through it.
 Status MakeDirsNoLinks(const std::filesystem::path& root, const std::filesystem::path& rel_dir);
 
-// The temporary-name rule (the one owner; design.md §9): a file is written as
+// The temporary-name rule (the one owner; docs/design.md §9): a file is written as
 // "<final>.tmp.<pid>" and renamed to <final> once complete, so a name that
 // contains ".tmp." is never a finished artifact. Every listing of artifacts
 // skips such names; a gather after a crash deletes them.

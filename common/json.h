@@ -2,7 +2,7 @@
 // helpers that turn a malformed document into an error naming the file, the
 // JSON path and what was expected.
 //
-// Trust no input (style.md §13): every document is bounded in size and in
+// Trust no input (docs/design.md §11.13): every document is bounded in size and in
 // nesting depth before it is parsed, so a hostile file or frame is refused
 // with an error instead of exhausting the stack or the memory.
 #pragma once

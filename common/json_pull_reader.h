@@ -1,6 +1,6 @@
 // JsonPullReader: a pull reader that walks a JSON file token by token
 // without building a DOM, the one reader under every artifact reader
-// (style.md §7, §11), so a records file of a million rows never exists as one
+// (docs/design.md §11.7, §11.11), so a records file of a million rows never exists as one
 // JSON DOM while a viewer converts it.
 //
 // Thread-compatible: one thread uses one instance.

@@ -1,5 +1,5 @@
 // Streaming JSON, the one implementation for every writer and reader of an
-// artifact (style.md §7, §11): JsonPullReader (common/json_pull_reader.h),
+// artifact (docs/design.md §11.7, §11.11): JsonPullReader (common/json_pull_reader.h),
 // ChunkedWriter (common/chunked_writer.h) and the text helpers below that
 // both and the collectors' writers share.
 //

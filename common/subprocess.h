@@ -1,4 +1,4 @@
-// The one way to start a child process (style.md §11): the coordinator's
+// The one way to start a child process (docs/design.md §11.11): the coordinator's
 // agents, mpirun and post-run converters, the L2 exec passes, Graphviz for
 // the viewers. Every child runs in its own process group, so a whole subtree
 // (mpirun and its ranks) is signalled at once, and every wait is bounded.

@@ -2,7 +2,7 @@
 // It binds config/'s RunConfig and its codecs and collectors/' run manifest
 // reader and output layout as they are, so a RunConfig built in Python is
 // validated, normalised and turned into flags by the very code every CLI
-// uses (design.md §4: one source of truth), and a manifest is read by its one
+// uses (docs/design.md §4: one source of truth), and a manifest is read by its one
 // reader. JSON crosses the boundary as text (Python's json module on one
 // side, common/json.h on the other), so no value is converted twice.
 //

@@ -1,4 +1,4 @@
-// CompleteBars: the scheduler threads' "complete" phase bars (artifacts.md
+// CompleteBars: the scheduler threads' "complete" phase bars (docs/formats.md
 // §4.4), which the swimlane converter looks up by time: a task's finish →
 // the bar that holds it (flows, finish counts), a phase read again → its
 // bar (ids). At level 4 there is one per task, so they are kept compact.

@@ -1,4 +1,4 @@
-// The critical path of one dispatch (artifacts.md §5 part 6), the one
+// The critical path of one dispatch (docs/formats.md §5 part 6), the one
 // computation `sched-overhead` prints and `deps --critical-path` draws: start
 // at the task that finished last, repeatedly step to the producer (deps.json)
 // whose execution ended last. Per hop: its execution and the scheduler-

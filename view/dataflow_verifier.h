@@ -1,5 +1,5 @@
 // Dataflow verification of creator edges, for the *_dataflow edge modes
-// (artifacts.md §7.5): the structural reduction only proposes a creator
+// (docs/formats.md §7.5): the structural reduction only proposes a creator
 // (tensor-lifetime) edge as redundant; it is dropped only when the edges'
 // annotations prove it. A creator edge creator → consumer is proven redundant
 // when every creator annotation names an INOUT arg of the consumer and every

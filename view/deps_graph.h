@@ -1,4 +1,4 @@
-// The deps viewer's graph (artifacts.md §7.2), built from the typed deps.json
+// The deps viewer's graph (docs/formats.md §7.2), built from the typed deps.json
 // records (collectors/dep_gen/deps_reader.h): tasks as nodes (submit, dummy or
 // alloc), the unique (pred, succ) edges with their annotations, the tensors'
 // short names T<k>, OUTPUT tensors inferred from edges, kernel names from the

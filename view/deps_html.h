@@ -1,4 +1,4 @@
-// The deps viewer's HTML page (artifacts.md §7.4): the graph as Graphviz DOT
+// The deps viewer's HTML page (docs/formats.md §7.4): the graph as Graphviz DOT
 // (node styles by core type, SPMD borders, fire/star markers, tensor tables
 // with ports under --show-tensor-info, unselected edges drawn as background),
 // laid out to SVG by a Graphviz engine run as a child process with a bounded

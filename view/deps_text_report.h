@@ -1,4 +1,4 @@
-// The deps viewer's text report (artifacts.md §7.3): SUMMARY, TASK INDEX and
+// The deps viewer's text report (docs/formats.md §7.3): SUMMARY, TASK INDEX and
 // one section per task with its fan-in and fan-out over the selected edges.
 // Pure function; thread-safe.
 #pragma once

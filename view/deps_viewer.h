@@ -1,4 +1,4 @@
-// `dfx-view deps`: the deps.json viewer (artifacts.md §7): a text report in the
+// `dfx-view deps`: the deps.json viewer (docs/formats.md §7): a text report in the
 // documented shape (deps_text_report) or a self-contained pan/zoom HTML page
 // laid out by a Graphviz engine (deps_html), over the edges an edge mode
 // selects (edge_reduction). Called from one thread.

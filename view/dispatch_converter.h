@@ -1,6 +1,6 @@
 // DispatchConverter: turns one dispatch's records (one chip_swimlane_records
 // file, with its deps.json and name map when there are some) into the events
-// of a TraceWriter (artifacts.md §4). Internal to view/: `dfx-view swimlane`
+// of a TraceWriter (docs/formats.md §4). Internal to view/: `dfx-view swimlane`
 // converts one dispatch, the run timeline many into one trace.
 //
 // One class, its views in their own files:

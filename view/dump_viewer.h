@@ -1,4 +1,4 @@
-// `dfx-view dump`: the args-dump viewer (artifacts.md §9): lists manifest
+// `dfx-view dump`: the args-dump viewer (docs/formats.md §9): lists manifest
 // entries with filters, or exports selected args as text files decoded from
 // args.bin. Called from one thread.
 #pragma once

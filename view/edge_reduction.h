@@ -1,4 +1,4 @@
-// The edge modes of the deps viewer (artifacts.md §7.5): `full`, the
+// The edge modes of the deps viewer (docs/formats.md §7.5): `full`, the
 // transitive reduction (`reduced`, keeping creator edges) and its complement
 // (`omitted`), and their `*_dataflow` variants, where a creator edge goes only
 // when DataflowVerifier proves it redundant. Pure functions over the graph

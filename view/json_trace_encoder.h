@@ -1,4 +1,4 @@
-// The JSON trace of artifacts.md §4.2 — {"traceEvents": [ ... ], "metadata":
+// The JSON trace of docs/formats.md §4.2 — {"traceEvents": [ ... ], "metadata":
 // {...}} with one event per line — written from typed events into a
 // ChunkedWriter, so a trace of millions of events never sits in memory.
 //

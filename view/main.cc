@@ -1,5 +1,5 @@
 // dfx-view: the viewers and converters for the Runtime DFX artifacts
-// (artifacts.md §4–§12) in one tool. Thin: each subcommand's flags are read
+// (docs/formats.md §4–§12) in one tool. Thin: each subcommand's flags are read
 // into its request (view/commands.h), the library runs it, and a failure is
 // printed. Exit codes: 0 ok, 1 error ("Error: <message>" on stderr), 2 usage
 // error.

@@ -1,4 +1,4 @@
-// The scheduler-overhead sweep shared by `swimlane --overhead` (artifacts.md
+// The scheduler-overhead sweep shared by `swimlane --overhead` (docs/formats.md
 // §4.8) and `sched-overhead` part 1 (§5): per engine (AIC/AIV), overhead is
 // time during which a core of that engine is idle while a task of that engine
 // is ready but not yet dispatched. Readiness = max `end` over the task's

@@ -1,5 +1,5 @@
 // The Perfetto protobuf trace (`dfx-view swimlane --format proto`): the same
-// trace as the JSON one (artifacts.md §4.2), written as perfetto.protos.Trace
+// trace as the JSON one (docs/formats.md §4.2), written as perfetto.protos.Trace
 // — a stream of `repeated TracePacket packet = 1` — with the wire encoding
 // written by hand (no protobuf runtime). The subset of the public schema
 // used, with its field numbers, is checked in as

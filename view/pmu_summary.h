@@ -1,4 +1,4 @@
-// `dfx-view pmu`: per-function summary of pmu.csv (artifacts.md §10): count,
+// `dfx-view pmu`: per-function summary of pmu.csv (docs/formats.md §10): count,
 // sum and mean of every counter column grouped by (func_id, core_type), plus
 // derived pipe utilisations (busy / total cycles) for event type 2 with the
 // a2a3 and a5 column names. The file is read by collectors/pmu/pmu_reader.

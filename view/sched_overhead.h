@@ -1,4 +1,4 @@
-// `dfx-view sched-overhead`: the scheduler overhead deep-dive (artifacts.md §5):
+// `dfx-view sched-overhead`: the scheduler overhead deep-dive (docs/formats.md §5):
 // overhead verdict, AICore switch, head/tail overhead distributions, scheduler
 // loop budget and the critical path, over the joined task list plus deps.json.
 // Called from one thread.

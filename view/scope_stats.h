@@ -1,4 +1,4 @@
-// `dfx-view scope-stats`: scope_stats.jsonl (artifacts.md §11) → a
+// `dfx-view scope-stats`: scope_stats.jsonl (docs/formats.md §11) → a
 // self-contained HTML report (§12): header, formula guide, top peaks table
 // against capacity, and per-resource, per-ring inline SVG charts with hover
 // and click-to-enlarge. Called from one thread.

@@ -1,4 +1,4 @@
-// The console task statistics of `dfx-view swimlane` (artifacts.md §4.9): per
+// The console task statistics of `dfx-view swimlane` (docs/formats.md §4.9): per
 // function (func_id) the count and average execution, latency, head and tail
 // overhead, propagation and local setup, then the totals and the test time.
 // Level 1 has AICore timing only: the AICPU columns print "-". Pure function

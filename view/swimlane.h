@@ -1,5 +1,5 @@
 // `dfx-view swimlane`: chip_swimlane_records.json (+ deps.json, name map) →
-// merged Perfetto / Chrome trace (artifacts.md §4) and the console task
+// merged Perfetto / Chrome trace (docs/formats.md §4) and the console task
 // statistics (§4.9). The run-level timeline of an L3 run is run_timeline.h.
 //
 // Reads the records with the streaming reader and writes the trace streaming,

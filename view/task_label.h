@@ -1,4 +1,4 @@
-// How the viewers name tasks and kernels (artifacts.md §4.6, §7.3): the task
+// How the viewers name tasks and kernels (docs/formats.md §4.6, §7.3): the task
 // id's ring and local parts, the "t<local>" / "r<ring>t<local>" display, the
 // kernel a task row ran (from deps.json) and its name, with the
 // func_<id>_<letters> fallback for a kernel without one. Pure functions;

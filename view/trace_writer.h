@@ -1,5 +1,5 @@
 // TraceWriter: one swimlane trace being written — the Perfetto / Chrome JSON
-// trace of artifacts.md §4.2, or the same events as a Perfetto protobuf
+// trace of docs/formats.md §4.2, or the same events as a Perfetto protobuf
 // trace — streamed through common/json_stream's ChunkedWriter so a trace of
 // millions of events never sits in memory. It owns what every view of the
 // trace shares: the file, the event and flow id counters, the process /
@@ -49,7 +49,7 @@ struct Anchor {
   uint64_t event_id;  // bind_id of the slice; 0 = bind by position only
 };
 
-// How a trace is written: the JSON trace of artifacts.md §4.2 (what the
+// How a trace is written: the JSON trace of docs/formats.md §4.2 (what the
 // reference tools read), or the same events as a Perfetto protobuf trace
 // (perfetto_trace_encoder.h: several times smaller, opens faster in the UI).
 enum class TraceFormat { kJson, kProto };

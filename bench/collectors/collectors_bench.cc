@@ -1,4 +1,4 @@
-// Recorder hot-path cost (design.md §5: "the cost of each level is measured").
+// Recorder hot-path cost (docs/design.md §5: "the cost of each level is measured").
 //
 // Every recorder benchmark has a BASELINE in the same run: a bare store of a
 // struct of the same size as what the recorder stores, into a preallocated

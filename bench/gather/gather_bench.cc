@@ -16,7 +16,7 @@
 //    arrived (and, for raw+disk, is written), as the gather is timed from
 //    spawning the coordinator until it exits;
 //  * a third baseline, "raw+curve": the raw senders and ROUTER speaking
-//    CURVE, as the gather's launched agents and coordinator must (design.md
+//    CURVE, as the gather's launched agents and coordinator must (docs/design.md
 //    §7: CURVE on loopback for launched agents too), discarding the frames:
 //    what encryption alone leaves of raw ZeroMQ on this machine;
 //  * the coordinator's peak RSS (VmHWM) for each size, to show it does not
@@ -167,7 +167,7 @@ pid_t Spawn(std::vector<std::string> argv, std::string extra_env = {}) {
 // MB/s of N sender processes pushing `bytes_each` to one ROUTER; with
 // `write_dir`, every frame is written to <write_dir>/raw-<sender>.bin; with
 // `curve`, the senders and the ROUTER speak CURVE (as the gather's agents
-// and coordinator must: design.md §7), with keys made for this run.
+// and coordinator must: docs/design.md §7), with keys made for this run.
 Measured RawZmqThroughput(int agents, uint64_t bytes_each, const fs::path& write_dir,
                           bool curve = false) {
   dfx::protocol::Context context;

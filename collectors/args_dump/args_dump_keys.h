@@ -1,4 +1,4 @@
-// The keys of args_dump/args_dump.json (artifacts.md §8), written once for
+// The keys of args_dump/args_dump.json (docs/formats.md §8), written once for
 // its writer (ArgsDumpRecorder::Export), its reader (ReadArgsDumpManifest)
 // and the dump viewer. Constants only.
 #pragma once

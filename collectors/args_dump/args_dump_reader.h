@@ -1,4 +1,4 @@
-// The args dump reader (artifacts.md §8.2–§8.3), beside its writer
+// The args dump reader (docs/formats.md §8.2–§8.3), beside its writer
 // (ArgsDumpRecorder::Export): the manifest `args_dump.json` as typed entries
 // (also the legacy top-level `tensors` list), and the payload bytes of an
 // entry from `args.bin`. Decoding and printing the values is the viewer's.

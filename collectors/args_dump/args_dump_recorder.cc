@@ -1,4 +1,4 @@
-// Args dump recorder and writer (artifacts.md §8).
+// Args dump recorder and writer (docs/formats.md §8).
 //
 // A real producer/consumer, as the reference's per-thread arena and host
 // collector: Capture copies the payload into a bounded circular arena; a drain

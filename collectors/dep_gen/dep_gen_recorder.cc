@@ -1,4 +1,4 @@
-// dep_gen recorder and deps.json writer (artifacts.md §6).
+// dep_gen recorder and deps.json writer (docs/formats.md §6).
 //
 // Storage is split so a submit costs what it carries, not the 4.6 KB worst
 // case: fixed task headers, one shared array of arg slots, one of edges, one

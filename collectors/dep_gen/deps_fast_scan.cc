@@ -157,7 +157,7 @@ class DepGenForm {
   const char* const end_;
 };
 
-// dep_gen writes deps.json as one compact object (artifacts.md §6.2), and most
+// dep_gen writes deps.json as one compact object (docs/formats.md §6.2), and most
 // of its bytes are annotations the compact graph skips. FastGraphScan reads
 // such a file in 1 MiB chunks with pointer scans over the chunk (no per-byte
 // call, no copy of a skipped string), one array entry at a time: an entry

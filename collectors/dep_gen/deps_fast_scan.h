@@ -1,5 +1,5 @@
 // The fast path of ReadTaskGraph (deps_reader.h): dep_gen's compact form of
-// deps.json (artifacts.md §6.2), read in 1 MiB chunks with pointer scans and
+// deps.json (docs/formats.md §6.2), read in 1 MiB chunks with pointer scans and
 // the writer's exact form matched byte for byte. It reads a subset of JSON
 // and gives up at the first byte outside it; ReadTaskGraph then reads the
 // file with the generic parser, whose result or error is the reference.

@@ -1,4 +1,4 @@
-// The keys of deps.json (artifacts.md §6.2), written once for its writer
+// The keys of deps.json (docs/formats.md §6.2), written once for its writer
 // (DepGenRecorder::Export), its readers (deps_reader.h: the generic parser
 // and the fast scan, which matches the writer's exact form) and every
 // viewer. Constants only.

@@ -1,4 +1,4 @@
-// The deps.json reader (artifacts.md §6.2): the one reader of the task
+// The deps.json reader (docs/formats.md §6.2): the one reader of the task
 // dependency graph, beside its writer (DepGenRecorder::Export), used by every
 // viewer that reads deps.json. One streaming parser (common/json_stream.h, no
 // DOM of the file) with two results:

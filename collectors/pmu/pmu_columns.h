@@ -1,4 +1,4 @@
-// The columns of pmu.csv (artifacts.md §10), written once for its writer
+// The columns of pmu.csv (docs/formats.md §10), written once for its writer
 // (PmuRecorder::Export), its reader (pmu_reader.h) and the PMU summary:
 // six fixed columns, the counters of the run's event type (per backend),
 // then kEventType. Constants only.

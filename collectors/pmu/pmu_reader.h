@@ -1,4 +1,4 @@
-// The pmu.csv reader (artifacts.md §10.2), beside its writer
+// The pmu.csv reader (docs/formats.md §10.2), beside its writer
 // (PmuRecorder::Export): the one parser of the header and the rows, streaming
 // a row at a time so a file of any size is read in constant memory. What the
 // rows mean (sums per function, pipe utilisation) is the viewer's business.

@@ -1,4 +1,4 @@
-// PMU recorder and pmu.csv writer (artifacts.md §10).
+// PMU recorder and pmu.csv writer (docs/formats.md §10).
 //
 // Counters are DERIVED from the work the task really did (PmuWork), never
 // random. Constants: a request granule is 32 bytes (one UB/L1/L2 request),

@@ -1,4 +1,4 @@
-// The keys of scope_stats.jsonl (artifacts.md §11.2), written once for its
+// The keys of scope_stats.jsonl (docs/formats.md §11.2), written once for its
 // writer (ScopeStatsRecorder::Export), its reader (ReadScopeStats) and the
 // scope-stats report. Constants only.
 #pragma once

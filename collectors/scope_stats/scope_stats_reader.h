@@ -1,4 +1,4 @@
-// The scope_stats.jsonl reader (artifacts.md §11.2), beside its writer
+// The scope_stats.jsonl reader (docs/formats.md §11.2), beside its writer
 // (ScopeStatsRecorder::Export): the metadata line and the begin/end samples,
 // typed. Pairing samples into scopes and what the report derives from them
 // is the viewer's.

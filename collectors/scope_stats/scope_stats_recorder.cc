@@ -1,4 +1,4 @@
-// Scope stats recorder and scope_stats.jsonl writer (artifacts.md §11).
+// Scope stats recorder and scope_stats.jsonl writer (docs/formats.md §11).
 //
 // Single producer (the orchestrator thread): samples go into one preallocated
 // array; a sample past capacity is dropped and counted. Depth > 64 and rings

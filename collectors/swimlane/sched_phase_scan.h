@@ -1,4 +1,4 @@
-// A fast reader for the scheduler and orchestrator phases of a records file (artifacts.md
+// A fast reader for the scheduler and orchestrator phases of a records file (docs/formats.md
 // §2: aicpu_scheduler_phases). With SwimlaneReadOptions::stream_sched_phases
 // the phases are not kept: ReadSwimlaneRecords' first pass reads them once
 // (for the base time and the counts, and for a caller that asks to see them,

@@ -1,4 +1,4 @@
-// The keys of chip_swimlane_records.json (artifacts.md §2), written once for
+// The keys of chip_swimlane_records.json (docs/formats.md §2), written once for
 // its writer (SwimlaneRecorder::Export), its readers (ReadSwimlaneRecords,
 // the phase streams, sched_phase_scan.h's fast scans) and every viewer.
 // Constants only.

@@ -1,4 +1,4 @@
-// One scheduler / orchestrator phase object of a records file (artifacts.md
+// One scheduler / orchestrator phase object of a records file (docs/formats.md
 // §2.4, §2.5) read by the generic pull reader, for ReadSwimlaneRecords' first
 // pass and the streams over the phases (swimlane_phases.cc). Internal to the
 // swimlane reader. Thread-compatible: the reader is the caller's.

@@ -1,4 +1,4 @@
-// The chip swimlane records reader (artifacts.md §2.6): the one reader of
+// The chip swimlane records reader (docs/formats.md §2.6): the one reader of
 // `chip_swimlane_records.json`, beside the writer (SwimlaneRecorder::Export),
 // used by the collectors' tests and by every viewer. It streams the file (no
 // DOM), joins `aicore_tasks` with `aicpu_tasks` on (core_id, reg_task_id),

@@ -1,4 +1,4 @@
-// Chip swimlane recorder and writer (artifacts.md §2).
+// Chip swimlane recorder and writer (docs/formats.md §2).
 //
 // Storage: one preallocated array per stream. AICore and AICPU task rows go
 // into one array each, shared by all cores, claimed with a relaxed fetch_add

@@ -1,4 +1,4 @@
-// Every row of the seed page's Edge Cases table, end to end: the documented
+// Every row of the edge-cases table (docs/run-config.md §2.12), end to end: the documented
 // symptom, and a message that points at the fix.
 #include <gtest/gtest.h>
 
@@ -135,10 +135,9 @@ TEST(EdgeCasesTest, HugeGraphHtmlAdvisesSfdpAndTheLayoutWaitIsBounded) {
   // The run printed the command, with the large-graph engine; it ran nothing.
   EXPECT_NE(r.out.find("--format html --engine sfdp"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "w/dfx_outputs/deps_graph.html"));
-  auto view =
-      RunCommand({Bin("dfx-view"), "deps", deps.string(), "--format", "html", "--engine",
-                  "dot", "--layout-timeout", "1", "-o", (dir / "g.html").string()},
-                 dir, 120);
+  auto view = RunCommand({Bin("dfx-view"), "deps", deps.string(), "--format", "html", "--engine",
+                          "dot", "--layout-timeout", "1", "-o", (dir / "g.html").string()},
+                         dir, 120);
   ASSERT_FALSE(view.timed_out);
   EXPECT_NE(view.err.find("--engine sfdp"), std::string::npos) << view.out << view.err;
   fs::remove_all(dir);

@@ -1,4 +1,4 @@
-// Fidelity to the reference viewers around SPMD tasks (artifacts.md §4.7,
+// Fidelity to the reference viewers around SPMD tasks (docs/formats.md §4.7,
 // §4.8, §5, §11.2), on a real run of an SPMD program: prep → spin (SPMD,
 // block_num 2) → finish inside scope "tail", all on AIV cores, virtual clock
 // (one worker: the two spin blocks run one after the other, so the earliest

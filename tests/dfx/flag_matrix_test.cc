@@ -1,4 +1,4 @@
-// The flag matrix (seed page "The flag matrix"): every one of the 31
+// The flag matrix (docs/run-config.md §2.5): every one of the 31
 // non-empty subsets of the five collection flags, at L2 and at L3 (2 ranks,
 // local launcher; both chip models, a2a3 and a5), produces exactly its
 // artifacts and nothing else — plus

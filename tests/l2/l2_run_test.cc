@@ -41,7 +41,7 @@ TEST(L2RunTest, EveryFlagLandsFlatWithRenderCommands) {
             std::string::npos);
   EXPECT_NE(r.out.find("dfx-view dump " + q + "/args_dump'"), std::string::npos);
   EXPECT_NE(r.out.find(q + "/pmu.csv'"), std::string::npos);
-  // The name map maps func_id -> kernel name (artifacts.md §3).
+  // The name map maps func_id -> kernel name (docs/formats.md §3).
   Json map = LoadJson(out / "name_map_my work.json");
   EXPECT_EQ(map["level"], 2);
   EXPECT_EQ(map["orchestrator_name"], "vector_pipeline");

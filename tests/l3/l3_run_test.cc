@@ -236,7 +236,7 @@ TEST(L3RunTest, ASecondDispatchOfAProgramGoesByHashAndAForgetfulAgentGetsItAgain
 
 // A plain run prints what the chips took, as a collecting one does, from the
 // emulator's own accounting carried in DispatchDone: what collection costs
-// is then one comparison away (issue 13, "measuring perturbation honestly").
+// is then one comparison away.
 TEST(L3RunTest, EveryRunReportsTheChipMakespanWithOrWithoutCollectors) {
   fs::path dir = TestDir("l3_makespan");
   ASSERT_TRUE(WriteVecPlan(dir, R"([{"program": "vec", "ranks": "all"}])"));

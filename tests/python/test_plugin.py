@@ -1,4 +1,4 @@
-"""The pytest plugin: the seed page's flags with the CLI's spellings and
+"""The pytest plugin: the DFX flags (docs/run-config.md §2.5) with the CLI's spellings and
 defaults, building the RunConfig the fixtures use."""
 
 import sys
@@ -27,7 +27,7 @@ def test_issue_command_line_runs_the_example_and_checks_artifacts():
 
 
 def test_bare_flags_take_the_cli_defaults_and_leave_the_path_alone():
-    # The seed page's form: --enable-chip-swimlane bare (= 4) before a path.
+    # The reference's form: --enable-chip-swimlane bare (= 4) before a path.
     r = pytest_run("--platform", "a2a3sim", "--enable-chip-swimlane", str(PLUGIN_TESTS),
                    "--enable-pmu")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,4 +1,4 @@
-"""dfx.RunConfig: the seed page's fields and rules, checked by config/'s C++
+"""dfx.RunConfig: the fields and rules of docs/run-config.md §2.1-§2.3, checked by config/'s C++
 code (the same messages as the CLI)."""
 
 import warnings
