@@ -1,8 +1,16 @@
-// The per-rank agent service (design.md §1, §7, §8): one dfx-rank-agent
+// The per-rank agent service (docs/design.md §1, §7, §8): one dfx-rank-agent
 // process owns one or more local chips, connects a DEALER to the
 // coordinator's ROUTER, says HELLO, initialises its chips, says READY, then
 // runs dispatches (one at a time per chip) and streams every artifact back in
 // checksummed chunks under credit-based flow control.
+//
+// Parts, one job each, wired together by RankAgent:
+// - CoordinatorLink (coordinator_link.h): the socket, HELLO and its
+//   backoff, heartbeats, the admission of each message, the deadlines;
+// - ArtifactSender (artifact_sender.h): the spool's files to the
+//   coordinator, credits, checksums, the local bulk path, ack-then-delete;
+// - ChipPool (chip_pool.h): the chips, made through AgentOptions::make_chip
+//   (device/chip_factory.h), and their worker threads.
 //
 // Threads: the thread that calls Run() owns the socket (the event loop: it
 // receives, streams, heartbeats); each chip has its own worker thread that
@@ -34,6 +42,7 @@
 #include "common/status.h"
 #include "common/timeouts.h"
 #include "device/chip.h"
+#include "device/chip_factory.h"
 #include "protocol/channel.h"
 #include "protocol/curve.h"
 #include "protocol/messages.h"
@@ -51,7 +60,7 @@ struct AgentOptions {
   // Recover mode: offer only first_rank's spool (one recovery agent per rank
   // streams in parallel); false = every rank found in the spool.
   bool recover_only_first_rank = false;
-  // Deadlines (design.md §9: every wait has one): connect (the first
+  // Deadlines (docs/design.md §9: every wait has one): connect (the first
   // coordinator answer of a one-shot or recover agent), serve_connect (how
   // long a serve agent waits for a coordinator, at start and after each
   // session, before giving up with an error; 0 = no limit) and the
@@ -71,6 +80,9 @@ struct AgentOptions {
   int refused_backoff_min_ms = 1000;
   int refused_backoff_max_ms = 30000;
   device::ChipOptions chip;
+  // How each chip is made (device/chip_factory.h): a backend by name, or a
+  // test's own Chip.
+  device::ChipMaker make_chip = device::ChipMakerFor();
   FaultInjection faults;  // tests only; set by main
   const Clock* clock = &MonotonicClock::Instance();
 };

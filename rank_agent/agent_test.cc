@@ -296,6 +296,18 @@ TEST(RankAgentTest, RunsADispatchAndStreamsItsArtifactsBack) {
 
 // A long dispatch reports tasks done / total while it runs, on a schedule
 // (not once per task), so the coordinator can show live progress.
+TEST(RankAgentTest, ItsChipsComeFromTheMakerItIsGiven) {
+  AgentBench bench("chip_maker", 0x70);
+  bench.options().make_chip =
+      [](const device::ChipOptions&) -> Result<std::unique_ptr<device::Chip>> {
+    return Internal("no device on this host");
+  };
+  ASSERT_TRUE(bench.Start()) << "HELLO goes before the chips are made";
+  Status s = bench.Stop();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "rank 0: no device on this host");
+}
+
 TEST(RankAgentTest, ReportsProgressWhileADispatchRuns) {
   AgentBench bench("progress", 0x78);
   FakeCoordinator& coordinator = bench.coordinator();

@@ -82,7 +82,7 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
   request.config = options.config;
   request.pass = options.pass;
   request.output_dir = options.output_dir;
-  // L2 form: name_map_<work_dir name>.json beside the artifacts (artifacts.md §3).
+  // L2 form: name_map_<work_dir name>.json beside the artifacts (docs/formats.md §3).
   request.name_map_file = collectors::L2NameMapFileName(
       options.work_dir.empty() ? options.output_dir.parent_path() : options.work_dir);
   if (!options.device_state_dir.empty())
@@ -91,7 +91,7 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
 
   device::ChipOptions chip_options = options.chip;
   if (!chip_options.progress) chip_options.progress = std::make_shared<device::ChipProgress>();
-  auto chip = device::MakeEmulatedChip(chip_options);
+  DFX_ASSIGN_OR_RETURN(std::unique_ptr<device::Chip> chip, options.make_chip(chip_options));
   DispatchOutcome run;
   {
     // Only where the line shows: elsewhere its thread would wake for nothing.

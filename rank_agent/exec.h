@@ -1,5 +1,5 @@
-// The one-shot L2 run: one program, once, on one local emulated chip, with
-// the artifacts flat in an output directory (design.md §8, last bullet).
+// The one-shot L2 run: one program, once, on one local chip, with
+// the artifacts flat in an output directory (docs/design.md §8, last bullet).
 // `dfx-coordinator run PROGRAM.json` starts this in a child process
 // (`dfx-rank-agent exec`), so an L2 run is isolated like the reference's
 // subprocess graph pass.
@@ -13,6 +13,7 @@
 #include "config/pass_plan.h"
 #include "config/run_config.h"
 #include "device/chip.h"
+#include "device/chip_factory.h"
 #include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
@@ -23,6 +24,7 @@ struct ExecOptions {
   std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
   config::RunConfig config;          // validated by the caller
   device::ChipOptions chip;
+  device::ChipMaker make_chip = device::ChipMakerFor();  // how the chip is made
   // Which pass of the coordinator's plan this process runs (only the fault
   // injection reads it).
   config::PassKind pass = config::PassKind::kSingle;

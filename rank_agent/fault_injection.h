@@ -1,5 +1,5 @@
 // Faults a test can inject into the agent (the best-effort paths of the DFX
-// pass protocol, design.md §5, §9). Production code only reads this struct;
+// pass protocol, docs/design.md §5, §9). Production code only reads this struct;
 // only main() fills it (from DFX_FAULT_GRAPH_PASS=1 and
 // DFX_FAULT_FORGET_PROGRAMS=1 and DFX_FAULT_WRONG_BULK_TOKEN=1 in the environment, so
 // that a test can set it on a coordinator and reach every agent it starts).

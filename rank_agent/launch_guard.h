@@ -1,4 +1,4 @@
-// The launch guard (design.md §8, §9): an agent that mpirun or srun
+// The launch guard (docs/design.md §8, §9): an agent that mpirun or srun
 // started may die before it says HELLO (killed, crashed, out of memory).
 // Nobody would then tell the coordinator which rank that was, and the rank
 // would fail only at --startup-timeout, unnamed. So a launched agent runs

@@ -1,4 +1,4 @@
-// dfx-rank-agent: parse flags, build the agent, run it (style.md §1). The
+// dfx-rank-agent: parse flags, build the agent, run it (docs/design.md §11.1). The
 // command line (its forms, flags, bounds and --help) is described once, in
 // protocol/agent_command_line.h, which the coordinator's launcher writes with.
 // Usage errors exit 2, a failed run or agent 1.

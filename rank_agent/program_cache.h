@@ -1,5 +1,5 @@
-// The programs a rank agent keeps between dispatches (issue 13: a program is
-// sent once and dispatched by its hash afterwards). After the first dispatch
+// The programs a rank agent keeps between dispatches (a program is sent
+// once and dispatched by its hash afterwards). After the first dispatch
 // of a program, the coordinator sends its Dispatch without the JSON text
 // (protocol::Dispatch::program_hash); the agent runs the parsed program it
 // kept here, or answers DispatchStatus::kProgramUnknown and gets the text

@@ -1,4 +1,4 @@
-// Where an agent's rank comes from (design.md §8): --rank when given;
+// Where an agent's rank comes from (docs/design.md §8): --rank when given;
 // otherwise the launcher's environment (OMPI_COMM_WORLD_RANK, PMIX_RANK,
 // PMI_RANK, SLURM_PROCID), read without initialising MPI, so the agent says
 // HELLO before any collective MPI call and a rank that dies early fails

@@ -1,6 +1,6 @@
 // One dispatch on one chip: the pipeline an L2 run (`dfx-rank-agent exec`,
 // exec.h) and an L3 dispatch (the agent's chip worker, agent.h) share, so
-// both do the same steps in the same order (design.md §1 step 3):
+// both do the same steps in the same order (docs/design.md §1 step 3):
 //
 //   1. parse the program (unless the caller kept it parsed) and check the
 //      RunConfig (a bad one is refused);
@@ -36,7 +36,7 @@
 namespace dfx::rank_agent {
 
 struct DispatchRequest {
-  std::string program_json;  // the program (design.md §6); up to 32 MiB: move it in
+  std::string program_json;  // the program (docs/design.md §6); up to 32 MiB: move it in
   // The program already parsed (the agent's ProgramCache): when set,
   // program_json is not read and step 1 only checks the RunConfig.
   std::shared_ptr<const device::Program> program;
@@ -104,7 +104,7 @@ Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(
     const std::string& text, const std::string& origin, const std::string& file,
     const std::function<Status()>& before_program = nullptr);
 
-// The program's kernel names as a name map (artifacts.md §3): func_id ->
+// The program's kernel names as a name map (docs/formats.md §3): func_id ->
 // name, orchestrator_name = the program's name.
 collectors::NameMap NameMapFor(const device::Program& program);
 

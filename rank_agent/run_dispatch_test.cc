@@ -8,12 +8,20 @@
 #include "collectors/testing/test_util.h"
 #include "common/file_util.h"
 #include "common/json.h"
+#include "device/chip_factory.h"
 #include "device/program_loader.h"
 
 namespace dfx::rank_agent {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A chip of the default backend.
+std::unique_ptr<device::Chip> NewChip() {
+  auto chip = device::MakeChip(device::kDefaultChipBackend, {});
+  EXPECT_TRUE(chip.ok()) << chip.status().message();
+  return chip.ok() ? std::move(*chip) : nullptr;
+}
 
 std::string Source(const std::string& rel) {
   auto text = ReadFile(fs::path(DFX_SOURCE_DIR) / rel);
@@ -36,7 +44,7 @@ DispatchRequest Request(const std::string& program, const fs::path& out) {
 TEST(RunDispatchTest, RunsTheProgramThenWritesTheNameMap) {
   collectors::testing::TempDir tmp;
   const fs::path dir = tmp.path();
-  auto chip = device::MakeEmulatedChip({});
+  auto chip = NewChip();
   DispatchRequest request = Request("examples/vector_pipeline.json", dir / "rank0/d0");
   bool accepted = false;
   request.on_accepted = [&] {
@@ -68,7 +76,7 @@ TEST(RunDispatchTest, RunsTheProgramThenWritesTheNameMap) {
 TEST(RunDispatchTest, AFailedRunHasNoNameMapButKeepsWhatTheChipWrote) {
   collectors::testing::TempDir tmp;
   const fs::path dir = tmp.path();
-  auto chip = device::MakeEmulatedChip({});
+  auto chip = NewChip();
   DispatchOutcome out = RunDispatch(*chip, Request("tests/l3/testdata/fail.json", dir));
   EXPECT_EQ(out.failure, DispatchFailure::kRun);
   EXPECT_NE(out.status.message().find("injected kernel failure"), std::string::npos)
@@ -80,7 +88,7 @@ TEST(RunDispatchTest, AFailedRunHasNoNameMapButKeepsWhatTheChipWrote) {
 TEST(RunDispatchTest, ABadProgramOrConfigIsRefusedBeforeAnythingHappens) {
   collectors::testing::TempDir tmp;
   const fs::path dir = tmp.path();
-  auto chip = device::MakeEmulatedChip({});
+  auto chip = NewChip();
   bool accepted = false;
   auto refuse = [&](DispatchRequest request) {
     request.on_accepted = [&] {
@@ -120,7 +128,7 @@ TEST(RunDispatchTest, ABadProgramOrConfigIsRefusedBeforeAnythingHappens) {
 // it leaves to the JSON document (vector_pipeline: scalars).
 TEST(RunDispatchTest, RefusalsComeInOrderSyntaxConfigProgram) {
   collectors::testing::TempDir tmp;
-  auto chip = device::MakeEmulatedChip({});
+  auto chip = NewChip();
   for (const char* example : {"examples/attention_decode.json", "examples/vector_pipeline.json"}) {
     SCOPED_TRACE(example);
     DispatchRequest good = Request(example, tmp.path() / "out");
@@ -151,7 +159,7 @@ TEST(RunDispatchTest, RefusalsComeInOrderSyntaxConfigProgram) {
 TEST(RunDispatchTest, TheHookAndAnInjectedFaultStopTheDispatchBeforeTheRun) {
   collectors::testing::TempDir tmp;
   const fs::path dir = tmp.path();
-  auto chip = device::MakeEmulatedChip({});
+  auto chip = NewChip();
   DispatchRequest request = Request("examples/vector_pipeline.json", dir / "hook");
   request.on_accepted = [] { return Unavailable("disk full"); };
   DispatchOutcome out = RunDispatch(*chip, request);
@@ -180,7 +188,7 @@ TEST(RunDispatchTest, ResidentTensorsTravelInTheStateFileBetweenChips) {
   const fs::path state = dir / "device_state/chip0.json";
   std::vector<float> counter;
   for (int run = 0; run < 2; ++run) {
-    auto chip = device::MakeEmulatedChip({});
+    auto chip = NewChip();
     DispatchRequest request = Request("tests/dfx/testdata/counter.json", dir / "out");
     request.resident_state_file = state;
     DispatchOutcome out = RunDispatch(*chip, request);
