@@ -123,6 +123,9 @@ class EventLoop {
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk = false);
+  // Hands a validated message of a live agent to the receiver, the
+  // registry or the handler.
+  void Deliver(AgentState& agent, protocol::Message& m, PeerHandler& handler, bool bulk);
   // The refusals the socket monitor has read (RouterChannel::ReadMonitor).
   void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
