@@ -1,4 +1,4 @@
-// The L3 host orchestration's bookkeeping (design.md §1 step 2, §6, §9):
+// The L3 host orchestration's bookkeeping (docs/design.md §1 step 2, §6, §9):
 // which dispatch each rank runs next. Dispatches of one rank run in plan
 // order, one in flight per chip; ranks run in parallel; the passes of the
 // DFX pass protocol run one after the other. A rank that fails (its agent

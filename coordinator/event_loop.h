@@ -1,4 +1,4 @@
-// The coordinator's event loop (design.md §7; style.md §12): one ROUTER
+// The coordinator's event loop (docs/design.md §7, §11.12): one ROUTER
 // socket, the agents that said HELLO (AgentRegistry) and the artifact
 // streams they send (ArtifactReceiver), shared by a run (session.h) and a
 // gather (gather.h). It decodes and validates every frame, answers peers
@@ -79,12 +79,12 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Binds the ROUTER; with `curve`, only its admitted agent keys can
-  // connect (design.md §7).
+  // connect (docs/design.md §7).
   Status Bind(const std::string& endpoint,
               std::optional<protocol::CurveServer> curve = std::nullopt);
   // The bound endpoint with its real port.
   const std::string& endpoint() const { return router_.endpoint(); }
-  // The local bulk path (design.md §7, "local bulk path"): a second ROUTER
+  // The local bulk path (docs/design.md §7, "local bulk path"): a second ROUTER
   // on an ipc:// endpoint in a fresh 0700 directory (under $XDG_RUNTIME_DIR,
   // else $TMPDIR, else /tmp; removed with the loop), admitting only peers of
   // this uid that present a token OfferBulk gave them, from the pid their

@@ -47,7 +47,7 @@ uint64_t RandomSessionId() {
   return id;
 }
 
-// Removes the rank<N>/d<K> directories of an earlier run (spec §2.7: the d<K>
+// Removes the rank<N>/d<K> directories of an earlier run (docs/run-config.md §2.7: the d<K>
 // numbering restarts every run). Real directories only: a link is never
 // followed (collectors::ListDispatchDirs skips them, remove_all does not
 // follow links inside what it removes).

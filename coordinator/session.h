@@ -1,4 +1,4 @@
-// The L3 run (design.md §1, §7–§9): one session of a plan over N ranks. The
+// The L3 run (docs/design.md §1, §7–§9): one session of a plan over N ranks. The
 // coordinator binds one ROUTER (EventLoop), starts or attaches to rank agents
 // (AgentLauncher), waits for every rank's READY under one startup deadline,
 // fans dispatches out (DispatchScheduler: ordered per rank, ranks in
