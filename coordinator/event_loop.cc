@@ -46,6 +46,9 @@ EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, Loop
                      const Clock& clock, ArtifactStore store)
     : clock_(clock),
       options_(options),
+      own_context_(options.context == nullptr ? std::make_optional<protocol::Context>()
+                                              : std::nullopt),
+      context_(options.context != nullptr ? *options.context : *own_context_),
       registry_(router_, clock, std::move(policy)),
       receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
 

@@ -62,6 +62,10 @@ struct LoopOptions {
     o.receive_high_water = 64;
     return o;
   }();
+  // The ZeroMQ context of the loop's sockets; nullptr = a context of the
+  // loop's own. Agents in the same process that dial an inproc:// endpoint
+  // must share the loop's context.
+  protocol::Context* context = nullptr;
 };
 
 // The options of a run's or a gather's loop: their deadlines, the receiver's
@@ -138,7 +142,8 @@ class EventLoop {
 
   const Clock& clock_;
   LoopOptions options_;
-  protocol::Context context_;
+  std::optional<protocol::Context> own_context_;  // when options.context is unset
+  protocol::Context& context_;
   protocol::RouterChannel router_;
   protocol::RouterChannel bulk_;    // the local bulk path, when bound
   std::filesystem::path bulk_dir_;  // its 0700 directory (removed in the destructor)

@@ -24,6 +24,7 @@
 #include "common/timeouts.h"
 #include "coordinator/access.h"
 #include "coordinator/artifact_receiver.h"
+#include "protocol/channel.h"
 
 namespace dfx::coordinator {
 
@@ -52,6 +53,9 @@ struct GatherOptions {
   // (attached) agents always use CURVE.
   std::string bulk_transport = "auto";
   const Clock* clock = &MonotonicClock::Instance();
+  // The ZeroMQ context of the gather's sockets; nullptr = its own. Serve
+  // agents in this process on an inproc:// bind share it.
+  protocol::Context* context = nullptr;
 };
 
 struct GatherOutcome {

@@ -100,6 +100,7 @@ class RunCoordinator final : public PeerHandler {
                                     options_.max_artifact_bytes, ArtifactState::kOk);
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
     o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
+    o.context = options_.context;
     o.receiver.on_verified = [this](size_t dispatch) { scheduler_->OnArtifactVerified(dispatch); };
     return o;
   }

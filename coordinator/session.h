@@ -30,6 +30,7 @@
 #include "coordinator/launcher.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
+#include "protocol/channel.h"
 
 namespace dfx::coordinator {
 
@@ -75,6 +76,9 @@ struct SessionOptions {
   // ... and make every chunk write take this long (a slow disk).
   uint32_t fault_write_delay_ms = 0;
   const Clock* clock = &MonotonicClock::Instance();
+  // The ZeroMQ context of the coordinator's sockets; nullptr = its own.
+  // Agents in this process on an inproc:// bind share it.
+  protocol::Context* context = nullptr;
 };
 
 struct SessionOutcome {
