@@ -1,5 +1,5 @@
-// The DFX pass protocol (spec/l3-and-runconfig.md §2.6, §2.7; the seed page's
-// "onboard runs your workload twice"): which passes a RunConfig makes and
+// The DFX pass protocol (docs/run-config.md §2.6, §2.7: an onboard swimlane
+// run runs the workload twice): which passes a RunConfig makes and
 // what each pass arms. One owner for L2 and L3; pure functions, any thread.
 #pragma once
 

@@ -1,7 +1,10 @@
-// RunConfig parsing and validation (spec/l3-and-runconfig.md §2.1–2.3, Part 3;
-// design.md §4). The CLI and JSON parsers share the same checks so a value
-// refused on one surface is refused on the other with the same words.
+// RunConfig validation and its JSON codec (docs/run-config.md,
+// docs/design.md §4). The command-line parser (run_config_flags.cc) shares
+// the checks (run_config_checks.h), so a value refused on one surface is
+// refused on the other with the same words.
 #include "config/run_config.h"
+
+#include "config/run_config_checks.h"
 
 #include <fmt/format.h>
 
@@ -27,11 +30,33 @@ constexpr uint64_t kInt32Max = 2147483647ull;
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-struct PlatformPair {
-  const char* platform;
-  BackendType backend;
-  ExecutionMode mode;
-};
+// Checks one ring entry (0 = keep default). `name` is the RunConfig field name;
+// `ring` is -1 when one value was given for all rings.
+Status CheckRingEntry(std::string_view name, int ring, uint64_t v) {
+  if (v == 0) return Status::Ok();
+  std::string got = ", got " + std::to_string(v);
+  if (ring >= 0) got += " (ring " + std::to_string(ring) + ")";
+  if (name == "ring_task_window") {
+    if (!IsPowerOfTwo(v) || v < 4 || v > kInt32Max) {
+      return InvalidArgument("ring_task_window must be a power of 2 in [4, 2147483647]" + got);
+    }
+  } else if (name == "ring_heap") {
+    if (!IsPowerOfTwo(v) || v < 1024) {
+      return InvalidArgument("ring_heap must be a power of 2 >= 1024 (bytes per ring)" + got);
+    }
+  } else if (v < 4 || v > kInt32Max) {
+    return InvalidArgument("ring_dep_pool must be in [4, 2147483647]" + got);
+  }
+  return Status::Ok();
+}
+
+const char* const kSwimlaneRange = kSwimlaneLevels;
+const char* const kPmuTypes = kPmuEventTypes;
+
+}  // namespace
+
+namespace internal {
+
 constexpr PlatformPair kPlatforms[] = {
     {"a2a3sim", BackendType::kA2A3, ExecutionMode::kSim},
     {"a2a3", BackendType::kA2A3, ExecutionMode::kOnboard},
@@ -63,26 +88,6 @@ std::string PlatformDeprecation(const std::string& spelling, const PlatformPair&
          BackendTypeName(p.backend) + " --execution-mode " + ExecutionModeName(p.mode);
 }
 
-// Checks one ring entry (0 = keep default). `name` is the RunConfig field name;
-// `ring` is -1 when one value was given for all rings.
-Status CheckRingEntry(std::string_view name, int ring, uint64_t v) {
-  if (v == 0) return Status::Ok();
-  std::string got = ", got " + std::to_string(v);
-  if (ring >= 0) got += " (ring " + std::to_string(ring) + ")";
-  if (name == "ring_task_window") {
-    if (!IsPowerOfTwo(v) || v < 4 || v > kInt32Max) {
-      return InvalidArgument("ring_task_window must be a power of 2 in [4, 2147483647]" + got);
-    }
-  } else if (name == "ring_heap") {
-    if (!IsPowerOfTwo(v) || v < 1024) {
-      return InvalidArgument("ring_heap must be a power of 2 >= 1024 (bytes per ring)" + got);
-    }
-  } else if (v < 4 || v > kInt32Max) {
-    return InvalidArgument("ring_dep_pool must be in [4, 2147483647]" + got);
-  }
-  return Status::Ok();
-}
-
 Status CheckRing(std::string_view name, const std::array<uint64_t, 4>& values) {
   const bool uniform = values[0] == values[1] && values[1] == values[2] && values[2] == values[3];
   for (int i = 0; i < 4; ++i) {
@@ -104,72 +109,9 @@ Status ScalarZeroError(const std::string& name) {
                          "list entry meaning 'keep the default'; omit the field instead)");
 }
 
-const char* const kSwimlaneRange = kSwimlaneLevels;
-const char* const kPmuTypes = kPmuEventTypes;
+}  // namespace internal
 
-// ---------------------------------------------------------------------------
-// CLI
-// ---------------------------------------------------------------------------
-
-std::optional<int64_t> ParseInt(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  int64_t v = 0;
-  const char* begin = s.data();
-  const char* end = s.data() + s.size();
-  if (*begin == '+') ++begin;
-  auto [ptr, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return v;
-}
-
-// A word after a flag that takes an optional value, which is neither another
-// flag nor the program / plan file (a .json name, a path with a '/', or any
-// existing file): the user meant it as the flag's value.
-bool LooksLikeAValue(const std::string& word) {
-  if (word.empty() || word[0] == '-' || word.find('/') != std::string::npos) return false;
-  if (word.size() >= 5 && word.compare(word.size() - 5, 5, ".json") == 0) return false;
-  std::error_code ec;
-  return !std::filesystem::exists(word, ec);
-}
-
-// Parses "N" or "N,N,N,N" for a ring flag.
-Status ParseRingFlag(const std::string& flag, const std::string& field, const std::string& text,
-                     std::array<uint64_t, 4>* out) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    parts.push_back(
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (parts.size() != 1 && parts.size() != 4) {
-    return InvalidArgument(flag + " " + text +
-                           ": expected one value or exactly 4 comma-separated "
-                           "values (one per ring), got " +
-                           std::to_string(parts.size()));
-  }
-  std::array<uint64_t, 4> values{};
-  for (size_t i = 0; i < parts.size(); ++i) {
-    auto v = ParseInt(parts[i]);
-    if (!v || *v < 0) {
-      return InvalidArgument(flag + " " + text + ": '" + parts[i] +
-                             "' is not a non-negative integer");
-    }
-    values[i] = static_cast<uint64_t>(*v);
-  }
-  if (parts.size() == 1) {
-    if (values[0] == 0) return ScalarZeroError(flag + " (" + field + ")");
-    values.fill(values[0]);
-  }
-  Status s = CheckRing(field, values);
-  if (!s.ok()) return InvalidArgument(flag + ": " + s.message());
-  *out = values;
-  return Status::Ok();
-}
-
-}  // namespace
+using namespace internal;  // NOLINT: the checks shared with the flag parser
 
 const char* BackendTypeName(BackendType b) { return b == BackendType::kA5 ? "a5" : "a2a3"; }
 const char* ExecutionModeName(ExecutionMode m) {
@@ -205,203 +147,6 @@ Status RunConfig::Validate() const {
   DFX_RETURN_IF_ERROR(CheckRing("ring_heap", rings.heap));
   DFX_RETURN_IF_ERROR(CheckRing("ring_dep_pool", rings.dep_pool));
   return Status::Ok();
-}
-
-Result<ParsedRunConfig> ParseRunConfigFlags(std::vector<std::string>& args) {
-  ParsedRunConfig out;
-  RunConfig& c = out.config;
-  std::vector<std::string> rest;
-
-  std::optional<int> level_flag;   // --chip-swimlane-level
-  std::optional<int> enable_flag;  // --enable-chip-swimlane
-  std::optional<int> l2_flag;      // --enable-l2-swimlane
-  std::optional<BackendType> backend;
-  std::optional<ExecutionMode> mode;
-  std::optional<PlatformPair> platform;
-
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg.rfind("--", 0) != 0) {
-      rest.push_back(arg);
-      continue;
-    }
-    std::string name = arg;
-    std::optional<std::string> inline_value;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      inline_value = arg.substr(eq + 1);
-    }
-    // A value that must be present: `--flag=v` or the next token.
-    auto required = [&](std::string* value) -> Status {
-      if (inline_value) {
-        *value = *inline_value;
-        return Status::Ok();
-      }
-      if (i + 1 >= args.size()) return InvalidArgument(name + ": missing value");
-      *value = args[++i];
-      return Status::Ok();
-    };
-    // An optional integer value: `--flag=v`, or the next token only if it
-    // is an integer. A following word that is neither a flag nor the
-    // program / plan file (a .json name or an existing path) is what the
-    // user meant as the value: it is refused, naming the values allowed.
-    auto optional_int = [&](int bare, const std::string& allowed) -> Result<int> {
-      std::string text;
-      if (inline_value) {
-        text = *inline_value;
-      } else if (i + 1 < args.size() && ParseInt(args[i + 1])) {
-        text = args[++i];
-      } else if (i + 1 < args.size() && LooksLikeAValue(args[i + 1])) {
-        return InvalidArgument(name + " " + args[i + 1] + ": not an integer; allowed: " + allowed +
-                               " (if " + args[i + 1] +
-                               " is the program or plan file, it does not exist)");
-      } else {
-        return bare;
-      }
-      auto v = ParseInt(text);
-      if (!v) return InvalidArgument(name + " " + text + ": not an integer; allowed: " + allowed);
-      if (*v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
-        return InvalidArgument(name + " " + text + ": out of range; allowed: " + allowed);
-      }
-      return static_cast<int>(*v);
-    };
-    auto no_value = [&]() -> Status {
-      if (inline_value) {
-        return InvalidArgument(name + " takes no value, got '" + *inline_value + "'");
-      }
-      return Status::Ok();
-    };
-    auto swimlane_level = [&](int v) -> Status {
-      if (v < 0 || v > 4) {
-        return InvalidArgument(name + " " + std::to_string(v) + ": the swimlane level must be " +
-                               kSwimlaneRange);
-      }
-      return Status::Ok();
-    };
-
-    if (name == "--enable-chip-swimlane" || name == "--enable-l2-swimlane") {
-      // `--enable-chip-swimlane [LEVEL]` (bare = 4), as the reference
-      // execute_artifact CLI: only an integer token is taken as the level, so
-      // a following path or flag is never swallowed.
-      DFX_ASSIGN_OR_RETURN(int v, optional_int(4, kSwimlaneRange));
-      DFX_RETURN_IF_ERROR(swimlane_level(v));
-      if (name == "--enable-chip-swimlane") {
-        enable_flag = v;
-      } else {
-        l2_flag = v;
-        out.warnings.push_back(
-            "--enable-l2-swimlane is deprecated; use --enable-chip-swimlane or "
-            "--chip-swimlane-level N");
-      }
-    } else if (name == "--chip-swimlane-level") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      auto v = ParseInt(text);
-      if (!v) {
-        return InvalidArgument(name + " " + text + ": not an integer; the swimlane level must be " +
-                               kSwimlaneRange);
-      }
-      if (*v < 0 || *v > 4) {
-        return InvalidArgument(name + " " + text + ": the swimlane level must be " +
-                               kSwimlaneRange);
-      }
-      level_flag = static_cast<int>(*v);
-    } else if (name == "--enable-dep-gen") {
-      DFX_RETURN_IF_ERROR(no_value());
-      c.enable_dep_gen = true;
-    } else if (name == "--enable-scope-stats") {
-      DFX_RETURN_IF_ERROR(no_value());
-      c.enable_scope_stats = true;
-    } else if (name == "--save-kernels") {
-      DFX_RETURN_IF_ERROR(no_value());
-      c.save_kernels = true;
-    } else if (name == "--dump-args") {
-      const std::string allowed = kDumpArgsLevels;
-      DFX_ASSIGN_OR_RETURN(int v, optional_int(1, allowed));
-      if (v < 0 || v > 3) {
-        return InvalidArgument(name + " " + std::to_string(v) + ": allowed: " + allowed);
-      }
-      c.enable_dump_args = v;
-    } else if (name == "--enable-pmu") {
-      const std::string allowed = std::string(kPmuTypes) + "; bare = 2";
-      DFX_ASSIGN_OR_RETURN(int v, optional_int(2, allowed));
-      if (v != 0 && !IsValidPmuEventType(v)) {
-        return InvalidArgument(name + " " + std::to_string(v) +
-                               ": not a PMU event type; allowed: " + allowed);
-      }
-      c.enable_pmu = v;
-    } else if (name == "--backend-type") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      backend = ParseBackend(text);
-      if (!backend) return InvalidArgument(name + " " + text + ": allowed: a2a3, a5");
-    } else if (name == "--execution-mode") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      mode = ParseMode(text);
-      if (!mode) return InvalidArgument(name + " " + text + ": allowed: sim, onboard");
-    } else if (name == "--platform") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      platform = LookupPlatform(text);
-      if (!platform) {
-        return InvalidArgument(name + " " + text +
-                               ": allowed: a2a3sim, a2a3, a5sim, a5 (deprecated; prefer "
-                               "--backend-type and --execution-mode)");
-      }
-      out.warnings.push_back(PlatformDeprecation("--platform", *platform));
-    } else if (name == "--aicpu-thread-num") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      auto v = ParseInt(text);
-      if (!v || *v < 0 || *v > 1024) {
-        return InvalidArgument(name + " " + text +
-                               ": expected a non-negative integer (0 = chip model default)");
-      }
-      c.aicpu_thread_num = static_cast<int>(*v);
-    } else if (name == "--ring-task-window" || name == "--ring-heap" || name == "--ring-dep-pool") {
-      std::string text;
-      DFX_RETURN_IF_ERROR(required(&text));
-      std::string field = "ring_" + name.substr(7);
-      for (auto& ch : field) {
-        if (ch == '-') ch = '_';
-      }
-      DFX_RETURN_IF_ERROR(ParseRingFlag(name, field, text, &RingField(c.rings, field)));
-    } else {
-      rest.push_back(arg);
-    }
-  }
-
-  // Swimlane precedence: --chip-swimlane-level > --enable-chip-swimlane > --enable-l2-swimlane.
-  if (level_flag) {
-    c.enable_chip_swimlane = *level_flag;
-  } else if (enable_flag) {
-    c.enable_chip_swimlane = *enable_flag;
-  } else if (l2_flag) {
-    c.enable_chip_swimlane = *l2_flag;
-  }
-
-  if (platform) {
-    if (backend && *backend != platform->backend) {
-      return InvalidArgument(std::string("--platform ") + platform->platform +
-                             " contradicts --backend-type " + BackendTypeName(*backend) +
-                             "; give only --backend-type and --execution-mode");
-    }
-    if (mode && *mode != platform->mode) {
-      return InvalidArgument(std::string("--platform ") + platform->platform +
-                             " contradicts --execution-mode " + ExecutionModeName(*mode) +
-                             "; give only --backend-type and --execution-mode");
-    }
-    c.backend_type = platform->backend;
-    c.execution_mode = platform->mode;
-  }
-  if (backend) c.backend_type = *backend;
-  if (mode) c.execution_mode = *mode;
-
-  DFX_RETURN_IF_ERROR(c.Validate());
-  c.Normalize();
-  args = std::move(rest);
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -600,51 +345,6 @@ Json RunConfigToJson(const RunConfig& c) {
   j["ring_heap"] = RingToJson(c.rings.heap);
   j["ring_dep_pool"] = RingToJson(c.rings.dep_pool);
   return j;
-}
-
-std::vector<std::string> RunConfigToFlags(const RunConfig& c) {
-  std::vector<std::string> f = {"--backend-type", BackendTypeName(c.backend_type),
-                                "--execution-mode", ExecutionModeName(c.execution_mode)};
-  if (c.enable_chip_swimlane > 0) {
-    f.push_back("--chip-swimlane-level");
-    f.push_back(std::to_string(c.enable_chip_swimlane));
-  }
-  if (c.enable_dep_gen) f.push_back("--enable-dep-gen");
-  if (c.enable_dump_args > 0) f.push_back("--dump-args=" + std::to_string(c.enable_dump_args));
-  if (c.enable_pmu > 0) f.push_back("--enable-pmu=" + std::to_string(c.enable_pmu));
-  if (c.enable_scope_stats) f.push_back("--enable-scope-stats");
-  if (c.save_kernels) f.push_back("--save-kernels");
-  if (c.aicpu_thread_num > 0) {
-    f.push_back("--aicpu-thread-num");
-    f.push_back(std::to_string(c.aicpu_thread_num));
-  }
-  auto rings = [&](const char* flag, const std::array<uint64_t, 4>& v) {
-    if (v == std::array<uint64_t, 4>{}) return;
-    f.push_back(flag);
-    f.push_back(fmt::format("{},{},{},{}", v[0], v[1], v[2], v[3]));
-  };
-  rings("--ring-task-window", c.rings.task_window);
-  rings("--ring-heap", c.rings.heap);
-  rings("--ring-dep-pool", c.rings.dep_pool);
-  return f;
-}
-
-const char* RunConfigFlagsHelp() {
-  return R"(run configuration (the Runtime DFX flags; any subset):
-  --enable-chip-swimlane [LEVEL]  per-task timing, level 0-4 (bare = 4)
-  --chip-swimlane-level N         the same, level N (wins over --enable-chip-swimlane)
-  --enable-l2-swimlane [LEVEL]    deprecated spelling of --enable-chip-swimlane
-  --enable-dep-gen                task dependency graph (deps.json)
-  --dump-args [LEVEL]             tensor argument dumps: 0 off, 1 partial, 2 full, 3 hybrid (bare = 1)
-  --enable-pmu [N]                PMU counters, event type 1, 2, 4, 5, 6, 7 or 8 (bare = 2)
-  --enable-scope-stats            ring-occupancy scope stats
-  --backend-type a2a3|a5          chip model (default a2a3)
-  --execution-mode sim|onboard    DFX pass protocol (default sim)
-  --platform P                    deprecated: a2a3sim, a2a3, a5sim, a5
-  --save-kernels                  keep the outputs (forced on by any DFX flag)
-  --aicpu-thread-num N            AICPU threads incl. the orchestrator (0 = chip default)
-  --ring-task-window/--ring-heap/--ring-dep-pool N|N,N,N,N   ring sizing (one or four values)
-)";
 }
 
 }  // namespace dfx::config

@@ -1,7 +1,7 @@
 // RunConfig: the one value type that says how a run is configured. It is the
 // source of truth mirrored 1:1 on the wire (protocol/dfx.capnp RunConfigWire),
-// in JSON and on every CLI (design.md §4, spec/l3-and-runconfig.md §2.1–2.3
-// and Part 3). This module (config/) depends on common/ only, so every other
+// in JSON and on every CLI (docs/design.md §4, docs/run-config.md §2.1–2.3
+// and §3). This module (config/) depends on common/ only, so every other
 // module can name a RunConfig without linking the collectors.
 //
 // Plain value type; copy freely. Construct through the parsers below, which
@@ -75,7 +75,7 @@ struct ParsedRunConfig {
 
 // Parses the DFX / run-config flags out of `args` (argv without the program
 // name), removing every flag it recognises and leaving the rest in order for
-// the caller. Flags (exactly as design.md §4): --enable-chip-swimlane (= 4),
+// the caller. Flags (exactly as docs/design.md §4): --enable-chip-swimlane (= 4),
 // --chip-swimlane-level N, --enable-l2-swimlane (deprecated), --enable-dep-gen,
 // --dump-args [LEVEL] (bare = 1), --enable-pmu [N] (bare = 2),
 // --enable-scope-stats, --backend-type, --execution-mode, --platform

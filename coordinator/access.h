@@ -1,4 +1,4 @@
-// Who may connect to the coordinator (design.md §7): the rule that turns the
+// Who may connect to the coordinator (docs/design.md §7): the rule that turns the
 // key flags and the bind address into the ROUTER's CURVE server and the
 // credentials launched agents receive, and `dfx-coordinator keygen`'s key
 // directory.

@@ -1,4 +1,4 @@
-// The agents a coordinator knows (design.md §7, §9): who said HELLO, which
+// The agents a coordinator knows (docs/design.md §7, §9): who said HELLO, which
 // ranks each owns, whether it is alive, its clock offset, and the one way to
 // send it a message. The admission rules live here: protocol version,
 // session, the mode the coordinator accepts, ranks inside the run, one owner

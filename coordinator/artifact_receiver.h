@@ -1,4 +1,4 @@
-// The receiving half of the gather (design.md §7): artifact streams from
+// The receiving half of the gather (docs/design.md §7): artifact streams from
 // agents (ArtifactBegin, ArtifactChunk*, ArtifactEnd), checked chunk by chunk
 // (offset, announced size, destination path), written by the ArtifactWriter
 // thread to a temporary name and renamed into place once the checksum

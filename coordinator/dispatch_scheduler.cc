@@ -217,4 +217,11 @@ DispatchScheduler::RankProgress DispatchScheduler::Progress(int32_t rank) const 
   return p;
 }
 
+void DispatchScheduler::Snapshot(collectors::RunManifest& manifest) const {
+  manifest.ranks = ranks_;
+  manifest.dispatches = dispatches_;
+  manifest.passes.clear();
+  for (const config::PassPlan& p : passes_) manifest.passes.push_back(p.kind);
+}
+
 }  // namespace dfx::coordinator

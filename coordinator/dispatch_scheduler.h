@@ -1,4 +1,4 @@
-// The L3 host orchestration's bookkeeping (design.md §1 step 2, §6, §9):
+// The L3 host orchestration's bookkeeping (docs/design.md §1 step 2, §6, §9):
 // which dispatch each rank runs next. Dispatches of one rank run in plan
 // order, one in flight per chip; ranks run in parallel; the passes of the
 // DFX pass protocol run one after the other. A rank that fails (its agent
@@ -33,10 +33,12 @@ class DispatchScheduler {
   DispatchScheduler(int num_ranks, std::vector<config::PassPlan> passes,
                     const std::vector<PlannedDispatch>& planned, const Clock& clock);
 
-  std::vector<collectors::DispatchEntry>& dispatches() { return dispatches_; }
+  // Read-only views of the records; every change goes through the
+  // transitions below.
   const std::vector<collectors::DispatchEntry>& dispatches() const { return dispatches_; }
-  std::vector<collectors::RankEntry>& ranks() { return ranks_; }
   const std::vector<collectors::RankEntry>& ranks() const { return ranks_; }
+  const collectors::DispatchEntry& dispatch(size_t index) const { return dispatches_[index]; }
+  collectors::RankState rank_status(int32_t rank) const { return ranks_[rank].status; }
   const std::vector<config::PassPlan>& passes() const { return passes_; }
   int num_ranks() const { return static_cast<int>(ranks_.size()); }
 
@@ -74,6 +76,13 @@ class DispatchScheduler {
   // Returns false when (rank, k) is not in flight (the message is ignored).
   bool OnDone(const protocol::DispatchDone& done);
 
+  // The artifact entries of dispatch record `index`: the ArtifactReceiver's
+  // store (artifact_receiver.h), the only part of a record it updates. The
+  // vector stays where it is for the scheduler's lifetime.
+  std::vector<collectors::ArtifactEntry>& ArtifactsOf(size_t index) {
+    return dispatches_[index].artifacts;
+  }
+
   // --- failure --------------------------------------------------------------
   void FailRank(int32_t rank, const std::string& why);
   // Fails the ranks whose in-flight dispatch is older than `budget_ns`;
@@ -87,6 +96,11 @@ class DispatchScheduler {
   // as DispatchDone.artifact_count said, none refused or failed. Otherwise
   // it fails, naming what is missing.
   void ReconcileArtifacts();
+
+  // --- the manifest ---------------------------------------------------------
+  // Copies the rank and dispatch records into `manifest` (its ranks and
+  // dispatches), for the one place that builds the manifest.
+  void Snapshot(collectors::RunManifest& manifest) const;
 
   // --- display --------------------------------------------------------------
   struct RankProgress {

@@ -184,5 +184,33 @@ TEST(DispatchSchedulerTest, ASendErrorFailsThatDispatch) {
   EXPECT_FALSE(s.Busy());
 }
 
+// The manifest's rows come from one snapshot: the rank and dispatch records
+// as the transitions left them, the artifacts the receiver recorded, and
+// the passes.
+TEST(DispatchSchedulerTest, TheSnapshotCarriesRanksDispatchesArtifactsAndPasses) {
+  FakeClock clock(100);
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  const std::vector<size_t> sent = SendFirstPassToBothRanks(s);
+  ASSERT_EQ(sent.size(), 2u);
+  collectors::ArtifactEntry deps;
+  deps.path = "rank0/d0/deps.json";
+  deps.status = collectors::ArtifactState::kOk;
+  s.ArtifactsOf(sent[0]).push_back(deps);
+  s.FailRank(1, "its agent rank-1 died: silent");
+
+  collectors::RunManifest m;
+  s.Snapshot(m);
+  ASSERT_EQ(m.ranks.size(), 2u);
+  EXPECT_EQ(m.ranks[0].status, RankState::kReady);
+  EXPECT_EQ(m.ranks[1].status, RankState::kFailed);
+  ASSERT_EQ(m.dispatches.size(), 4u);
+  ASSERT_EQ(m.dispatches[sent[0]].artifacts.size(), 1u);
+  EXPECT_EQ(m.dispatches[sent[0]].artifacts[0].path, "rank0/d0/deps.json");
+  EXPECT_EQ(m.dispatches[sent[1]].status, DispatchState::kFailed);
+  EXPECT_EQ(m.passes, std::vector<config::PassKind>{s.passes()[0].kind});
+  EXPECT_EQ(s.rank_status(1), RankState::kFailed);
+  EXPECT_EQ(&s.dispatch(sent[0]), &s.dispatches()[sent[0]]);
+}
+
 }  // namespace
 }  // namespace dfx::coordinator

@@ -24,10 +24,31 @@ LoopOptions MakeLoopOptions(const Timeouts& timeouts, uint32_t credit_window,
   return o;
 }
 
+namespace {
+
+// Artifact data takes the zero-copy path: the chunk is decoded in place
+// and its bytes go to the writer thread inside the received frame.
+Result<protocol::Message> DecodeFrame(std::string_view bytes,
+                                      std::optional<protocol::ChunkView>* chunk) {
+  auto peeked = protocol::DecodeChunkView(bytes);
+  if (!peeked.ok()) return peeked.status();
+  if (peeked->has_value()) {
+    *chunk = **peeked;
+    return protocol::Message{(*chunk)->header,
+                             protocol::ArtifactChunk{(*chunk)->transfer_id, (*chunk)->offset, {}}};
+  }
+  return protocol::Decode(bytes);
+}
+
+}  // namespace
+
 EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
                      const Clock& clock, ArtifactStore store)
     : clock_(clock),
       options_(options),
+      own_context_(options.context == nullptr ? std::make_optional<protocol::Context>()
+                                              : std::nullopt),
+      context_(options.context != nullptr ? *options.context : *own_context_),
       registry_(router_, clock, std::move(policy)),
       receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
 
@@ -128,6 +149,36 @@ void EventLoop::OnHello(const std::string& identity, const protocol::Header& hea
   handler.OnAdmitted(*a.agent);
 }
 
+void EventLoop::Deliver(AgentState& agent, protocol::Message& m, PeerHandler& handler, bool bulk) {
+  std::visit(
+      [&](auto& body) {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, protocol::Heartbeat>) {
+          registry_.OnHeartbeat(agent, body);
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactBegin>) {
+          auto place = handler.PlaceArtifact(agent, body);
+          if (!place.ok()) {
+            receiver_.Refuse(agent, body.transfer_id, place.status().message());
+          } else {
+            receiver_.OnBegin(agent, body, *place);
+          }
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactChunk>) {
+          // Only a frame that could not be parsed in place (misaligned) lands here.
+          (bulk ? bulk_bytes_ : control_bytes_) += body.data.size();
+          protocol::FrameBytes owned(std::move(body.data));
+          receiver_.OnChunk(agent, body.transfer_id, body.offset, owned.view(), owned);
+        } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
+          receiver_.OnEnd(agent, body);
+        } else if constexpr (std::is_same_v<T, protocol::Error>) {
+          DFX_LOG_WARN("{} reported an error ({}): {}", agent.identity,
+                       protocol::ErrorCodeName(body.code), body.message);
+        } else {
+          handler.OnMessage(agent, m.body);
+        }
+      },
+      m.body);
+}
+
 void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk) {
   if (bulk && frame.user_id != frame.identity) {
     // The token admitted the connection as one agent: it speaks only as that one.
@@ -140,20 +191,8 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
                  AgentRegistry::Printable(frame.identity));
     return;
   }
-  // Artifact data takes the zero-copy path: the chunk is decoded in place
-  // and its bytes go to the writer thread inside the received frame.
   std::optional<protocol::ChunkView> chunk;
-  Result<protocol::Message> decoded = protocol::Message{};
-  auto peeked = protocol::DecodeChunkView(frame.bytes);
-  if (!peeked.ok()) {
-    decoded = peeked.status();
-  } else if (peeked->has_value()) {
-    chunk = **peeked;
-    decoded = protocol::Message{chunk->header,
-                                protocol::ArtifactChunk{chunk->transfer_id, chunk->offset, {}}};
-  } else {
-    decoded = protocol::Decode(frame.bytes);
-  }
+  Result<protocol::Message> decoded = DecodeFrame(frame.bytes, &chunk);
   AgentState* agent = registry_.Find(frame.identity);
   if (!decoded.ok()) {
     DFX_LOG_WARN("rejected a message from {}: {}", AgentRegistry::Printable(frame.identity),
@@ -237,33 +276,7 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
     receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
     return;
   }
-  std::visit(
-      [&](auto& body) {
-        using T = std::decay_t<decltype(body)>;
-        if constexpr (std::is_same_v<T, protocol::Heartbeat>) {
-          registry_.OnHeartbeat(*agent, body);
-        } else if constexpr (std::is_same_v<T, protocol::ArtifactBegin>) {
-          auto place = handler.PlaceArtifact(*agent, body);
-          if (!place.ok()) {
-            receiver_.Refuse(*agent, body.transfer_id, place.status().message());
-          } else {
-            receiver_.OnBegin(*agent, body, *place);
-          }
-        } else if constexpr (std::is_same_v<T, protocol::ArtifactChunk>) {
-          // Only a frame that could not be parsed in place (misaligned) lands here.
-          (bulk ? bulk_bytes_ : control_bytes_) += body.data.size();
-          protocol::FrameBytes owned(std::move(body.data));
-          receiver_.OnChunk(*agent, body.transfer_id, body.offset, owned.view(), owned);
-        } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
-          receiver_.OnEnd(*agent, body);
-        } else if constexpr (std::is_same_v<T, protocol::Error>) {
-          DFX_LOG_WARN("{} reported an error ({}): {}", agent->identity,
-                       protocol::ErrorCodeName(body.code), body.message);
-        } else {
-          handler.OnMessage(*agent, m.body);
-        }
-      },
-      m.body);
+  Deliver(*agent, m, handler, bulk);
 }
 
 Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {

@@ -1,4 +1,4 @@
-// The coordinator's event loop (design.md §7; style.md §12): one ROUTER
+// The coordinator's event loop (docs/design.md §7, §11.12): one ROUTER
 // socket, the agents that said HELLO (AgentRegistry) and the artifact
 // streams they send (ArtifactReceiver), shared by a run (session.h) and a
 // gather (gather.h). It decodes and validates every frame, answers peers
@@ -62,6 +62,10 @@ struct LoopOptions {
     o.receive_high_water = 64;
     return o;
   }();
+  // The ZeroMQ context of the loop's sockets; nullptr = a context of the
+  // loop's own. Agents in the same process that dial an inproc:// endpoint
+  // must share the loop's context.
+  protocol::Context* context = nullptr;
 };
 
 // The options of a run's or a gather's loop: their deadlines, the receiver's
@@ -79,12 +83,12 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Binds the ROUTER; with `curve`, only its admitted agent keys can
-  // connect (design.md §7).
+  // connect (docs/design.md §7).
   Status Bind(const std::string& endpoint,
               std::optional<protocol::CurveServer> curve = std::nullopt);
   // The bound endpoint with its real port.
   const std::string& endpoint() const { return router_.endpoint(); }
-  // The local bulk path (design.md §7, "local bulk path"): a second ROUTER
+  // The local bulk path (docs/design.md §7, "local bulk path"): a second ROUTER
   // on an ipc:// endpoint in a fresh 0700 directory (under $XDG_RUNTIME_DIR,
   // else $TMPDIR, else /tmp; removed with the loop), admitting only peers of
   // this uid that present a token OfferBulk gave them, from the pid their
@@ -123,6 +127,9 @@ class EventLoop {
 
  private:
   void OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool bulk = false);
+  // Hands a validated message of a live agent to the receiver, the
+  // registry or the handler.
+  void Deliver(AgentState& agent, protocol::Message& m, PeerHandler& handler, bool bulk);
   // The refusals the socket monitor has read (RouterChannel::ReadMonitor).
   void LogRefusedHandshakes();
   void OnHello(const std::string& identity, const protocol::Header& header,
@@ -135,7 +142,8 @@ class EventLoop {
 
   const Clock& clock_;
   LoopOptions options_;
-  protocol::Context context_;
+  std::optional<protocol::Context> own_context_;  // when options.context is unset
+  protocol::Context& context_;
   protocol::RouterChannel router_;
   protocol::RouterChannel bulk_;    // the local bulk path, when bound
   std::filesystem::path bulk_dir_;  // its 0700 directory (removed in the destructor)

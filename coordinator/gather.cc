@@ -91,8 +91,10 @@ class GatherCoordinator final : public PeerHandler {
     return p;
   }
   LoopOptions LoopOpts() const {
-    return MakeLoopOptions(options_.timeouts, options_.credit_window, options_.max_artifact_bytes,
-                           ArtifactState::kRecovered);
+    LoopOptions o = MakeLoopOptions(options_.timeouts, options_.credit_window,
+                                    options_.max_artifact_bytes, ArtifactState::kRecovered);
+    o.context = options_.context;
+    return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
   void TimeOut() {

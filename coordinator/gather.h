@@ -1,4 +1,4 @@
-// `dfx-coordinator gather` (design.md §9): after a coordinator crash, the
+// `dfx-coordinator gather` (docs/design.md §9): after a coordinator crash, the
 // agents still hold in their spools every artifact the coordinator had not
 // acknowledged. Gather reads the run's session record, then either starts
 // one recovery agent per rank on each recorded spool (the spools this host
@@ -24,6 +24,7 @@
 #include "common/timeouts.h"
 #include "coordinator/access.h"
 #include "coordinator/artifact_receiver.h"
+#include "protocol/channel.h"
 
 namespace dfx::coordinator {
 
@@ -46,12 +47,15 @@ struct GatherOptions {
   // started here always get a key pair of this gather.
   AccessFlags access;
   // How recovery agents on this host send their artifact streams
-  // (design.md §7, "local bulk path"): "auto" = over an ipc:// socket in a
+  // (docs/design.md §7, "local bulk path"): "auto" = over an ipc:// socket in a
   // 0700 directory, admitted by uid, pid and a token given over CURVE;
   // "curve" = over the CURVE connection like everything else. Remote
   // (attached) agents always use CURVE.
   std::string bulk_transport = "auto";
   const Clock* clock = &MonotonicClock::Instance();
+  // The ZeroMQ context of the gather's sockets; nullptr = its own. Serve
+  // agents in this process on an inproc:// bind share it.
+  protocol::Context* context = nullptr;
 };
 
 struct GatherOutcome {

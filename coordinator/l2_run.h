@@ -1,8 +1,8 @@
-// The L2 run (design.md §8): `dfx-coordinator run PROGRAM.json --work-dir W`
+// The L2 run (docs/design.md §8): `dfx-coordinator run PROGRAM.json --work-dir W`
 // runs one program on one local emulated chip by starting
 // `dfx-rank-agent exec` (the coordinator never links the device), with the
 // artifacts flat in W/dfx_outputs/. Onboard with swimlane runs the graph pass
-// (best effort, its own process) and then the timing pass (spec §2.6).
+// (best effort, its own process) and then the timing pass (docs/run-config.md §2.6).
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Starting the agents of a run or a gather (design.md §8): N local agent
+// Starting the agents of a run or a gather (docs/design.md §8): N local agent
 // processes, one mpirun that starts them, or the recovery agents of a
 // gather; and noticing when one of them exits. Agents attached from
 // elsewhere (serve agents) are not launched here.

@@ -4,7 +4,7 @@
 //   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
-//   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, design.md §7)
+//   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, docs/design.md §7)
 //
 // Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
@@ -14,19 +14,16 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/heap.h"
-#include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/timeouts.h"
@@ -34,10 +31,7 @@
 #include "config/run_config.h"
 #include "coordinator/access.h"
 #include "coordinator/gather.h"
-#include "coordinator/l2_run.h"
-#include "coordinator/plan.h"
-#include "coordinator/post_run.h"
-#include "coordinator/report.h"
+#include "coordinator/run.h"
 #include "coordinator/session.h"
 #include "protocol/agent_command_line.h"
 
@@ -156,7 +150,6 @@ struct RunFlags {
   bool quiet = false;                    // -q: only the verdict
   std::string swimlane_traces = "auto";  // --swimlane-traces
   bool verbose = false;                  // -v: debug log lines and the full summary
-  std::vector<std::string> chip_knobs;   // the args-dump drain model, L2 only
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
 
@@ -252,6 +245,21 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   run.footer(std::string(dfx::config::RunConfigFlagsHelp()) + kRunFooter + kEnvironment);
 }
 
+// Prints what the run reported after what it printed itself: its errors
+// on stderr, then the verdict on stdout.
+int PrintRunReport(const dc::RunReport& report) {
+  if (!report.errors.empty()) {
+    std::fflush(stdout);
+    std::fputs(report.errors.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  if (report.verdict) {
+    std::fputs(report.verdict->c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return static_cast<int>(report.exit);
+}
+
 int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
   if (f.quiet && f.verbose) return Fail("-q/--quiet and -v/--verbose exclude each other", 2);
   // -q and -v pick a level unless one was given; $SPDLOG_LEVEL counts as given.
@@ -268,159 +276,9 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     }
   }
   for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
-  if (dfx::Status s = so.timeouts.ValidateHeartbeat(); !s.ok()) {
-    return Fail(s.message(), 2);
-  }
   so.config = parsed.config;
   so.work_dir = f.work_dir;
   so.virtual_clock = f.virtual_clock;
-  for (auto [flag, value] : {std::pair{"--dump-drain-bytes-per-sec", f.dump_drain},
-                             std::pair{"--dump-timeout-ms", f.dump_timeout},
-                             std::pair{"--dump-arena-bytes", f.dump_arena}}) {
-    if (value < 0) continue;
-    f.chip_knobs.push_back(flag);
-    f.chip_knobs.push_back(fmt::format("{:.0f}", value));
-  }
-  const fs::path file = f.file;
-  auto json = dfx::ReadJsonFile(file);
-  if (!json.ok()) return Fail(json.status().message(), 2);
-  std::string error;
-  auto agent = FindAgent(&error);
-  if (!agent) return Fail(error);
-  so.agent_binary = *agent;
-  const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(so.work_dir);
-
-  const bool is_plan = dc::IsPlan(*json);
-  const bool two_pass = so.config.execution_mode == dfx::config::ExecutionMode::kOnboard &&
-                        so.config.enable_chip_swimlane > 0;
-  const std::string view = dc::ViewCommand();
-  // The end of every run: the artifacts' paths in README.txt (at L3 instead
-  // of the console), the summary first, the verdict last; -q keeps only the
-  // verdict.
-  auto write_readme = [&](const std::vector<std::string>& artifacts) {
-    if (artifacts.empty()) return;
-    dfx::Status s = dc::WriteArtifactsReadme(dfx_dir, artifacts, so.config, view);
-    if (!s.ok()) DFX_LOG_WARN("cannot write the artifact listing: {}", s.message());
-  };
-  auto print_summary = [&](const std::vector<std::string>& artifacts) {
-    if (f.quiet || so.config.enable_chip_swimlane == 0 || artifacts.empty()) return;
-    std::fputs(dc::RunSummaryText(dfx_dir, f.verbose, view).c_str(), stdout);
-  };
-  auto print_verdict = [&](bool ok, const std::string& what) {
-    std::printf("verdict: %s: %s\n", ok ? "ok" : "FAILED", what.c_str());
-    std::fflush(stdout);
-  };
-  auto print_common = [&] {
-    if (so.config.AnyDfx()) {
-      std::printf("save_kernels: forced on (a DFX flag is on); %s is kept after the run\n",
-                  dfx::ShellQuote(dfx_dir.string()).c_str());
-    }
-    if (two_pass) {
-      std::printf(
-          "warning: do not read wall-clock from this run: chip swimlane onboard ran the "
-          "workload twice (graph pass + timing pass) and the collectors perturb timing; measure "
-          "in a separate plain run (no DFX flags) or use `dfx-coordinator run --bench`\n");
-    }
-  };
-  if (!is_plan && !f.ranks && f.launcher.empty() && !f.attach) {
-    // L2: one program on one local chip, artifacts flat in dfx_outputs/.
-    if (!json->is_object()) {
-      return Fail(dfx::JsonError(file, "$", "a program object", *json).message(), 2);
-    }
-    dc::L2Options l2;
-    l2.program = file;
-    l2.work_dir = so.work_dir;
-    l2.config = so.config;
-    l2.agent_binary = so.agent_binary;
-    l2.agent.chip.virtual_clock = f.virtual_clock;
-    // The exec child's lines follow this process's level unless told otherwise.
-    if (f.agent_log_level_given) {
-      l2.agent.chip.log_level = so.agent_log_level;
-    } else {
-      const auto name = spdlog::level::to_string_view(spdlog::default_logger_raw()->level());
-      const std::string own(name.data(), name.size());
-      l2.agent.chip.log_level = own == "warning" ? "warn" : own;
-    }
-    if (f.dump_drain >= 0) l2.agent.dump_drain_bytes_per_sec = f.dump_drain;
-    if (f.dump_timeout >= 0) l2.agent.dump_timeout_ms = static_cast<uint64_t>(f.dump_timeout);
-    if (f.dump_arena >= 0) l2.agent.dump_arena_bytes = static_cast<uint64_t>(f.dump_arena);
-    l2.timeouts = so.timeouts;
-    l2.bench = f.bench;
-    auto out = dc::RunL2(l2);
-    if (!out.ok()) {
-      const int code = Fail(out.status().message());
-      print_verdict(false, "the run failed: " + out.status().message());
-      return code;
-    }
-    write_readme(out->artifacts);
-    if (!f.quiet) {
-      // The summary first, as at L3; then, one dispatch's paths fit the
-      // console (they are in README.txt too); the verdict last.
-      print_summary(out->artifacts);
-      if (out->artifacts.empty()) {
-        std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
-      } else {
-        dc::PrintArtifacts(stdout, dfx_dir, out->artifacts, so.config, view);
-      }
-      print_common();
-      if (out->bench_wall_s) {
-        std::printf(
-            "bench: a separate plain run (no DFX flags, its own process) took %.3f s "
-            "wall-clock\n",
-            *out->bench_wall_s);
-      }
-    }
-    print_verdict(true, out->artifacts.empty()
-                            ? std::string("the program ran; no DFX flag, no artifacts")
-                            : fmt::format("1 dispatch, {} artifact(s) in {}", out->artifacts.size(),
-                                          dfx::ShellQuote(dfx_dir.string())));
-    return 0;
-  }
-  if (!f.chip_knobs.empty()) {
-    return Fail(f.chip_knobs.front() +
-                    ": the args-dump drain model is an L2 knob (one program, `dfx-rank-agent "
-                    "exec`); drop it for a plan / --ranks run",
-                2);
-  }
-
-  dfx::Result<dc::Plan> plan = is_plan ? dc::ParsePlan(*json, file) : dc::PlanForProgram(file);
-  if (!plan.ok()) return Fail(plan.status().message(), 2);
-  so.ranks = f.ranks.value_or(1);
-  const bool have_mpirun = dfx::FindExecutable("mpirun").has_value();
-  if (f.attach) {
-    so.launcher = dc::Launcher::kAttach;
-  } else if (!f.launcher.empty()) {
-    so.launcher = f.launcher == "mpirun" ? dc::Launcher::kMpirun
-                  : f.launcher == "srun" ? dc::Launcher::kSrun
-                                         : dc::Launcher::kLocal;
-  } else {
-    so.launcher = have_mpirun ? dc::Launcher::kMpirun : dc::Launcher::kLocal;
-  }
-  const bool launcher_program =
-      so.launcher == dc::Launcher::kMpirun || so.launcher == dc::Launcher::kSrun;
-  if (!launcher_program &&
-      (!so.launcher_binary.empty() || !f.launcher_args.empty() || !so.agent_command.empty())) {
-    return Fail(fmt::format("--launcher-binary, --launcher-args and --agent-command are for "
-                            "--launcher mpirun or srun, not {}",
-                            dc::LauncherName(so.launcher)),
-                2);
-  }
-  if (launcher_program) {
-    const std::string program = !so.launcher_binary.empty()          ? so.launcher_binary
-                                : so.launcher == dc::Launcher::kSrun ? "srun"
-                                                                     : "mpirun";
-    if (!dfx::FindExecutable(program)) {
-      return Fail(fmt::format("--launcher {}: {} is not {}; {}", dc::LauncherName(so.launcher),
-                              program,
-                              so.launcher_binary.empty() ? "on PATH" : "an executable file",
-                              so.launcher_binary.empty()
-                                  ? "give its path with --launcher-binary, or use --launcher local"
-                                  : "give the path of an existing mpirun / srun"));
-    }
-    auto words = dfx::SplitShellWords(f.launcher_args);
-    if (!words.ok()) return Fail("--launcher-args: " + words.status().message(), 2);
-    so.launcher_args = *words;
-  }
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   // Test-only fault injection (the gather tests kill the coordinator mid-stream).
   if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
@@ -430,81 +288,22 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     so.fault_write_delay_ms =
         static_cast<uint32_t>(std::min(std::strtoul(fault, nullptr, 10), 60000ul));
   }
-  so.swimlane_traces = f.swimlane_traces == "eager"  ? dc::SwimlaneTraces::kEager
-                       : f.swimlane_traces == "lazy" ? dc::SwimlaneTraces::kLazy
-                                                     : dc::SwimlaneTraces::kAuto;
-  auto outcome = dc::RunSession(*plan, so);
-  if (!outcome.ok()) return Fail(outcome.status().message());
-  write_readme(outcome->artifacts);
-  std::set<std::string> dispatch_dirs;
-  for (const auto& a : outcome->artifacts) {
-    if (auto d = dfx::collectors::DispatchDirOf(a)) {
-      dispatch_dirs.insert(dfx::collectors::DispatchDirPath(*d));
-    }
-  }
-  if (!f.quiet) {
-    print_summary(outcome->artifacts);
-    if (!outcome->artifacts.empty()) {
-      std::printf(
-          "artifacts: %zu file(s) in %zu rank<N>/d<K> dir(s); every path with its render "
-          "command: %s\n",
-          outcome->artifacts.size(), dispatch_dirs.size(),
-          dfx::ShellQuote((dfx_dir / dfx::collectors::kArtifactsReadmeFile).string()).c_str());
-    }
-    if (so.config.enable_chip_swimlane > 0 &&
-        !dc::ConvertSwimlanesEagerly(
-            so.swimlane_traces, so.config.execution_mode == dfx::config::ExecutionMode::kOnboard)) {
-      std::fputs(dc::LazySwimlaneHint(dfx_dir, outcome->artifacts, view).c_str(), stdout);
-    }
-    std::fputs(outcome->makespan.c_str(), stdout);
-    std::printf("run manifest: %s\n", dfx::ShellQuote(outcome->manifest_path.string()).c_str());
-    print_common();
-  }
-  if (f.bench) {
-    // A separate plain session (no DFX flags) in a scratch work dir.
-    dc::SessionOptions plain = so;
-    dfx::config::RunConfig c;
-    c.backend_type = so.config.backend_type;
-    c.execution_mode = so.config.execution_mode;
-    c.aicpu_thread_num = so.config.aicpu_thread_num;
-    c.rings = so.config.rings;
-    plain.config = c;
-    plain.work_dir = so.work_dir / ".bench";
-    plain.spool_root.clear();
-    plain.live_progress = false;
-    plain.fault_kill_after_chunks = 0;
-    plain.fault_write_delay_ms = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto bench_out = dc::RunSession(*plan, plain);
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::error_code ec;
-    fs::remove_all(plain.work_dir, ec);
-    if (!bench_out.ok() || !bench_out->success) {
-      return Fail("--bench: the plain run failed: " +
-                  (bench_out.ok() ? bench_out->summary : bench_out.status().message()));
-    }
-    if (!f.quiet) {
-      std::printf(
-          "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
-          "wall-clock\n",
-          wall);
-    }
-  }
-  const std::string counts = fmt::format("{} rank(s), {} dispatch dir(s), {} artifact(s) in {}",
-                                         so.ranks, dispatch_dirs.size(), outcome->artifacts.size(),
-                                         dfx::ShellQuote(dfx_dir.string()));
-  if (!outcome->success) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "dfx-coordinator: the run did not fully succeed:\n%s",
-                 outcome->summary.c_str());
-    std::fflush(stderr);
-    const std::string first = outcome->summary.substr(0, outcome->summary.find('\n'));
-    print_verdict(false, first + " (all problems above and in run_manifest.json); " + counts);
-    return 1;
-  }
-  print_verdict(true, counts);
-  return 0;
+  dc::RunRequest request;
+  request.file = f.file;
+  request.ranks = f.ranks;
+  request.launcher = f.launcher;
+  request.launcher_args = f.launcher_args;
+  request.attach = f.attach;
+  request.bench = f.bench;
+  request.quiet = f.quiet;
+  request.verbose = f.verbose;
+  request.swimlane_traces = f.swimlane_traces;
+  request.agent_log_level_given = f.agent_log_level_given;
+  request.dump_drain_bytes_per_sec = f.dump_drain;
+  request.dump_timeout_ms = f.dump_timeout;
+  request.dump_arena_bytes = f.dump_arena;
+  request.session = so;
+  return PrintRunReport(dc::RunProgramOrPlan(std::move(request)));
 }
 
 struct GatherFlags {

@@ -1,7 +1,7 @@
-// The run manifest while a run goes on, written off the event loop's thread
-// (issue 13: a rewrite of a manifest with a row per rank and per dispatch
-// blocked the loop for milliseconds, and every dispatch whose DispatchDone
-// arrived meanwhile carried that in its round trip). The loop takes a
+// The run manifest while a run goes on, written off the event loop's thread:
+// a rewrite of a manifest with a row per rank and per dispatch takes
+// milliseconds, and on the loop's thread every dispatch whose DispatchDone
+// arrived meanwhile would carry that in its round trip. The loop takes a
 // snapshot (a copy of the records) and posts it; one writer thread
 // serialises and writes it (collectors::WriteRunManifest: a temporary file
 // renamed over the manifest). Only the latest snapshot matters: one posted

@@ -1,4 +1,4 @@
-// Plans (design.md §6): which programs go to which ranks in what order.
+// Plans (docs/design.md §6): which programs go to which ranks in what order.
 //
 //   {"name": "decode",
 //    "programs": {"attn": "attention_decode.json", "vec": "vector_pipeline.json"},

@@ -1,5 +1,6 @@
-// What happens after the passes of a run, the same at L2 and at L3 (spec
-// §2.5–§2.7; the seed page's "Swimlane: onboard runs your workload twice"):
+// What happens after the passes of a run, the same at L2 and at L3
+// (docs/run-config.md §2.5–§2.7; an onboard swimlane run runs the workload
+// twice):
 // the warning when the best-effort graph pass failed, and the automatic
 // conversion of every chip_swimlane_records.json into a merged Perfetto
 // trace beside it. Renderers (Graphviz, the scope-stats report) never run

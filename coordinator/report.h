@@ -1,4 +1,4 @@
-// What the coordinator prints after a run (design.md §10, spec §2.9): every
+// What the coordinator prints after a run (docs/design.md §10, docs/run-config.md §2.9): every
 // artifact's path and the exact command that would render it. No renderer
 // ever runs during a run. Paths are shell-quoted.
 #pragma once
@@ -16,7 +16,7 @@ namespace dfx::coordinator {
 
 // Prints the artifacts under `dfx_dir` (paths relative to it, any order) with
 // their render commands, grouped by directory. The deps hint is printed only
-// when the user asked for dep_gen (spec §2.6). `view` is how the commands
+// when the user asked for dep_gen (docs/run-config.md §2.6). `view` is how the commands
 // name dfx-view (ViewCommand()).
 std::string FormatArtifacts(const std::filesystem::path& dfx_dir, std::vector<std::string> files,
                             const config::RunConfig& requested,

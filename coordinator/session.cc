@@ -25,6 +25,7 @@
 #include "coordinator/manifest_writer.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
+#include "coordinator/session_outcome.h"
 #include "coordinator/session_record.h"
 #include "protocol/endpoint.h"
 
@@ -46,14 +47,7 @@ uint64_t RandomSessionId() {
   return id;
 }
 
-std::string FormatBytes(uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
-  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", b);
-}
-
-// Removes the rank<N>/d<K> directories of an earlier run (spec §2.7: the d<K>
+// Removes the rank<N>/d<K> directories of an earlier run (docs/run-config.md §2.7: the d<K>
 // numbering restarts every run). Real directories only: a link is never
 // followed (collectors::ListDispatchDirs skips them, remove_all does not
 // follow links inside what it removes).
@@ -79,7 +73,7 @@ class RunCoordinator final : public PeerHandler {
         manifest_writer_(dfx_dir_),
         loop_(collectors::DfxOutputsDir(options.work_dir), Policy(), LoopOpts(), *options.clock,
               [this](const std::optional<size_t>& d) -> std::vector<collectors::ArtifactEntry>& {
-                return scheduler_->dispatches()[*d].artifacts;
+                return scheduler_->ArtifactsOf(*d);
               }) {}
 
   Result<SessionOutcome> Run();
@@ -106,12 +100,21 @@ class RunCoordinator final : public PeerHandler {
                                     options_.max_artifact_bytes, ArtifactState::kOk);
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
     o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
+    o.context = options_.context;
     o.receiver.on_verified = [this](size_t dispatch) { scheduler_->OnArtifactVerified(dispatch); };
     return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
   Status Pump() { return loop_.Pump(20, *this); }
+  // Binds, locks the work dir and writes the session record.
+  Status Start();
   Status Launch();
+  // Waits for every rank's READY under the startup deadline.
+  Status AwaitReady();
+  void RecordAgentSpools();
+  // Runs the passes one after the other until nothing is queued or in flight.
+  Status FanOut();
+  void WriteFinalManifest(bool ok);
   void ReapChildren();
   Status SendDispatch(size_t index, const config::PassPlan& pass);
   // The agent did not keep the program its in-flight dispatch named by
@@ -135,6 +138,7 @@ class RunCoordinator final : public PeerHandler {
   ManifestWriter manifest_writer_;  // the manifest while the run goes on, off this thread
   fs::path spool_;
   SessionRecord record_;
+  DirectoryLock lock_;  // the work dir's, held for the whole run
   std::unique_ptr<DispatchScheduler> scheduler_;
   AgentLauncher launcher_;
   bool finishing_ = false;
@@ -167,7 +171,7 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
     if (auto index = scheduler_->InFlight(done->rank, done->k);
         index && (done->status == protocol::DispatchStatus::kOk ||
                   done->status == protocol::DispatchStatus::kFailed)) {
-      agent.programs_kept.insert(scheduler_->dispatches()[*index].program);
+      agent.programs_kept.insert(scheduler_->dispatch(*index).program);
     }
     // A short dispatch without artifacts: no DispatchAccepted came, this says it.
     if (done->carries_acceptance) {
@@ -205,7 +209,7 @@ void RunCoordinator::OnLaunchFailure(const protocol::Hello& hello) {
     const std::string why =
         fmt::format("its agent process (pid {} on {}) ended before it said HELLO: {}", hello.pid,
                     hello.host, hello.launch_failure);
-    if (scheduler_->ranks()[r].status == RankState::kFailed) continue;
+    if (scheduler_->rank_status(r) == RankState::kFailed) continue;
     DFX_LOG_ERROR("rank {}: {}", r, why);
     scheduler_->FailRank(r, why);
   }
@@ -213,7 +217,7 @@ void RunCoordinator::OnLaunchFailure(const protocol::Hello& hello) {
 }
 
 void RunCoordinator::OnDispatchFinished(size_t index, const std::string& error) {
-  const collectors::DispatchEntry& d = scheduler_->dispatches()[index];
+  const collectors::DispatchEntry& d = scheduler_->dispatch(index);
   // Streams of this dispatch still open can no longer complete.
   loop_.receiver().AbortDispatch(index,
                                  "stream incomplete when the dispatch ended: " +
@@ -302,7 +306,7 @@ void RunCoordinator::ReapChildren() {
 }
 
 Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) {
-  const collectors::DispatchEntry& d = scheduler_->dispatches()[index];
+  const collectors::DispatchEntry& d = scheduler_->dispatch(index);
   AgentState* agent = loop_.registry().OwnerOf(d.rank);
   if (agent == nullptr || agent->dead) return Unavailable("rank has no live agent");
   const PlanProgram& program = plan_.programs.at(d.program);
@@ -344,7 +348,7 @@ void RunCoordinator::ResendWithProgram(AgentState& agent, const protocol::Dispat
                  protocol::DispatchStatusName(done.status), done.rank, done.k);
     return;
   }
-  const collectors::DispatchEntry& d = scheduler_->dispatches()[*index];
+  const collectors::DispatchEntry& d = scheduler_->dispatch(*index);
   protocol::DispatchDone failed{done.rank, done.k, protocol::DispatchStatus::kFailed, "", 0, 0, 0};
   if (agent.programs_kept.erase(d.program) == 0) {
     // The dispatch carried the program: asking for it again is a broken agent.
@@ -438,41 +442,7 @@ void RunCoordinator::DrawProgress(bool final) {
   const uint64_t now = Now();
   if (!final && now - last_draw_ns_ < 100 * kMs) return;
   last_draw_ns_ = now;
-  // "12/16 ranks done, 40/48 dispatches, slowest r3 54%, 1.2 GiB gathered":
-  // one short line whatever the number of ranks (the sink cuts it to the
-  // terminal's width).
-  int ranks_done = 0;
-  uint64_t dispatches_done = 0, dispatches_total = 0;
-  int slowest = -1;
-  double slowest_fraction = 2.0;
-  for (int r = 0; r < scheduler_->num_ranks(); ++r) {
-    const DispatchScheduler::RankProgress p = scheduler_->Progress(r);
-    dispatches_done += p.done;
-    dispatches_total += p.total;
-    double fraction = p.total == 0 ? 1.0 : static_cast<double>(p.done) / p.total;
-    if (p.in_flight && p.tasks_total > 0 && p.total > 0) {
-      fraction += static_cast<double>(p.tasks_done) / p.tasks_total / p.total;
-    }
-    if (p.done >= p.total || p.failed) {
-      ++ranks_done;
-    } else if (fraction < slowest_fraction) {
-      slowest_fraction = fraction;
-      slowest = r;
-    }
-  }
-  std::string line = fmt::format("{}/{} ranks done, {}/{} dispatches", ranks_done,
-                                 scheduler_->num_ranks(), dispatches_done, dispatches_total);
-  if (slowest >= 0) {
-    // What the slowest rank is doing when it is not running tasks: its
-    // agent loading (parsing, lowering) the program, or streaming artifacts.
-    const DispatchScheduler::RankProgress p = scheduler_->Progress(slowest);
-    const char* doing = !p.in_flight             ? ""
-                        : p.stage == "streaming" ? " streaming"
-                        : p.tasks_total == 0     ? " loading"
-                                                 : "";
-    line += fmt::format(", slowest r{} {:.0f}%{}", slowest, 100 * slowest_fraction, doing);
-  }
-  line += fmt::format(", {} gathered", FormatBytes(loop_.receiver().bytes_received()));
+  const std::string line = ProgressLine(*scheduler_, loop_.receiver().bytes_received());
   log::SetStatusLine(final ? std::string() : line);
 }
 
@@ -487,8 +457,7 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   m.bind = loop_.endpoint();
   if (launch_ns_ != 0) m.launch_ns = launch_ns_;
   m.run_config = options_.config;
-  for (const auto& p : scheduler_->passes()) m.passes.push_back(p.kind);
-  m.ranks = scheduler_->ranks();
+  scheduler_->Snapshot(m);
   AgentRegistry& registry = loop_.registry();
   for (collectors::RankEntry& r : m.ranks) {
     if (const AgentState* agent = registry.OwnerOf(r.rank)) {
@@ -501,7 +470,6 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
       if (agent->best_rtt_ns != UINT64_MAX) r.clock_offset_rtt_ns = agent->best_rtt_ns;
     }
   }
-  m.dispatches = scheduler_->dispatches();
   m.bytes_gathered = loop_.receiver().bytes_received();
   m.merged_swimlane = merged_;
   return m;
@@ -517,19 +485,13 @@ bool RunCoordinator::WriteManifest(collectors::RunState state, bool log_failure)
   return true;
 }
 
-Result<SessionOutcome> RunCoordinator::Run() {
-  DFX_ASSIGN_OR_RETURN(std::vector<PlannedDispatch> planned, ExpandPlan(plan_, options_.ranks));
-  scheduler_ = std::make_unique<DispatchScheduler>(
-      options_.ranks, config::PlanPasses(options_.config, /*l3=*/true), planned, *options_.clock);
-  scheduler_->set_on_finished(
-      [this](size_t index, const std::string& error) { OnDispatchFinished(index, error); });
-
+Status RunCoordinator::Start() {
   // A --bind that cannot work is refused before anything is written.
   DFX_ASSIGN_OR_RETURN(const std::string bind, protocol::ResolveBindEndpoint(options_.bind));
   // One coordinator per work dir: a second run or a gather waits its turn.
   DFX_RETURN_IF_ERROR(MakeDirs(options_.work_dir));
-  DFX_ASSIGN_OR_RETURN(DirectoryLock lock, collectors::LockWorkDir(options_.work_dir));
-  if (!lock.warning().empty()) DFX_LOG_WARN("{}", lock.warning());
+  DFX_ASSIGN_OR_RETURN(lock_, collectors::LockWorkDir(options_.work_dir));
+  if (!lock_.warning().empty()) DFX_LOG_WARN("{}", lock_.warning());
   DFX_RETURN_IF_ERROR(CheckNoLinks(options_.work_dir, collectors::kDfxOutputsDirName));
   DFX_RETURN_IF_ERROR(MakeDirs(dfx_dir_));
   const bool launching = options_.launcher != Launcher::kAttach;
@@ -564,16 +526,15 @@ Result<SessionOutcome> RunCoordinator::Run() {
   DFX_LOG_INFO("session {}: {} rank(s), {} launcher, listening on {}{}", Hex64(session_),
                options_.ranks, LauncherName(options_.launcher), loop_.endpoint(),
                advertised_ == loop_.endpoint() ? "" : fmt::format(", agents dial {}", advertised_));
+  return Status::Ok();
+}
 
-  DFX_RETURN_IF_ERROR(Launch());
-  WriteManifest(collectors::RunState::kStarting);
-
-  // 1. Readiness barrier under one startup deadline.
+Status RunCoordinator::AwaitReady() {
   const uint64_t startup_deadline = Now() + ToNs(options_.timeouts.startup);
   while (scheduler_->AnyWaiting()) {
     if (Now() > startup_deadline) {
       for (int32_t r = 0; r < options_.ranks; ++r) {
-        if (scheduler_->ranks()[r].status != RankState::kWaiting) continue;
+        if (scheduler_->rank_status(r) != RankState::kWaiting) continue;
         const AgentState* owner = loop_.registry().OwnerOf(r);
         scheduler_->FailRank(
             r,
@@ -587,7 +548,6 @@ Result<SessionOutcome> RunCoordinator::Run() {
     }
     DFX_RETURN_IF_ERROR(Pump());
   }
-
   // The run has really started once a rank is READY: only now are an
   // earlier run's dispatch directories cleared (a run that never got this
   // far leaves the previous run's artifacts as they were).
@@ -598,21 +558,21 @@ Result<SessionOutcome> RunCoordinator::Run() {
     }
     if (any_ready) ClearStaleDispatchDirs(dfx_dir_);
   }
+  return Status::Ok();
+}
 
-  // Agents attached from elsewhere spool where they were told to: record
-  // every spool so `dfx-coordinator gather` finds them after a crash.
-  {
-    std::set<fs::path> seen;
-    if (!spool_.empty()) seen.insert(spool_);
-    for (const auto& [id, agent] : loop_.registry().agents()) {
-      if (!agent.spool.empty() && seen.insert(agent.spool).second) {
-        record_.agent_spools.push_back(agent.spool);
-      }
+void RunCoordinator::RecordAgentSpools() {
+  std::set<fs::path> seen;
+  if (!spool_.empty()) seen.insert(spool_);
+  for (const auto& [id, agent] : loop_.registry().agents()) {
+    if (!agent.spool.empty() && seen.insert(agent.spool).second) {
+      record_.agent_spools.push_back(agent.spool);
     }
-    (void)WriteSessionRecord(dfx_dir_, record_);
   }
+  (void)WriteSessionRecord(dfx_dir_, record_);
+}
 
-  // 2. Fan-out, pass by pass: ordered per rank, ranks in parallel.
+Status RunCoordinator::FanOut() {
   const auto& passes = scheduler_->passes();
   for (size_t p = 0; p < passes.size(); ++p) {
     if (passes.size() > 1) {
@@ -630,75 +590,10 @@ Result<SessionOutcome> RunCoordinator::Run() {
     }
   }
   scheduler_->CompleteRanks();
+  return Status::Ok();
+}
 
-  // 3. Shut the agents down; wait for them under the shutdown deadline.
-  Finish();
-  // The port is not needed any more: closing it frees the descriptors of
-  // every connection left (a flood of half-open ones could otherwise starve
-  // the conversion and the final manifest of descriptors).
-  loop_.CloseListener();
-  // Every stream has ended: a dispatch is ok only with all its artifacts.
-  scheduler_->ReconcileArtifacts();
-
-  SessionOutcome out;
-  out.session_id = session_;
-  out.manifest_path = dfx_dir_ / collectors::kRunManifestFile;
-  bool ok = true;
-  for (const collectors::RankEntry& r : scheduler_->ranks()) {
-    if (r.status != RankState::kOk) {
-      ok = false;
-      out.summary += fmt::format("rank {} failed: {}\n", r.rank, r.error);
-    }
-  }
-  for (const collectors::DispatchEntry& d : scheduler_->dispatches()) {
-    if (d.status == DispatchState::kFailed && d.pass == config::PassKind::kGraph) {
-      // Best effort (spec §2.6/§2.7): the timing pass still ran; the lanes
-      // of this dispatch fall back to anonymous task(rXtY).
-      std::printf("%s\n", GraphPassWarning(
-                              fmt::format("rank {} d{} ({})", d.rank, d.k, d.program), d.error,
-                              collectors::DfxOutputsDir(options_.work_dir) /
-                                  collectors::DispatchDirPath(d.rank, d.k) / collectors::kDepsFile)
-                              .c_str());
-    } else if (d.status != DispatchState::kOk) {
-      ok = false;
-      if (d.status == DispatchState::kFailed) {
-        out.summary +=
-            fmt::format("rank {} d{} ({}) failed: {}\n", d.rank, d.k, d.program, d.error);
-      }
-    }
-    for (const collectors::ArtifactEntry& a : d.artifacts) {
-      if (a.status == ArtifactState::kOk) {
-        if (std::find(out.artifacts.begin(), out.artifacts.end(), a.path) == out.artifacts.end()) {
-          out.artifacts.push_back(a.path);
-        }
-      } else {
-        ok = false;
-        out.summary += fmt::format("artifact {} missing: {}\n", a.path, a.error);
-      }
-    }
-  }
-  out.success = ok;
-  out.makespan = MakespanSummary(scheduler_->dispatches());
-  if (options_.config.AnyDfx()) {
-    for (const collectors::DispatchEntry& d : scheduler_->dispatches()) {
-      const std::string rel =
-          collectors::DispatchDirPath(d.rank, d.k) + "/" + collectors::kDispatchProgramFile;
-      if (fs::exists(dfx_dir_ / rel) &&
-          std::find(out.artifacts.begin(), out.artifacts.end(), rel) == out.artifacts.end()) {
-        out.artifacts.push_back(rel);
-      }
-    }
-  }
-  // 4. Post-run: one merged trace per rank<N>/d<K>/ when eager (onboard, as
-  // the reference); a lazy run leaves the records, and main prints how to
-  // convert them on demand.
-  const bool onboard = options_.config.execution_mode == config::ExecutionMode::kOnboard;
-  if (options_.config.enable_chip_swimlane > 0 &&
-      ConvertSwimlanesEagerly(options_.swimlane_traces, onboard)) {
-    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.timeouts.convert,
-                               options_.convert_jobs);
-    out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
-  }
+void RunCoordinator::WriteFinalManifest(bool ok) {
   // The last word on the run: a write that fails for want of descriptors
   // (half-open connections of a flood that libzmq tears down only after the
   // listener closed) is retried for a while, or the manifest on disk would
@@ -709,6 +604,50 @@ Result<SessionOutcome> RunCoordinator::Run() {
     if (attempt == 40) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+Result<SessionOutcome> RunCoordinator::Run() {
+  DFX_ASSIGN_OR_RETURN(std::vector<PlannedDispatch> planned, ExpandPlan(plan_, options_.ranks));
+  scheduler_ = std::make_unique<DispatchScheduler>(
+      options_.ranks, config::PlanPasses(options_.config, /*l3=*/true), planned, *options_.clock);
+  scheduler_->set_on_finished(
+      [this](size_t index, const std::string& error) { OnDispatchFinished(index, error); });
+  DFX_RETURN_IF_ERROR(Start());
+  DFX_RETURN_IF_ERROR(Launch());
+  WriteManifest(collectors::RunState::kStarting);
+
+  // 1. Readiness barrier under one startup deadline.
+  DFX_RETURN_IF_ERROR(AwaitReady());
+  // Agents attached from elsewhere spool where they were told to: record
+  // every spool so `dfx-coordinator gather` finds them after a crash.
+  RecordAgentSpools();
+  // 2. Fan-out, pass by pass: ordered per rank, ranks in parallel.
+  DFX_RETURN_IF_ERROR(FanOut());
+
+  // 3. Shut the agents down; wait for them under the shutdown deadline.
+  Finish();
+  // The port is not needed any more: closing it frees the descriptors of
+  // every connection left (a flood of half-open ones could otherwise starve
+  // the conversion and the final manifest of descriptors).
+  loop_.CloseListener();
+  // Every stream has ended: a dispatch is ok only with all its artifacts.
+  scheduler_->ReconcileArtifacts();
+
+  SessionOutcome out = SummarizeSession(*scheduler_, collectors::DfxOutputsDir(options_.work_dir),
+                                        dfx_dir_, options_.config.AnyDfx(), stdout);
+  out.session_id = session_;
+  out.manifest_path = dfx_dir_ / collectors::kRunManifestFile;
+  // 4. Post-run: one merged trace per rank<N>/d<K>/ when eager (onboard, as
+  // the reference); a lazy run leaves the records, and main prints how to
+  // convert them on demand.
+  const bool onboard = options_.config.execution_mode == config::ExecutionMode::kOnboard;
+  if (options_.config.enable_chip_swimlane > 0 &&
+      ConvertSwimlanesEagerly(options_.swimlane_traces, onboard)) {
+    merged_ = ConvertSwimlanes(stdout, dfx_dir_, out.artifacts, options_.timeouts.convert,
+                               options_.convert_jobs);
+    out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
+  }
+  WriteFinalManifest(out.success);
   std::error_code ec;
   if (!spool_.empty()) fs::remove(spool_, ec);  // only when every agent emptied it
   return out;

@@ -1,4 +1,4 @@
-// The L3 run (design.md §1, §7–§9): one session of a plan over N ranks. The
+// The L3 run (docs/design.md §1, §7–§9): one session of a plan over N ranks. The
 // coordinator binds one ROUTER (EventLoop), starts or attaches to rank agents
 // (AgentLauncher), waits for every rank's READY under one startup deadline,
 // fans dispatches out (DispatchScheduler: ordered per rank, ranks in
@@ -30,6 +30,7 @@
 #include "coordinator/launcher.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
+#include "protocol/channel.h"
 
 namespace dfx::coordinator {
 
@@ -75,6 +76,9 @@ struct SessionOptions {
   // ... and make every chunk write take this long (a slow disk).
   uint32_t fault_write_delay_ms = 0;
   const Clock* clock = &MonotonicClock::Instance();
+  // The ZeroMQ context of the coordinator's sockets; nullptr = its own.
+  // Agents in this process on an inproc:// bind share it.
+  protocol::Context* context = nullptr;
 };
 
 struct SessionOutcome {

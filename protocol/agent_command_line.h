@@ -1,4 +1,4 @@
-// The command line of dfx-rank-agent (design.md §3, §8): one description used
+// The command line of dfx-rank-agent (docs/design.md §3, §8): one description used
 // by both directions, so the launcher that builds it and the agent that
 // parses it cannot drift apart.
 //
@@ -71,7 +71,7 @@ struct AgentCommandLine {
   // whose chips would reach past it drives only the ranks below it (the last
   // agent of --ranks 4 --chips-per-agent 3 drives rank 3 only). 0 = no limit.
   int total_ranks = 0;
-  // Access (design.md §7; protocol/curve.h). --key FILE: this agent's key
+  // Access (docs/design.md §7; protocol/curve.h). --key FILE: this agent's key
   // pair; --coordinator-key FILE: the coordinator's public key, pinned.
   // Both or neither; launched agents get theirs through the environment.
   std::string key_file;
@@ -104,7 +104,7 @@ struct AgentCommandLine {
 Result<std::optional<CurveClient>> ResolveAgentCurve(const AgentCommandLine& line);
 
 // `dfx-rank-agent exec`: one program, once, on one local chip; the artifacts
-// flat in `output_dir` (the L2 run, design.md §8).
+// flat in `output_dir` (the L2 run, docs/design.md §8).
 struct AgentExecCommandLine {
   std::string program;       // --program P.json (required)
   std::string output_dir;    // --output-dir DIR (required): <work_dir>/dfx_outputs

@@ -1,4 +1,4 @@
-// ZeroMQ channel helpers (design.md §7): the coordinator binds one ROUTER,
+// ZeroMQ channel helpers (docs/design.md §7): the coordinator binds one ROUTER,
 // agents connect DEALER sockets whose identity is derived from their rank.
 //
 // Thin RAII wrappers: cppzmq never leaves protocol/. Ownership: a Context is
@@ -12,7 +12,7 @@
 // handshake within SocketOptions::handshake_ms is closed (ZMQ_HANDSHAKE_IVL),
 // so half-open connections cannot hold descriptors for long.
 //
-// Access (design.md §7): a RouterChannel bound with a CurveServer speaks
+// Access (docs/design.md §7): a RouterChannel bound with a CurveServer speaks
 // CURVE and admits only the client keys it was given (a ZAP handler thread
 // owned by the Context answers libzmq's requests); a DealerChannel with a
 // CurveClient pins the server's key. A refused peer learns nothing: its
@@ -119,7 +119,7 @@ struct SocketOptions {
   // server's key. Unset: no authentication.
   std::optional<CurveClient> curve_client;
   // RouterChannel::Bind only, for an ipc:// endpoint in a 0700 directory
-  // (the local bulk path, design.md §7): admit only peers whose kernel
+  // (the local bulk path, docs/design.md §7): admit only peers whose kernel
   // credentials (SO_PEERCRED, which libzmq puts into the ZAP request's
   // address as ":uid:gid:pid") carry this process's uid, and whose PLAIN
   // user name and password are a pair given to AdmitLocalPeer, from the

@@ -1,4 +1,4 @@
-// Encode / decode / validate protocol messages (design.md §7).
+// Encode / decode / validate protocol messages (docs/design.md §7).
 //
 // Encode turns a Message into the bytes of one ZeroMQ frame (an unpacked
 // Cap'n Proto flat array). Decode copies the frame into word-aligned memory
@@ -70,7 +70,7 @@ struct Expectations {
 //   kInvalidArgument for a bad message (log and drop it).
 Status Validate(const Message& message, const Expectations& expect);
 
-// The one path sanitizer for artifact names (design.md §7, style.md §11).
+// The one path sanitizer for artifact names (docs/design.md §7, docs/design.md §11.11).
 // Accepts a path relative to rank<N>/d<K>/ made of plain components
 // ([A-Za-z0-9._+-@=,], no empty component, no "." or ".." component, no
 // leading '/', no backslash, no NUL, at most kMaxTextBytes) and returns it in

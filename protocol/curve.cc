@@ -42,7 +42,7 @@ std::string FieldOf(const std::string& text, const char* prefix) {
   return "";
 }
 
-// Reads a key file under the rules of style.md §13: no link, bounded size.
+// Reads a key file under the rules of docs/design.md §11.13: no link, bounded size.
 Result<std::string> ReadKeyFileText(const fs::path& path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);

@@ -1,4 +1,4 @@
-// Access control on the wire (design.md §7, style.md §13): ZeroMQ CURVE key
+// Access control on the wire (docs/design.md §7, docs/design.md §11.13): ZeroMQ CURVE key
 // pairs, the files they live in, the environment launched agents receive
 // them through, and the rule that says when authentication is required.
 //
@@ -71,7 +71,7 @@ Result<std::string> ReadPublicKeyFile(const std::filesystem::path& path);
 // (not recursive; links are never followed). An empty directory is an error.
 Result<std::vector<std::string>> ReadPublicKeys(const std::filesystem::path& path);
 
-// The environment of a launched agent (design.md §7: never its command
+// The environment of a launched agent (docs/design.md §7: never its command
 // line): the agent's pair and the coordinator's public key.
 inline constexpr const char* kEnvAgentPublicKey = "DFX_CURVE_PUBLIC_KEY";
 inline constexpr const char* kEnvAgentSecretKey = "DFX_CURVE_SECRET_KEY";

@@ -1,4 +1,4 @@
-# The wire protocol between dfx-coordinator and dfx-rank-agent (design.md §7).
+# The wire protocol between dfx-coordinator and dfx-rank-agent (docs/design.md §7).
 #
 # This file is the spec of the wire. Rules:
 #  * Every message travels as one ZeroMQ frame holding one Envelope, encoded
@@ -51,7 +51,7 @@ struct Ready {
   chipDescriptions @0 :List(Text);  # one per rank, e.g. "a2a3 emulator: 2 AIC + 4 AIV, 50 MHz"
 }
 
-# Which pass of the DFX pass protocol a dispatch belongs to (spec §2.6, §2.7).
+# Which pass of the DFX pass protocol a dispatch belongs to (docs/run-config.md §2.6, §2.7).
 enum PassKind {
   single @0;   # sim, or onboard without swimlane: one pass with the flags as given
   graph @1;    # onboard graph pass: dep_gen only
@@ -92,7 +92,7 @@ struct Dispatch {
   rank @1 :Int32;            # the chip that runs it (one of the agent's ranks)
   k @2 :UInt32;              # dispatch number on that chip in this run: artifacts go to rank<rank>/d<k>/
   programName @3 :Text;      # the plan's name for the program (dispatch_program.json)
-  programJson @4 :Text;      # the program file's full JSON text (design.md §6)
+  programJson @4 :Text;      # the program file's full JSON text (docs/design.md §6)
   config @5 :RunConfigWire;  # collectors to arm
   pass @6 :PassKind;         # which pass this dispatch belongs to
   programFile @7 :Text;      # the program file's base name (scope sites "<file>:<line>"); may be empty
@@ -148,7 +148,7 @@ struct ArtifactEnd {
 }
 
 # C->A. Flow control: the agent may send `chunks` more ArtifactChunk messages.
-# A Credit with a bulkEndpoint also offers the local bulk path (design.md
+# A Credit with a bulkEndpoint also offers the local bulk path (docs/design.md
 # §7, "local bulk path"): an agent on the coordinator's host may send its
 # artifact streams (ArtifactBegin/Chunk/End and the DispatchDone/GatherDone
 # that follow them) over that ipc:// endpoint, authenticated as PLAIN user

@@ -1,4 +1,4 @@
-// Where the coordinator listens and what agents dial (design.md §8): the
+// Where the coordinator listens and what agents dial (docs/design.md §8): the
 // one owner of turning a --bind that names a host name or an interface into
 // something ZeroMQ can bind, and of the endpoint agents are told to dial
 // (--advertise, or one derived from the bind).

@@ -1,6 +1,6 @@
-// The protocol's messages as plain structs (design.md §7). protocol/dfx.capnp
+// The protocol's messages as plain structs (docs/design.md §7). protocol/dfx.capnp
 // is the spec of the wire; these structs mirror it 1:1 so that no Cap'n Proto
-// reader/builder type leaves protocol/ (style.md §2).
+// reader/builder type leaves protocol/ (docs/design.md §11.2).
 //
 // Value types: copy and move freely, any thread.
 #pragma once
@@ -132,7 +132,7 @@ struct ArtifactEnd {
 
 struct Credit {
   uint32_t chunks = 0;
-  // The local bulk path's offer (design.md §7): an ipc:// endpoint and the
+  // The local bulk path's offer (docs/design.md §7): an ipc:// endpoint and the
   // token that admits this agent on it. Empty: no offer.
   std::string bulk_endpoint;
   std::string bulk_token;

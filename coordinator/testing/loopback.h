@@ -1,5 +1,5 @@
 // Test helpers for the coordinator's parts: a ROUTER bound on inproc:// and
-// DEALER peers that play agents, in one process (style.md §5). Header-only.
+// DEALER peers that play agents, in one process (docs/design.md §11.5). Header-only.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,0 +1,342 @@
+#include "coordinator/run.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "collectors/artifact_layout.h"
+#include "common/file_util.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/subprocess.h"
+#include "coordinator/l2_run.h"
+#include "coordinator/plan.h"
+#include "coordinator/post_run.h"
+#include "coordinator/report.h"
+
+namespace dfx::coordinator {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A report that ends the command without a verdict: "dfx-coordinator: <message>".
+RunReport Stopped(RunReport report, const std::string& message, RunExit exit) {
+  report.exit = exit;
+  report.errors += "dfx-coordinator: " + message + "\n";
+  return report;
+}
+
+std::string VerdictLine(bool ok, const std::string& what) {
+  return fmt::format("verdict: {}: {}\n", ok ? "ok" : "FAILED", what);
+}
+
+// What the run's end prints on stdout, L2 and L3 alike.
+class RunPrinter {
+ public:
+  RunPrinter(const RunRequest& request, fs::path dfx_dir)
+      : request_(request),
+        config_(request.session.config),
+        dfx_dir_(std::move(dfx_dir)),
+        view_(ViewCommand()) {}
+
+  const std::string& view() const { return view_; }
+
+  // The artifacts' paths in README.txt (at L3 instead of the console).
+  void WriteReadme(const std::vector<std::string>& artifacts) const {
+    if (artifacts.empty()) return;
+    Status s = WriteArtifactsReadme(dfx_dir_, artifacts, config_, view_);
+    if (!s.ok()) DFX_LOG_WARN("cannot write the artifact listing: {}", s.message());
+  }
+  // The summary first, the verdict last; -q keeps only the verdict.
+  void PrintSummary(const std::vector<std::string>& artifacts) const {
+    if (request_.quiet || config_.enable_chip_swimlane == 0 || artifacts.empty()) return;
+    std::fputs(RunSummaryText(dfx_dir_, request_.verbose, view_).c_str(), stdout);
+  }
+  void PrintCommon() const {
+    if (config_.AnyDfx()) {
+      std::printf("save_kernels: forced on (a DFX flag is on); %s is kept after the run\n",
+                  ShellQuote(dfx_dir_.string()).c_str());
+    }
+    if (config_.execution_mode == config::ExecutionMode::kOnboard &&
+        config_.enable_chip_swimlane > 0) {
+      std::printf(
+          "warning: do not read wall-clock from this run: chip swimlane onboard ran the "
+          "workload twice (graph pass + timing pass) and the collectors perturb timing; measure "
+          "in a separate plain run (no DFX flags) or use `dfx-coordinator run --bench`\n");
+    }
+  }
+
+ private:
+  const RunRequest& request_;
+  const config::RunConfig& config_;
+  const fs::path dfx_dir_;
+  const std::string view_;
+};
+
+// The L2 exec child's flags of the run: chip flags and the args-dump drain model.
+L2Options MakeL2Options(const RunRequest& request) {
+  const SessionOptions& so = request.session;
+  L2Options l2;
+  l2.program = request.file;
+  l2.work_dir = so.work_dir;
+  l2.config = so.config;
+  l2.agent_binary = so.agent_binary;
+  l2.agent.chip.virtual_clock = so.virtual_clock;
+  // The exec child's lines follow this process's level unless told otherwise.
+  if (request.agent_log_level_given) {
+    l2.agent.chip.log_level = so.agent_log_level;
+  } else {
+    const auto name = spdlog::level::to_string_view(spdlog::default_logger_raw()->level());
+    const std::string own(name.data(), name.size());
+    l2.agent.chip.log_level = own == "warning" ? "warn" : own;
+  }
+  if (request.dump_drain_bytes_per_sec >= 0) {
+    l2.agent.dump_drain_bytes_per_sec = request.dump_drain_bytes_per_sec;
+  }
+  if (request.dump_timeout_ms >= 0) {
+    l2.agent.dump_timeout_ms = static_cast<uint64_t>(request.dump_timeout_ms);
+  }
+  if (request.dump_arena_bytes >= 0) {
+    l2.agent.dump_arena_bytes = static_cast<uint64_t>(request.dump_arena_bytes);
+  }
+  l2.timeouts = so.timeouts;
+  l2.bench = request.bench;
+  return l2;
+}
+
+// L2: one program on one local chip, artifacts flat in dfx_outputs/.
+RunReport RunLevel2(const RunRequest& request, RunReport report) {
+  report.level = RunLevel::kL2;
+  const RunPrinter print(request, report.dfx_dir);
+  auto out = RunL2(MakeL2Options(request));
+  if (!out.ok()) {
+    report = Stopped(std::move(report), out.status().message(), RunExit::kFailed);
+    report.verdict = VerdictLine(false, "the run failed: " + out.status().message());
+    return report;
+  }
+  report.success = true;
+  report.artifacts = out->artifacts;
+  report.bench_wall_s = out->bench_wall_s;
+  print.WriteReadme(out->artifacts);
+  if (!request.quiet) {
+    // The summary first, as at L3; then, one dispatch's paths fit the
+    // console (they are in README.txt too); the verdict last.
+    print.PrintSummary(out->artifacts);
+    if (out->artifacts.empty()) {
+      std::printf("run complete; no DFX flag was on, so no artifacts were collected\n");
+    } else {
+      PrintArtifacts(stdout, report.dfx_dir, out->artifacts, request.session.config, print.view());
+    }
+    print.PrintCommon();
+    if (out->bench_wall_s) {
+      std::printf(
+          "bench: a separate plain run (no DFX flags, its own process) took %.3f s "
+          "wall-clock\n",
+          *out->bench_wall_s);
+    }
+  }
+  report.verdict =
+      VerdictLine(true, out->artifacts.empty()
+                            ? std::string("the program ran; no DFX flag, no artifacts")
+                            : fmt::format("1 dispatch, {} artifact(s) in {}", out->artifacts.size(),
+                                          ShellQuote(report.dfx_dir.string())));
+  return report;
+}
+
+// The launcher flags into the session: --attach, --launcher (default:
+// mpirun when on PATH, else local), and the mpirun / srun program and words.
+// Returns a usage error's or a missing program's report, or nothing.
+std::optional<RunReport> ChooseLauncher(const RunRequest& request, SessionOptions& so,
+                                        const RunReport& report) {
+  if (request.attach) {
+    so.launcher = Launcher::kAttach;
+  } else if (!request.launcher.empty()) {
+    so.launcher = request.launcher == "mpirun" ? Launcher::kMpirun
+                  : request.launcher == "srun" ? Launcher::kSrun
+                                               : Launcher::kLocal;
+  } else {
+    so.launcher = FindExecutable("mpirun").has_value() ? Launcher::kMpirun : Launcher::kLocal;
+  }
+  const bool launcher_program = so.launcher == Launcher::kMpirun || so.launcher == Launcher::kSrun;
+  if (!launcher_program && (!so.launcher_binary.empty() || !request.launcher_args.empty() ||
+                            !so.agent_command.empty())) {
+    return Stopped(report,
+                   fmt::format("--launcher-binary, --launcher-args and --agent-command are for "
+                               "--launcher mpirun or srun, not {}",
+                               LauncherName(so.launcher)),
+                   RunExit::kUsage);
+  }
+  if (!launcher_program) return std::nullopt;
+  const std::string program = !so.launcher_binary.empty()      ? so.launcher_binary
+                              : so.launcher == Launcher::kSrun ? "srun"
+                                                               : "mpirun";
+  if (!FindExecutable(program)) {
+    return Stopped(
+        report,
+        fmt::format("--launcher {}: {} is not {}; {}", LauncherName(so.launcher), program,
+                    so.launcher_binary.empty() ? "on PATH" : "an executable file",
+                    so.launcher_binary.empty()
+                        ? "give its path with --launcher-binary, or use --launcher local"
+                        : "give the path of an existing mpirun / srun"),
+        RunExit::kFailed);
+  }
+  auto words = SplitShellWords(request.launcher_args);
+  if (!words.ok()) {
+    return Stopped(report, "--launcher-args: " + words.status().message(), RunExit::kUsage);
+  }
+  so.launcher_args = *words;
+  return std::nullopt;
+}
+
+// --bench at L3: a separate plain session (no DFX flags) in a scratch work
+// dir; returns its wall time, or why it failed.
+Result<double> RunPlainSession(const Plan& plan, const SessionOptions& so) {
+  SessionOptions plain = so;
+  config::RunConfig c;
+  c.backend_type = so.config.backend_type;
+  c.execution_mode = so.config.execution_mode;
+  c.aicpu_thread_num = so.config.aicpu_thread_num;
+  c.rings = so.config.rings;
+  plain.config = c;
+  plain.work_dir = so.work_dir / ".bench";
+  plain.spool_root.clear();
+  plain.live_progress = false;
+  plain.fault_kill_after_chunks = 0;
+  plain.fault_write_delay_ms = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = RunSession(plan, plain);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  fs::remove_all(plain.work_dir, ec);
+  if (!out.ok() || !out->success) {
+    return Internal("--bench: the plain run failed: " +
+                    (out.ok() ? out->summary : out.status().message()));
+  }
+  return wall;
+}
+
+// What an L3 run prints before its verdict: the summary, where the paths
+// are, the swimlane hint, the makespan, the manifest.
+void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
+                     const SessionOutcome& outcome, const RunReport& report) {
+  const SessionOptions& so = request.session;
+  print.PrintSummary(outcome.artifacts);
+  if (!outcome.artifacts.empty()) {
+    std::printf(
+        "artifacts: %zu file(s) in %zu rank<N>/d<K> dir(s); every path with its render "
+        "command: %s\n",
+        outcome.artifacts.size(), report.dispatch_dirs,
+        ShellQuote((report.dfx_dir / collectors::kArtifactsReadmeFile).string()).c_str());
+  }
+  if (so.config.enable_chip_swimlane > 0 &&
+      !ConvertSwimlanesEagerly(so.swimlane_traces,
+                               so.config.execution_mode == config::ExecutionMode::kOnboard)) {
+    std::fputs(LazySwimlaneHint(report.dfx_dir, outcome.artifacts, print.view()).c_str(), stdout);
+  }
+  std::fputs(outcome.makespan.c_str(), stdout);
+  std::printf("run manifest: %s\n", ShellQuote(outcome.manifest_path.string()).c_str());
+  print.PrintCommon();
+}
+
+// L3: a plan (or one program on --ranks N) over rank agents.
+RunReport RunLevel3(RunRequest& request, const Json& json, bool is_plan, RunReport report) {
+  report.level = RunLevel::kL3;
+  SessionOptions& so = request.session;
+  Result<Plan> plan = is_plan ? ParsePlan(json, request.file) : PlanForProgram(request.file);
+  if (!plan.ok()) return Stopped(std::move(report), plan.status().message(), RunExit::kUsage);
+  so.ranks = request.ranks.value_or(1);
+  if (auto stopped = ChooseLauncher(request, so, report)) return std::move(*stopped);
+  so.swimlane_traces = request.swimlane_traces == "eager"  ? SwimlaneTraces::kEager
+                       : request.swimlane_traces == "lazy" ? SwimlaneTraces::kLazy
+                                                           : SwimlaneTraces::kAuto;
+  auto outcome = RunSession(*plan, so);
+  if (!outcome.ok())
+    return Stopped(std::move(report), outcome.status().message(), RunExit::kFailed);
+  const RunPrinter print(request, report.dfx_dir);
+  print.WriteReadme(outcome->artifacts);
+  std::set<std::string> dispatch_dirs;
+  for (const auto& a : outcome->artifacts) {
+    if (auto d = collectors::DispatchDirOf(a)) {
+      dispatch_dirs.insert(collectors::DispatchDirPath(*d));
+    }
+  }
+  report.success = outcome->success;
+  report.artifacts = outcome->artifacts;
+  report.manifest_path = outcome->manifest_path;
+  report.dispatch_dirs = dispatch_dirs.size();
+  report.summary = outcome->summary;
+  if (!request.quiet) PrintSessionEnd(request, print, *outcome, report);
+  if (request.bench) {
+    auto wall = RunPlainSession(*plan, so);
+    if (!wall.ok()) return Stopped(std::move(report), wall.status().message(), RunExit::kFailed);
+    report.bench_wall_s = *wall;
+    if (!request.quiet) {
+      std::printf(
+          "bench: a separate plain run (no DFX flags, agents started fresh) took %.3f s "
+          "wall-clock\n",
+          *wall);
+    }
+  }
+  const std::string counts = fmt::format("{} rank(s), {} dispatch dir(s), {} artifact(s) in {}",
+                                         so.ranks, dispatch_dirs.size(), outcome->artifacts.size(),
+                                         ShellQuote(report.dfx_dir.string()));
+  if (!outcome->success) {
+    report.exit = RunExit::kFailed;
+    report.errors += "dfx-coordinator: the run did not fully succeed:\n" + outcome->summary;
+    const std::string first = outcome->summary.substr(0, outcome->summary.find('\n'));
+    report.verdict =
+        VerdictLine(false, first + " (all problems above and in run_manifest.json); " + counts);
+    return report;
+  }
+  report.verdict = VerdictLine(true, counts);
+  return report;
+}
+
+}  // namespace
+
+RunReport RunProgramOrPlan(RunRequest request) {
+  RunReport report;
+  SessionOptions& so = request.session;
+  report.dfx_dir = collectors::DfxOutputsDir(so.work_dir);
+  if (Status s = so.timeouts.ValidateHeartbeat(); !s.ok()) {
+    return Stopped(std::move(report), s.message(), RunExit::kUsage);
+  }
+  std::vector<std::string> chip_knobs;  // given args-dump drain flags, L2 only
+  for (auto [flag, value] :
+       {std::pair{"--dump-drain-bytes-per-sec", request.dump_drain_bytes_per_sec},
+        std::pair{"--dump-timeout-ms", request.dump_timeout_ms},
+        std::pair{"--dump-arena-bytes", request.dump_arena_bytes}}) {
+    if (value >= 0) chip_knobs.push_back(flag);
+  }
+  auto json = ReadJsonFile(request.file);
+  if (!json.ok()) return Stopped(std::move(report), json.status().message(), RunExit::kUsage);
+  if (so.agent_binary.empty()) {
+    auto agent = FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
+    if (!agent.ok()) return Stopped(std::move(report), agent.status().message(), RunExit::kFailed);
+    so.agent_binary = *agent;
+  }
+  const bool is_plan = IsPlan(*json);
+  if (!is_plan && !request.ranks && request.launcher.empty() && !request.attach) {
+    if (!json->is_object()) {
+      return Stopped(std::move(report),
+                     JsonError(request.file, "$", "a program object", *json).message(),
+                     RunExit::kUsage);
+    }
+    return RunLevel2(request, std::move(report));
+  }
+  if (!chip_knobs.empty()) {
+    return Stopped(std::move(report),
+                   chip_knobs.front() +
+                       ": the args-dump drain model is an L2 knob (one program, `dfx-rank-agent "
+                       "exec`); drop it for a plan / --ranks run",
+                   RunExit::kUsage);
+  }
+  return RunLevel3(request, *json, is_plan, std::move(report));
+}
+
+}  // namespace dfx::coordinator
