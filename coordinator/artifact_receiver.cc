@@ -32,17 +32,13 @@ std::string Printable(const std::string& path) {
 
 }  // namespace
 
-ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry, ArtifactStore store,
-                                   ReceiverOptions options)
+ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry,
+                                   ArtifactLedger& ledger, ReceiverOptions options)
     : dfx_dir_(std::move(dfx_dir)),
       registry_(registry),
-      store_(std::move(store)),
+      ledger_(ledger),
       options_(options),
       writer_(std::chrono::milliseconds(options.fault_write_delay_ms)) {}
-
-ArtifactEntry& ArtifactReceiver::EntryOf(const std::optional<size_t>& dispatch, size_t index) {
-  return store_(dispatch)[index];
-}
 
 void ArtifactReceiver::GrantCredits(AgentState& agent) {
   if (registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window})) {
@@ -66,9 +62,7 @@ void ArtifactReceiver::RefuseBegin(AgentState& agent, const protocol::ArtifactBe
   entry.size = b.size;
   entry.status = ArtifactState::kFailed;
   entry.error = "refused: " + why;
-  std::vector<ArtifactEntry>& entries = store_(dispatch);
-  if (entries.size() < 100000)
-    entries.push_back(std::move(entry));  // bounded, whatever a peer sends
+  ledger_.RefuseArtifact(dispatch, std::move(entry));
 }
 
 ArtifactWriter::Job ArtifactReceiver::JobFor(ArtifactWriter::Kind kind, const Transfer& t) {
@@ -121,18 +115,7 @@ void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin&
   ArtifactEntry entry;
   entry.path = rel;
   entry.size = b.size;
-  std::vector<ArtifactEntry>& entries = store_(dispatch);
-  // A second pass rewrites the same file: one entry per path in a dispatch record.
-  auto same = dispatch ? std::find_if(entries.begin(), entries.end(),
-                                      [&](const ArtifactEntry& x) { return x.path == rel; })
-                       : entries.end();
-  if (same != entries.end()) {
-    *same = entry;
-    t.index = static_cast<size_t>(same - entries.begin());
-  } else {
-    entries.push_back(entry);
-    t.index = entries.size() - 1;
-  }
+  t.index = ledger_.BeginArtifact(dispatch, std::move(entry));
   entry_stream_[{dispatch, t.index}] = t.stream;
   streams_[t.stream] = StreamRef{t.agent, t.id, t.rank, t.dispatch, t.index, 0, false};
   // Opened by the writer thread, in order: an earlier stream of the same
@@ -148,10 +131,8 @@ void ArtifactReceiver::Fail(Transfer& t, const std::string& why) {
   if (!t.failed) writer_.Push(JobFor(ArtifactWriter::Kind::kAbort, t));
   t.failed = true;
   if (entry_stream_[{t.dispatch, t.index}] == t.stream) {
-    ArtifactEntry& a = EntryOf(t.dispatch, t.index);
-    a.status = ArtifactState::kFailed;
-    a.error = why;
-    a.checksum.reset();
+    ledger_.SettleArtifact(t.dispatch, t.index,
+                           ArtifactSettlement{ArtifactState::kFailed, why, {}});
   }
 }
 
@@ -204,7 +185,7 @@ void ArtifactReceiver::OnEnd(AgentState& agent, const protocol::ArtifactEnd& e) 
   Transfer& t = it->second;
   std::string error;
   if (t.failed) {
-    const ArtifactEntry& a = EntryOf(t.dispatch, t.index);
+    const ArtifactEntry& a = ledger_.Artifact(t.dispatch, t.index);
     error = a.error.empty() ? "stream failed" : a.error;
   } else if (t.received != t.size) {
     error = fmt::format("received {} of {} bytes", t.received, t.size);
@@ -248,11 +229,12 @@ void ArtifactReceiver::TakeWriterResults(bool woken) {
     }
     // kCommit: the file is verified and in place, or it failed.
     if (entry_stream_[{s.dispatch, s.index}] == done.stream) {
-      ArtifactEntry& a = EntryOf(s.dispatch, s.index);
-      a.status = done.error.empty() ? options_.verified_state : ArtifactState::kFailed;
-      a.error = done.error;
-      a.checksum.reset();
-      if (done.error.empty()) a.checksum = s.checksum;
+      ArtifactSettlement settled{ArtifactState::kFailed, done.error, {}};
+      if (done.error.empty()) {
+        settled.state = options_.verified_state;
+        settled.checksum = s.checksum;
+      }
+      ledger_.SettleArtifact(s.dispatch, s.index, std::move(settled));
       if (done.error.empty() && s.dispatch && options_.on_verified)
         options_.on_verified(*s.dispatch);
     }

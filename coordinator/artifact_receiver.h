@@ -11,9 +11,9 @@
 // A refused stream is recorded (failed, with the reason) in its dispatch's
 // entries: nothing an agent offered disappears without a trace.
 //
-// Each stream updates one ArtifactEntry of the run manifest, found through
-// the ArtifactStore the owner gives: the artifacts of a dispatch record, or
-// the list a gather recovers.
+// Each stream updates one ArtifactEntry of the run manifest through the
+// ArtifactLedger the owner gives (artifact_ledger.h): the artifacts of a
+// dispatch record, or the list a gather recovers.
 //
 // Threads: the event loop's only (the writer thread is internal).
 #pragma once
@@ -30,17 +30,12 @@
 
 #include "collectors/run_manifest.h"
 #include "coordinator/agent_registry.h"
+#include "coordinator/artifact_ledger.h"
 #include "coordinator/artifact_writer.h"
 #include "protocol/channel.h"
 #include "protocol/messages.h"
 
 namespace dfx::coordinator {
-
-// Where the entries of finished streams live. `dispatch` set: the artifacts
-// of that dispatch record; unset: the list a gather recovers. The vectors
-// must stay valid (not be reallocated away) while the receiver runs.
-using ArtifactStore =
-    std::function<std::vector<collectors::ArtifactEntry>&(const std::optional<size_t>& dispatch)>;
 
 // The default cap on one artifact's declared size: far above any real
 // artifact (a full args dump of a big program is a few hundred MiB), far
@@ -67,7 +62,7 @@ class ArtifactReceiver {
  public:
   // `dfx_dir` is where files land (<work_dir>/dfx_outputs). `registry` sends
   // the acks and credits; it must outlive the receiver.
-  ArtifactReceiver(std::filesystem::path dfx_dir, AgentRegistry& registry, ArtifactStore store,
+  ArtifactReceiver(std::filesystem::path dfx_dir, AgentRegistry& registry, ArtifactLedger& ledger,
                    ReceiverOptions options);
 
   // The fd that becomes readable when the writer thread has results.
@@ -139,7 +134,6 @@ class ArtifactReceiver {
     uint64_t checksum = 0;        // what the agent said at ArtifactEnd
   };
 
-  collectors::ArtifactEntry& EntryOf(const std::optional<size_t>& dispatch, size_t index);
   ArtifactWriter::Job JobFor(ArtifactWriter::Kind kind, const Transfer& t);
   void Fail(Transfer& t, const std::string& why);
   void AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why);
@@ -153,7 +147,7 @@ class ArtifactReceiver {
 
   std::filesystem::path dfx_dir_;
   AgentRegistry& registry_;
-  ArtifactStore store_;
+  ArtifactLedger& ledger_;
   ReceiverOptions options_;
   std::map<std::pair<std::string, uint64_t>, Transfer> transfers_;
   std::map<uint64_t, StreamRef> streams_;  // streams whose writer jobs are not all taken

@@ -45,10 +45,8 @@ class ArtifactReceiverTest : public ::testing::Test {
     registry_ = std::make_unique<AgentRegistry>(router_, clock_, policy);
     ReceiverOptions options;
     options.credit_window = 2;
-    receiver_ = std::make_unique<ArtifactReceiver>(
-        dir_ / "dfx_outputs", *registry_,
-        [this](const std::optional<size_t>&) -> std::vector<ArtifactEntry>& { return entries_; },
-        options);
+    receiver_ =
+        std::make_unique<ArtifactReceiver>(dir_ / "dfx_outputs", *registry_, ledger_, options);
     peer_ = std::make_unique<FakeAgent>(context_, endpoint_, "rank-1", kSession);
     peer_->Send(1, MakeHello({1}, 7, kSession));
     for (int i = 0; i < 500; ++i) {
@@ -94,7 +92,7 @@ class ArtifactReceiverTest : public ::testing::Test {
   std::string endpoint_;
   protocol::RouterChannel router_;
   std::unique_ptr<AgentRegistry> registry_;
-  std::vector<ArtifactEntry> entries_;
+  ListLedger ledger_;
   std::unique_ptr<ArtifactReceiver> receiver_;
   std::unique_ptr<FakeAgent> peer_;
   AgentState* agent_ = nullptr;
@@ -118,10 +116,10 @@ TEST_F(ArtifactReceiverTest, AVerifiedStreamIsRenamedIntoPlaceAndAcknowledged) {
   auto content = ReadFile(file);
   ASSERT_TRUE(content.ok());
   EXPECT_EQ(*content, a + b);
-  ASSERT_EQ(entries_.size(), 1u);
-  EXPECT_EQ(entries_[0].path, "rank1/d0/deps.json");
-  EXPECT_EQ(entries_[0].status, ArtifactState::kOk);
-  EXPECT_EQ(entries_[0].checksum, Sum(a + b));
+  ASSERT_EQ(ledger_.entries().size(), 1u);
+  EXPECT_EQ(ledger_.entries()[0].path, "rank1/d0/deps.json");
+  EXPECT_EQ(ledger_.entries()[0].status, ArtifactState::kOk);
+  EXPECT_EQ(ledger_.entries()[0].checksum, Sum(a + b));
   EXPECT_EQ(receiver_->bytes_received(), a.size() + b.size());
   EXPECT_TRUE(receiver_->Idle());
 }
@@ -137,8 +135,8 @@ TEST_F(ArtifactReceiverTest, AChecksumMismatchLeavesNoFileUnderTheFinalName) {
   EXPECT_FALSE(fs::exists(dir_ / "dfx_outputs/rank1/d2/pmu.csv"));
   EXPECT_TRUE(collectors::ListArtifactFiles(dir_ / "dfx_outputs").empty())
       << "no temporary file left either";
-  EXPECT_EQ(entries_[0].status, ArtifactState::kFailed);
-  EXPECT_FALSE(entries_[0].checksum.has_value());
+  EXPECT_EQ(ledger_.entries()[0].status, ArtifactState::kFailed);
+  EXPECT_FALSE(ledger_.entries()[0].checksum.has_value());
 }
 
 TEST_F(ArtifactReceiverTest, OutOfOrderAndOversizedChunksFailTheStream) {
@@ -182,9 +180,9 @@ TEST_F(ArtifactReceiverTest, AnAgentThatDiesFailsItsOpenStreams) {
     peer_->Receive(5);
   }
   EXPECT_TRUE(receiver_->Idle());
-  ASSERT_EQ(entries_.size(), 1u);
-  EXPECT_EQ(entries_[0].status, ArtifactState::kFailed);
-  EXPECT_NE(entries_[0].error.find("silent for 10 s"), std::string::npos);
+  ASSERT_EQ(ledger_.entries().size(), 1u);
+  EXPECT_EQ(ledger_.entries()[0].status, ArtifactState::kFailed);
+  EXPECT_NE(ledger_.entries()[0].error.find("silent for 10 s"), std::string::npos);
   EXPECT_TRUE(collectors::ListArtifactFiles(dir_ / "dfx_outputs").empty());
 }
 

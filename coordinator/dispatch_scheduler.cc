@@ -224,4 +224,17 @@ void DispatchScheduler::Snapshot(collectors::RunManifest& manifest) const {
   for (const config::PassPlan& p : passes_) manifest.passes.push_back(p.kind);
 }
 
+size_t DispatchScheduler::BeginArtifact(size_t index, collectors::ArtifactEntry entry) {
+  return BeginEntry(dispatches_[index].artifacts, std::move(entry), true);
+}
+
+void DispatchScheduler::RefuseArtifact(size_t index, collectors::ArtifactEntry entry) {
+  RefuseEntry(dispatches_[index].artifacts, std::move(entry));
+}
+
+void DispatchScheduler::SettleArtifact(size_t index, size_t artifact,
+                                       ArtifactSettlement settlement) {
+  SettleEntry(dispatches_[index].artifacts[artifact], std::move(settlement));
+}
+
 }  // namespace dfx::coordinator

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
+#include "coordinator/artifact_ledger.h"
 #include "coordinator/plan.h"
 #include "protocol/messages.h"
 
@@ -76,12 +77,11 @@ class DispatchScheduler {
   // Returns false when (rank, k) is not in flight (the message is ignored).
   bool OnDone(const protocol::DispatchDone& done);
 
-  // The artifact entries of dispatch record `index`: the ArtifactReceiver's
-  // store (artifact_receiver.h), the only part of a record it updates. The
-  // vector stays where it is for the scheduler's lifetime.
-  std::vector<collectors::ArtifactEntry>& ArtifactsOf(size_t index) {
-    return dispatches_[index].artifacts;
-  }
+  // The artifact entries of dispatch record `index`, changed only by the
+  // ArtifactReceiver's streams (artifact_ledger.h; RunCoordinator forwards).
+  size_t BeginArtifact(size_t index, collectors::ArtifactEntry entry);
+  void RefuseArtifact(size_t index, collectors::ArtifactEntry entry);
+  void SettleArtifact(size_t index, size_t artifact, ArtifactSettlement settlement);
 
   // --- failure --------------------------------------------------------------
   void FailRank(int32_t rank, const std::string& why);

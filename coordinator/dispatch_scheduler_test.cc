@@ -194,8 +194,8 @@ TEST(DispatchSchedulerTest, TheSnapshotCarriesRanksDispatchesArtifactsAndPasses)
   ASSERT_EQ(sent.size(), 2u);
   collectors::ArtifactEntry deps;
   deps.path = "rank0/d0/deps.json";
-  deps.status = collectors::ArtifactState::kOk;
-  s.ArtifactsOf(sent[0]).push_back(deps);
+  const size_t a = s.BeginArtifact(sent[0], deps);
+  s.SettleArtifact(sent[0], a, {collectors::ArtifactState::kOk, "", 42});
   s.FailRank(1, "its agent rank-1 died: silent");
 
   collectors::RunManifest m;
@@ -206,6 +206,8 @@ TEST(DispatchSchedulerTest, TheSnapshotCarriesRanksDispatchesArtifactsAndPasses)
   ASSERT_EQ(m.dispatches.size(), 4u);
   ASSERT_EQ(m.dispatches[sent[0]].artifacts.size(), 1u);
   EXPECT_EQ(m.dispatches[sent[0]].artifacts[0].path, "rank0/d0/deps.json");
+  EXPECT_EQ(m.dispatches[sent[0]].artifacts[0].status, collectors::ArtifactState::kOk);
+  EXPECT_EQ(m.dispatches[sent[0]].artifacts[0].checksum, 42u);
   EXPECT_EQ(m.dispatches[sent[1]].status, DispatchState::kFailed);
   EXPECT_EQ(m.passes, std::vector<config::PassKind>{s.passes()[0].kind});
   EXPECT_EQ(s.rank_status(1), RankState::kFailed);
@@ -213,4 +215,49 @@ TEST(DispatchSchedulerTest, TheSnapshotCarriesRanksDispatchesArtifactsAndPasses)
 }
 
 }  // namespace
+// A second pass rewrites the files of the first into the same rank<N>/d<K>/:
+// one entry per path in a dispatch record, the last stream's outcome; a
+// refused stream is recorded failed beside them, and a settled failure
+// drops the checksum of an earlier verified one.
+TEST(DispatchSchedulerTest, ArtifactEntriesOnePerPathLastOutcomeWins) {
+  FakeClock clock(100);
+  DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);
+  const std::vector<size_t> sent = SendFirstPassToBothRanks(s);
+  collectors::ArtifactEntry deps;
+  deps.path = "rank0/d0/deps.json";
+  const size_t first = s.BeginArtifact(sent[0], deps);
+  s.SettleArtifact(sent[0], first, {collectors::ArtifactState::kOk, "", 7});
+  const size_t again = s.BeginArtifact(sent[0], deps);
+  EXPECT_EQ(again, first);
+  s.SettleArtifact(sent[0], again, {collectors::ArtifactState::kFailed, "checksum mismatch", {}});
+  collectors::ArtifactEntry refused;
+  refused.path = "rank0/d0/../x";
+  refused.status = collectors::ArtifactState::kFailed;
+  refused.error = "refused: a path outside the dispatch";
+  s.RefuseArtifact(sent[0], refused);
+
+  const auto& artifacts = s.dispatch(sent[0]).artifacts;
+  ASSERT_EQ(artifacts.size(), 2u);
+  EXPECT_EQ(artifacts[0].status, collectors::ArtifactState::kFailed);
+  EXPECT_EQ(artifacts[0].error, "checksum mismatch");
+  EXPECT_FALSE(artifacts[0].checksum.has_value());
+  EXPECT_EQ(artifacts[1].error, "refused: a path outside the dispatch");
+  EXPECT_TRUE(s.dispatch(sent[1]).artifacts.empty());
+}
+
+// A gather's list keeps every stream, even of the same path, and records
+// refusals only up to its bound.
+TEST(ListLedgerTest, KeepsEveryStreamAndBoundsRefusals) {
+  ListLedger ledger;
+  collectors::ArtifactEntry e;
+  e.path = "rank0/d0/pmu.csv";
+  EXPECT_EQ(ledger.BeginArtifact(std::nullopt, e), 0u);
+  EXPECT_EQ(ledger.BeginArtifact(std::nullopt, e), 1u);
+  ledger.SettleArtifact(std::nullopt, 1, {collectors::ArtifactState::kRecovered, "", 9});
+  EXPECT_EQ(ledger.Artifact(std::nullopt, 1).status, collectors::ArtifactState::kRecovered);
+  EXPECT_EQ(ledger.Artifact(std::nullopt, 1).checksum, 9u);
+  for (size_t i = 0; i < kMaxRefusedEntries + 10; ++i) ledger.RefuseArtifact(std::nullopt, e);
+  EXPECT_EQ(ledger.entries().size(), kMaxRefusedEntries);
+}
+
 }  // namespace dfx::coordinator

@@ -43,14 +43,14 @@ Result<protocol::Message> DecodeFrame(std::string_view bytes,
 }  // namespace
 
 EventLoop::EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
-                     const Clock& clock, ArtifactStore store)
+                     const Clock& clock, ArtifactLedger& ledger)
     : clock_(clock),
       options_(options),
       own_context_(options.context == nullptr ? std::make_optional<protocol::Context>()
                                               : std::nullopt),
       context_(options.context != nullptr ? *options.context : *own_context_),
       registry_(router_, clock, std::move(policy)),
-      receiver_(std::move(dfx_dir), registry_, std::move(store), options.receiver) {}
+      receiver_(std::move(dfx_dir), registry_, ledger, options.receiver) {}
 
 EventLoop::~EventLoop() {
   bulk_.Close();

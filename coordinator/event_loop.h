@@ -77,7 +77,7 @@ class EventLoop {
  public:
   // `clock` must outlive the loop. Artifacts land under `dfx_dir`.
   EventLoop(std::filesystem::path dfx_dir, AdmissionPolicy policy, LoopOptions options,
-            const Clock& clock, ArtifactStore store);
+            const Clock& clock, ArtifactLedger& ledger);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;

@@ -34,10 +34,7 @@ class GatherCoordinator final : public PeerHandler {
         dfx_dir_(dfx_dir),
         session_(session),
         gather_id_(std::move(gather_id)),
-        loop_(dfx_dir, Policy(), LoopOpts(), *options.clock,
-              [this](const std::optional<size_t>&) -> std::vector<ArtifactEntry>& {
-                return recovered_;
-              }) {}
+        loop_(dfx_dir, Policy(), LoopOpts(), *options.clock, recovered_) {}
 
   // Recovery agents on `spool` (one per rank directory it holds).
   Result<GatherOutcome> FromSpool(const fs::path& spool);
@@ -110,7 +107,7 @@ class GatherCoordinator final : public PeerHandler {
   fs::path dfx_dir_;
   uint64_t session_;
   std::string gather_id_;
-  std::vector<ArtifactEntry> recovered_;
+  ListLedger recovered_;  // what the streams recovered
   uint64_t offered_ = 0;
   AgentLauncher launcher_;
   EventLoop loop_;  // last: destroyed first
@@ -214,14 +211,14 @@ GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures
 
   GatherOutcome out;
   out.session_id = session_;
-  for (const ArtifactEntry& a : recovered_) {
+  for (const ArtifactEntry& a : recovered_.entries()) {
     if (a.status == ArtifactState::kRecovered) {
       out.recovered.push_back(a.path);
     } else {
       out.failed.push_back(a.path + ": " + a.error);
     }
   }
-  out.success = out.failed.empty() && offered_ == recovered_.size();
+  out.success = out.failed.empty() && offered_ == recovered_.entries().size();
   for (auto& [id, agent] : loop_.registry().agents()) {
     if (!agent.dead) continue;
     out.success = false;
@@ -274,7 +271,7 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
   // Mark the dispatch entries whose artifacts came back through gather.
   for (collectors::DispatchEntry& d : m.dispatches) {
     const std::string dir = collectors::DispatchDirPath(d.rank, d.k) + "/";
-    for (const ArtifactEntry& a : recovered_) {
+    for (const ArtifactEntry& a : recovered_.entries()) {
       if (a.path.rfind(dir, 0) != 0 || a.status != ArtifactState::kRecovered) continue;
       bool found = false;
       for (ArtifactEntry& art : d.artifacts) {
@@ -291,7 +288,8 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
   collectors::GatherEntry gather = same ? *m.gather : collectors::GatherEntry{};
   gather.gather_id = gather_id_;
   gather.ok = out.success && (!same || gather.ok);
-  gather.recovered.insert(gather.recovered.end(), recovered_.begin(), recovered_.end());
+  gather.recovered.insert(gather.recovered.end(), recovered_.entries().begin(),
+                          recovered_.entries().end());
   gather.failed.insert(gather.failed.end(), out.failed.begin(), out.failed.end());
   m.gather = std::move(gather);
   if (Status s = collectors::WriteRunManifest(dfx_dir_, m); !s.ok()) {

@@ -63,7 +63,7 @@ void ClearStaleDispatchDirs(const fs::path& dfx_dir) {
 }
 
 // One run: the PeerHandler of the event loop, the scheduler, the launcher.
-class RunCoordinator final : public PeerHandler {
+class RunCoordinator final : public PeerHandler, public ArtifactLedger {
  public:
   RunCoordinator(const Plan& plan, const SessionOptions& options)
       : plan_(plan),
@@ -72,9 +72,7 @@ class RunCoordinator final : public PeerHandler {
         dfx_dir_(collectors::RunRecordDir(options.work_dir, options.config.AnyDfx())),
         manifest_writer_(dfx_dir_),
         loop_(collectors::DfxOutputsDir(options.work_dir), Policy(), LoopOpts(), *options.clock,
-              [this](const std::optional<size_t>& d) -> std::vector<collectors::ArtifactEntry>& {
-                return scheduler_->ArtifactsOf(*d);
-              }) {}
+              *this) {}
 
   Result<SessionOutcome> Run();
 
@@ -86,6 +84,21 @@ class RunCoordinator final : public PeerHandler {
   void OnAgentDead(AgentState& agent, const std::string& why) override;
   void OnTick() override;
   void OnLaunchFailure(const protocol::Hello& hello) override;
+
+  // --- ArtifactLedger: a run's streams always belong to a dispatch record ---
+  size_t BeginArtifact(const std::optional<size_t>& d, collectors::ArtifactEntry e) override {
+    return scheduler_->BeginArtifact(*d, std::move(e));
+  }
+  void RefuseArtifact(const std::optional<size_t>& d, collectors::ArtifactEntry e) override {
+    scheduler_->RefuseArtifact(*d, std::move(e));
+  }
+  void SettleArtifact(const std::optional<size_t>& d, size_t i, ArtifactSettlement s) override {
+    scheduler_->SettleArtifact(*d, i, std::move(s));
+  }
+  const collectors::ArtifactEntry& Artifact(const std::optional<size_t>& d,
+                                            size_t i) const override {
+    return scheduler_->dispatch(*d).artifacts[i];
+  }
 
  private:
   AdmissionPolicy Policy() const {
