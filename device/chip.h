@@ -1,5 +1,5 @@
 // The Chip interface: one accelerator device that runs programs. The only
-// in-tree backend is the emulator (design.md §5); a real device backend would
+// in-tree backend is the emulator (docs/design.md §5); a real device backend would
 // plug in behind this same interface.
 //
 // Callers: the rank agent (one dispatch at a time per chip). A Chip is not

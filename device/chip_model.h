@@ -1,4 +1,4 @@
-// Chip models per backend type (spec/artifacts.md §1, design.md §5): core
+// Chip models per backend type (docs/formats.md §1, docs/design.md §5): core
 // counts, the swimlane counter clock, AICPU thread limits and ring defaults.
 // Plain data; thread-safe.
 #pragma once

@@ -56,7 +56,7 @@ class Parker {
   std::atomic<uint32_t> word_{0};
 };
 
-// The run's one lock (Engine::mu_): glibc's adaptive mutex, which spins a
+// The run's one lock (AicpuThreads::mu_): glibc's adaptive mutex, which spins a
 // little (up to ~100 tries, pausing) before it sleeps on its futex, where
 // std::mutex sleeps at once. Its holders keep it for a scheduler pass or a
 // batch of submits, so a waiter that spins a few hundred nanoseconds mostly

@@ -6,45 +6,40 @@
 #include <iterator>
 #include <limits>
 
+#include "common/enum_text.h"
+
 namespace dfx::device {
 namespace {
 
-struct DTypeInfo {
-  DType type;
-  const char* name;
-  size_t size;
-};
+// The names programs and artifacts use, in the order error messages list them.
+constexpr auto kDTypeText = MakeEnumTable<DType>({
+    {DType::kFloat32, "FLOAT32"},
+    {DType::kFloat16, "FLOAT16"},
+    {DType::kBFloat16, "BFLOAT16"},
+    {DType::kInt32, "INT32"},
+    {DType::kInt16, "INT16"},
+    {DType::kInt8, "INT8"},
+    {DType::kUInt8, "UINT8"},
+    {DType::kInt64, "INT64"},
+    {DType::kUInt64, "UINT64"},
+    {DType::kUInt16, "UINT16"},
+    {DType::kUInt32, "UINT32"},
+    {DType::kBool, "BOOL"},
+});
+static_assert(kDTypeText.rows().size() == kDTypeCount, "one kDTypeText row per DType");
 
-constexpr DTypeInfo kDTypes[] = {
-    {DType::kFloat32, "FLOAT32", 4},   {DType::kFloat16, "FLOAT16", 2},
-    {DType::kBFloat16, "BFLOAT16", 2}, {DType::kInt32, "INT32", 4},
-    {DType::kInt16, "INT16", 2},       {DType::kInt8, "INT8", 1},
-    {DType::kUInt8, "UINT8", 1},       {DType::kInt64, "INT64", 8},
-    {DType::kUInt64, "UINT64", 8},     {DType::kUInt16, "UINT16", 2},
-    {DType::kUInt32, "UINT32", 4},     {DType::kBool, "BOOL", 1},
-};
-static_assert(std::size(kDTypes) == kDTypeCount, "one kDTypes entry per DType");
+// Bytes per element, in DType order (FLOAT32, FLOAT16, ..., BOOL).
+constexpr size_t kDTypeSizes[] = {4, 2, 2, 4, 2, 1, 1, 8, 8, 2, 4, 1};
+static_assert(std::size(kDTypeSizes) == kDTypeCount, "one kDTypeSizes entry per DType");
 
 }  // namespace
 
-const char* DTypeName(DType t) { return kDTypes[static_cast<int>(t)].name; }
-size_t DTypeSize(DType t) { return kDTypes[static_cast<int>(t)].size; }
+const char* DTypeName(DType t) { return kDTypeText.Name(t); }
+size_t DTypeSize(DType t) { return kDTypeSizes[static_cast<int>(t)]; }
 
-std::optional<DType> ParseDType(std::string_view name) {
-  for (const auto& info : kDTypes) {
-    if (name == info.name) return info.type;
-  }
-  return std::nullopt;
-}
+std::optional<DType> ParseDType(std::string_view name) { return kDTypeText.Parse(name); }
 
-std::string DTypeNameList() {
-  std::string out;
-  for (const auto& info : kDTypes) {
-    if (!out.empty()) out += ", ";
-    out += info.name;
-  }
-  return out;
-}
+std::string DTypeNameList() { return kDTypeText.Choices(", "); }
 
 uint16_t FloatToHalf(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);

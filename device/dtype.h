@@ -1,5 +1,5 @@
 // Element data types of program tensors and scalars, with the upper-case enum
-// names the artifacts use (spec/artifacts.md §6.2) and exact FLOAT16/BFLOAT16
+// names the artifacts use (docs/formats.md §6.2) and exact FLOAT16/BFLOAT16
 // conversions for the emulated kernels. Pure functions; thread-safe.
 #pragma once
 

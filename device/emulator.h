@@ -1,4 +1,4 @@
-// The chip emulator (design.md §5): the in-tree Chip backend. It runs a
+// The chip emulator (docs/design.md §5): the in-tree Chip backend. It runs a
 // program for real on host threads with real data:
 //  * an orchestrator thread walks the lowered task stream and allocates from
 //    real rings (task window, heap, dep pool per ring depth; tensormap
@@ -34,6 +34,13 @@
 // the cores it served), then runs the oldest dispatched block as its core:
 // while work is ready no block waits for a hand-off between host threads.
 // Every wait spins briefly, then sleeps (never sched_yield).
+//
+// The run's parts, one job each: device/engine_scheduler.h (rings, ready
+// queues, dispatch and retirement), device/aicpu_threads.h (the orchestrator
+// and AICPU scheduler threads on the host pool), device/virtual_clock_run.h
+// (the same on the virtual clock), device/recorder_hooks.h (where the
+// collectors are called) and device/device_memory.h (tensor buffers and
+// ring heaps); emulator.cc wires them.
 //
 // Not thread-safe: one RunProgram at a time per chip (Chip contract).
 #pragma once
@@ -94,9 +101,9 @@ class EmulatedChip final : public Chip {
                      bool collect_tensors = false);
   // Keeps the program's lowering with the program (one per chip, up to
   // kMaxKeptLoweringBytes: about 100k tasks) and runs the next dispatch of
-  // the same program and ring sizes from it instead of lowering again
-  // (issue 13: every dispatch by hash lowered its program again; an L3 run
-  // of 8 ranks x 10 dispatches of 10k tasks takes 0.80x the CPU without).
+  // the same program and ring sizes from it instead of lowering again (an
+  // L3 run of 8 ranks x 10 dispatches of 10k tasks takes 0.80x the CPU of
+  // lowering every dispatch).
   DispatchResult RunShared(const std::shared_ptr<const Program>& program,
                            const config::RunConfig& config,
                            const std::filesystem::path& output_dir) override;

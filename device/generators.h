@@ -1,4 +1,4 @@
-// Program generators for scale tests and examples (design.md §6). Each one
+// Program generators for scale tests and examples (docs/design.md §6). Each one
 // returns a valid Program (ValidateProgram passes) deterministically from its
 // options. Thread-safe.
 #pragma once

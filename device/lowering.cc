@@ -184,12 +184,35 @@ class Lowerer {
     task.kernel = sub.kernel;
     task.block_num = sub.block_num;
     task.manual = manual;
-    auto in_dumps = [&](size_t i) {
-      return std::find(sub.dumps.begin(), sub.dumps.end(), static_cast<int>(i)) != sub.dumps.end();
-    };
-    std::vector<int> output_decls;
+    DFX_RETURN_IF_ERROR(ResolveArgs(st, &task));
+    AddIncomingEdges(sub, manual, &task);
+    std::vector<int> unbound;
+    DFX_RETURN_IF_ERROR(AllocateOutputs(st, index, &task, &unbound));
+    DFX_RETURN_IF_ERROR(RecordWrites(st, index, &task));
+    DFX_RETURN_IF_ERROR(LinkPredecessors(st, &task));
+    out_.edge_count += task.edges.size();
+    out_.tensor_args += task.args.size() + sub.scalars.size();
 
-    // 1. Resolve the values the args name (OUTPUT args get fresh buffers below).
+    out_.tasks.push_back(std::move(task));
+    released_.push_back(false);
+    out_.events.push_back({LoweredEvent::Kind::kSubmit, index});
+    if (out_.tasks[index].has_heap) scope_tasks->push_back(index);
+
+    ReleaseUnbound(unbound);
+    return Status::Ok();
+  }
+
+  // Whether the submit marks arg `i` for the args dump.
+  static bool InDumps(const Submit& sub, size_t i) {
+    return std::find(sub.dumps.begin(), sub.dumps.end(), static_cast<int>(i)) != sub.dumps.end();
+  }
+
+  // 1. Resolves the values the args name (OUTPUT args get fresh buffers in
+  // AllocateOutputs).
+  Status ResolveArgs(const Statement& st, LoweredTask* out) {
+    const Submit& sub = st.submit;
+    LoweredTask& task = *out;
+    std::vector<int> output_decls;
     for (size_t i = 0; i < sub.args.size(); ++i) {
       const SubmitArg& sa = sub.args[i];
       const TensorDecl& decl = p_.tensors[sa.tensor];
@@ -221,12 +244,19 @@ class Lowerer {
       a.version = ver;
       const bool tagged = !tagged_.empty() && tagged_.count({b, ver, d}) > 0;
       if (tagged) matched_tags_.insert({b, ver, d});
-      a.dump = tagged || in_dumps(i);
+      a.dump = tagged || InDumps(sub, i);
       task.any_dump = task.any_dump || a.dump;
       task.args.push_back(std::move(a));
     }
 
-    // 2. Incoming edges.
+    return Status::Ok();
+  }
+
+  // 2. Incoming edges: the explicit deps, then (outside manual scopes) the
+  // tensormap's producers of what the task reads and the creators of the
+  // buffers it writes in place.
+  void AddIncomingEdges(const Submit& sub, bool manual, LoweredTask* out) {
+    LoweredTask& task = *out;
     for (int dep : sub.deps) {
       LoweredEdge e;
       e.pred = task_of_ordinal_[dep];
@@ -267,9 +297,15 @@ class Lowerer {
         }
       }
     }
+  }
 
-    // 3. Allocate OUTPUT buffers from the task's ring heap.
-    std::vector<int> unbound;
+  // 3. Allocates OUTPUT buffers from the task's ring heap and rebinds their
+  // names; buffers no name refers to any more go to `unbound`.
+  Status AllocateOutputs(const Statement& st, int index, LoweredTask* out,
+                         std::vector<int>* unbound_out) {
+    const Submit& sub = st.submit;
+    LoweredTask& task = *out;
+    std::vector<int>& unbound = *unbound_out;
     for (size_t i = 0; i < task.args.size(); ++i) {
       LoweredArg& a = task.args[i];
       if (a.type != ArgType::kOutput) continue;
@@ -300,7 +336,7 @@ class Lowerer {
       task.heap_bytes += b.bytes;
       a.buffer = NewBuffer(b);
       a.version = 0;
-      a.dump = in_dumps(i);
+      a.dump = InDumps(sub, i);
       task.any_dump = task.any_dump || a.dump;
       task.has_heap = true;
       // Rebind the name.
@@ -315,8 +351,12 @@ class Lowerer {
                                    std::to_string(task.ring) + "'s heap (" +
                                    std::to_string(out_.rings.heap[task.ring]) +
                                    " bytes); expected a larger ring_heap");
+    return Status::Ok();
+  }
 
-    // 4. Writes make new versions and new producers.
+  // 4. Writes make new versions and new producers in the tensormap.
+  Status RecordWrites(const Statement& st, int index, LoweredTask* out) {
+    LoweredTask& task = *out;
     for (size_t i = 0; i < task.args.size(); ++i) {
       LoweredArg& a = task.args[i];
       if (a.type == ArgType::kInput) continue;
@@ -333,8 +373,12 @@ class Lowerer {
       return Err(st.json_path, "this submit inserts " + std::to_string(task.tensormap_inserts) +
                                    " tensormap entries but the tensormap holds " +
                                    std::to_string(out_.rings.tensormap));
+    return Status::Ok();
+  }
 
-    // 5. Ids, tensor records, predecessor sets, lifetime references.
+  // 5. Ids, tensor records, predecessor sets, lifetime references.
+  Status LinkPredecessors(const Statement& st, LoweredTask* out) {
+    LoweredTask& task = *out;
     for (LoweredArg& a : task.args) {
       a.tensor_id = TensorId(out_.buffers[a.buffer].addr, a.version);
       AddTensorRecord(&task, a);
@@ -357,16 +401,12 @@ class Lowerer {
       }
     }
     if (task.has_heap) task.hold_refs += 1;  // held until released
-    out_.edge_count += task.edges.size();
-    out_.tensor_args += task.args.size() + sub.scalars.size();
+    return Status::Ok();
+  }
 
-    out_.tasks.push_back(std::move(task));
-    released_.push_back(false);
-    out_.events.push_back({LoweredEvent::Kind::kSubmit, index});
-    if (out_.tasks[index].has_heap) scope_tasks->push_back(index);
-
-    // 6. Buffers no name refers to any more release their creator (once all
-    // of that creator's buffers are unbound).
+  // 6. Buffers no name refers to any more release their creator (once all
+  // of that creator's buffers are unbound).
+  void ReleaseUnbound(const std::vector<int>& unbound) {
     for (int b : unbound) {
       int creator = out_.buffers[b].creator;
       if (creator < 0 || released_[creator]) continue;
@@ -375,7 +415,6 @@ class Lowerer {
         if (a.type == ArgType::kOutput && bind_count_[a.buffer] > 0) all = false;
       if (all) Release(creator);
     }
-    return Status::Ok();
   }
 
   const Program& p_;

@@ -20,7 +20,7 @@
 //      - explicit `deps` give "explicit" edges (arg -1);
 //      - no write-after-read edges: the reference tensormap records
 //        producers only, so a writer never waits for earlier readers
-//        (artifacts.md §6: sources are explicit | creator | tensormap);
+//        (docs/formats.md §6: sources are explicit | creator | tensormap);
 //      - in a manual scope only explicit deps are used;
 //  * dump marks with value identity: a value is (buffer, version, tensor
 //    name); dump_tag marks the current value of a name, and every later

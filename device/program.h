@@ -1,4 +1,4 @@
-// The program model: what a chip runs (design.md §6). A Program is the parsed,
+// The program model: what a chip runs (docs/design.md §6). A Program is the parsed,
 // validated form of a program JSON file: kernels, tensors (plus views over
 // them) and the orchestration, an ordered statement tree. Every name is
 // resolved to an index by the loader, so the emulator never looks names up.
@@ -11,11 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_text.h"
 #include "device/dtype.h"
 
 namespace dfx::device {
 
 enum class CoreType : uint8_t { kAic, kAiv };
+inline constexpr auto kCoreTypeText =
+    MakeEnumTable<CoreType>({{CoreType::kAic, "aic"}, {CoreType::kAiv, "aiv"}});
 const char* CoreTypeName(CoreType t);  // "aic" | "aiv"
 
 enum class KernelOp : uint8_t {
@@ -29,6 +32,18 @@ enum class KernelOp : uint8_t {
   kBusy,  // spins for params.duration_us; touches no data
   kFail,  // always fails (failure tests); params.message is the error
 };
+// The op names programs use, in the order error messages list them.
+inline constexpr auto kKernelOpText = MakeEnumTable<KernelOp>({
+    {KernelOp::kAdd, "add"},
+    {KernelOp::kMul, "mul"},
+    {KernelOp::kMatmul, "matmul"},
+    {KernelOp::kSoftmax, "softmax"},
+    {KernelOp::kRmsnorm, "rmsnorm"},
+    {KernelOp::kCopy, "copy"},
+    {KernelOp::kReduceSum, "reduce_sum"},
+    {KernelOp::kBusy, "busy"},
+    {KernelOp::kFail, "fail"},
+});
 const char* KernelOpName(KernelOp op);
 
 struct Kernel {
@@ -71,6 +86,11 @@ struct TensorDecl {
 };
 
 enum class ArgType : uint8_t { kInput, kOutput, kInout, kOutputExisting };
+inline constexpr auto kArgTypeText =
+    MakeEnumTable<ArgType>({{ArgType::kInput, "INPUT"},
+                            {ArgType::kOutput, "OUTPUT"},
+                            {ArgType::kInout, "INOUT"},
+                            {ArgType::kOutputExisting, "OUTPUT_EXISTING"}});
 const char* ArgTypeName(ArgType t);  // "INPUT", "OUTPUT", "INOUT", "OUTPUT_EXISTING"
 
 struct SubmitArg {

@@ -1,4 +1,4 @@
-// Loads program JSON files (design.md §6) into a validated Program.
+// Loads program JSON files (docs/design.md §6) into a validated Program.
 //
 // Every error is an InvalidArgument whose message names the file, the JSON
 // path and what was expected, e.g.
