@@ -145,7 +145,7 @@ TEST(LoweringTest, ManualScopeUsesOnlyExplicitDeps) {
   EXPECT_TRUE(lp->tasks[1].manual);
 }
 
-// The seed page's table: marks follow value identity.
+// Marks follow value identity (docs/run-config.md §2.11).
 TEST(LoweringTest, DumpTagFollowsValueIdentity) {
   // dump_tag(q) then k(q): covered.
   Program p1 = Small(R"([{"dump_tag": "q"}, )" + Sub("cp", "q", "x") + "]");

@@ -127,7 +127,7 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
     }
     const config::RunConfig& c = request.config;
     if (c.enable_chip_swimlane > 0 || c.enable_dep_gen) {
-      // Only where the spec says so (l3-and-runconfig.md §2.8).
+      // Only where the spec says so (docs/run-config.md §2.8).
       if (Status s = collectors::WriteNameMap(request.output_dir / request.name_map_file,
                                               NameMapFor(*program));
           !s.ok())

@@ -63,7 +63,7 @@ TEST(RunDispatchTest, RunsTheProgramThenWritesTheNameMap) {
   ASSERT_TRUE(map.ok());
   EXPECT_EQ((*map)["orchestrator_name"], "vector_pipeline");
 
-  // No swimlane and no dep_gen: no name map (l3-and-runconfig.md §2.8).
+  // No swimlane and no dep_gen: no name map (docs/run-config.md §2.8).
   request = Request("examples/vector_pipeline.json", dir / "pmu");
   request.config = {};
   request.config.enable_pmu = 2;
