@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 #include "common/byte_scan.h"
@@ -258,6 +259,14 @@ bool JsonPullReader::ReadNumber(JsonNumber* out) {
   return true;
 }
 
+uint64_t JsonNumber::AsRowUint64() const {
+  if (negative) return static_cast<uint64_t>(AsInt64());
+  if (is_integer) return magnitude;
+  if (!(value > 0)) return 0;  // also NaN
+  if (value >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(value);
+}
+
 // Rows of integers are most of a records file: the common case, compact or
 // with spaces, is read here without a call per byte; anything else (other
 // whitespace, a sign, a fraction, a row across the buffer's end, 20 digits)
@@ -302,8 +311,7 @@ bool JsonPullReader::ReadUint64Array(std::vector<uint64_t>* values) {
   JsonNumber n;
   while (NextElement()) {
     if (!ReadNumber(&n)) return false;
-    values->push_back(n.negative ? static_cast<uint64_t>(n.AsInt64())
-                                 : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value)));
+    values->push_back(n.AsRowUint64());
   }
   return ok();
 }

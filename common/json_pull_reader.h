@@ -23,10 +23,15 @@ struct JsonNumber {
   bool negative = false;
   uint64_t magnitude = 0;  // |value| when is_integer
   double value = 0.0;      // always set
+  // Wraps modulo 2^64 beyond int64's range (no overflow for -2^63).
   int64_t AsInt64() const {
-    return negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    return static_cast<int64_t>(negative ? uint64_t{0} - magnitude : magnitude);
   }
   uint64_t AsUint64() const { return negative ? 0 : magnitude; }
+  // As an integer row reads it: a negative integer wraps modulo 2^64, a
+  // fraction or exponent form truncates, clamped to [0, 2^64 - 1] (a cast
+  // of a double outside that range would be undefined).
+  uint64_t AsRowUint64() const;
 };
 
 // Pull reader over a file. Errors latch: after the first failure every call

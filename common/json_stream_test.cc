@@ -170,9 +170,7 @@ TEST(JsonPullReaderTest, ReadUint64ArrayReadsAsReadNumberDoes) {
           while (ok && r.NextElement()) {
             ok = r.ReadNumber(&n);
             if (ok) {
-              values.push_back(n.negative
-                                   ? static_cast<uint64_t>(n.AsInt64())
-                                   : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value)));
+              values.push_back(n.AsRowUint64());
             }
           }
           ok = ok && r.ok();

@@ -186,11 +186,25 @@ void StoreElement(uint8_t* base, DType t, uint64_t i, float value) {
 
 uint64_t ScalarBits(DType t, double value) {
   uint8_t bytes[8] = {};
+  // A program's scalar is any JSON number: out of the type's range it
+  // saturates (NaN is 0), where a plain cast would be undefined.
   if (t == DType::kInt64) {
-    int64_t v = static_cast<int64_t>(value);
+    int64_t v = 0;
+    if (value >= 9223372036854775808.0) {
+      v = std::numeric_limits<int64_t>::max();
+    } else if (value < -9223372036854775808.0) {
+      v = std::numeric_limits<int64_t>::min();
+    } else if (value == value) {
+      v = static_cast<int64_t>(value);
+    }
     std::memcpy(bytes, &v, 8);
   } else if (t == DType::kUInt64) {
-    uint64_t v = static_cast<uint64_t>(value);
+    uint64_t v = 0;
+    if (value >= 18446744073709551616.0) {
+      v = std::numeric_limits<uint64_t>::max();
+    } else if (value > 0) {
+      v = static_cast<uint64_t>(value);
+    }
     std::memcpy(bytes, &v, 8);
   } else {
     StoreElement(bytes, t, 0, static_cast<float>(value));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace dfx::device {
 namespace {
@@ -48,4 +49,17 @@ TEST(DTypeTest, LoadStoreConvertsEveryDType) {
 }
 
 }  // namespace
+// An args dump records a scalar's bits in its dtype; a program may give any
+// JSON number, and one out of the type's range saturates.
+TEST(DTypeTest, ScalarBitsSaturateOutOfRange) {
+  EXPECT_EQ(ScalarBits(DType::kInt64, -3), static_cast<uint64_t>(int64_t{-3}));
+  EXPECT_EQ(ScalarBits(DType::kInt64, 1e300),
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(ScalarBits(DType::kInt64, -1e300),
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(ScalarBits(DType::kUInt64, 7), 7u);
+  EXPECT_EQ(ScalarBits(DType::kUInt64, 5e62), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(ScalarBits(DType::kUInt64, -1), 0u);
+}
+
 }  // namespace dfx::device

@@ -44,8 +44,7 @@ bool ReadInt16Triple(JsonPullReader& r, int16_t out[3]) {
   JsonNumber n;
   for (size_t i = 0; r.NextElement(); ++i) {
     if (!r.ReadNumber(&n)) return false;
-    const uint64_t v = n.negative ? static_cast<uint64_t>(n.AsInt64())
-                                  : (n.is_integer ? n.magnitude : static_cast<uint64_t>(n.value));
+    const uint64_t v = n.AsRowUint64();
     if (i < 3) out[i] = static_cast<int16_t>(static_cast<int64_t>(v));
   }
   return r.ok();
