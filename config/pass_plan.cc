@@ -1,25 +1,22 @@
 #include "config/pass_plan.h"
 
+#include "common/enum_text.h"
+
 namespace dfx::config {
 
-const char* PassKindName(PassKind pass) {
-  switch (pass) {
-    case PassKind::kSingle:
-      return "single";
-    case PassKind::kGraph:
-      return "graph";
-    case PassKind::kTiming:
-      return "timing";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<PassKind> ParsePassKind(std::string_view name) {
-  for (PassKind p : {PassKind::kSingle, PassKind::kGraph, PassKind::kTiming}) {
-    if (name == PassKindName(p)) return p;
-  }
-  return std::nullopt;
-}
+constexpr auto kPassKindText = MakeEnumTable<PassKind>({
+    {PassKind::kSingle, "single"},
+    {PassKind::kGraph, "graph"},
+    {PassKind::kTiming, "timing"},
+});
+
+}  // namespace
+
+const char* PassKindName(PassKind pass) { return kPassKindText.Name(pass); }
+
+std::optional<PassKind> ParsePassKind(std::string_view name) { return kPassKindText.Parse(name); }
 
 std::vector<PassPlan> PlanPasses(const RunConfig& config, bool l3) {
   if (config.execution_mode == ExecutionMode::kOnboard && config.enable_chip_swimlane > 0) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_text.h"
+
 namespace dfx::config {
 
 const char* const kSwimlaneLevels = "a collection level in [0, 4] (0–4; true = 4)";
@@ -71,17 +73,19 @@ std::optional<PlatformPair> LookupPlatform(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<BackendType> ParseBackend(std::string_view s) {
-  if (s == "a2a3") return BackendType::kA2A3;
-  if (s == "a5") return BackendType::kA5;
-  return std::nullopt;
-}
+constexpr auto kBackendTypeText = MakeEnumTable<BackendType>({
+    {BackendType::kA2A3, "a2a3"},
+    {BackendType::kA5, "a5"},
+});
 
-std::optional<ExecutionMode> ParseMode(std::string_view s) {
-  if (s == "sim") return ExecutionMode::kSim;
-  if (s == "onboard") return ExecutionMode::kOnboard;
-  return std::nullopt;
-}
+constexpr auto kExecutionModeText = MakeEnumTable<ExecutionMode>({
+    {ExecutionMode::kSim, "sim"},
+    {ExecutionMode::kOnboard, "onboard"},
+});
+
+std::optional<BackendType> ParseBackend(std::string_view s) { return kBackendTypeText.Parse(s); }
+
+std::optional<ExecutionMode> ParseMode(std::string_view s) { return kExecutionModeText.Parse(s); }
 
 std::string PlatformDeprecation(const std::string& spelling, const PlatformPair& p) {
   return spelling + " " + p.platform + " is deprecated; use --backend-type " +
@@ -113,10 +117,8 @@ Status ScalarZeroError(const std::string& name) {
 
 using namespace internal;  // NOLINT: the checks shared with the flag parser
 
-const char* BackendTypeName(BackendType b) { return b == BackendType::kA5 ? "a5" : "a2a3"; }
-const char* ExecutionModeName(ExecutionMode m) {
-  return m == ExecutionMode::kOnboard ? "onboard" : "sim";
-}
+const char* BackendTypeName(BackendType b) { return kBackendTypeText.Name(b); }
+const char* ExecutionModeName(ExecutionMode m) { return kExecutionModeText.Name(m); }
 std::string PlatformName(BackendType b, ExecutionMode m) {
   return std::string(BackendTypeName(b)) + (m == ExecutionMode::kSim ? "sim" : "");
 }

@@ -4,38 +4,37 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/enum_text.h"
 #include "common/file_util.h"
 #include "common/log.h"
 
 namespace dfx::coordinator {
 
-const char* LauncherName(Launcher launcher) {
-  switch (launcher) {
-    case Launcher::kLocal:
-      return "local";
-    case Launcher::kMpirun:
-      return "mpirun";
-    case Launcher::kSrun:
-      return "srun";
-    case Launcher::kAttach:
-      return "attach";
-  }
-  return "?";
-}
+namespace {
 
-const char* MpiFlavourName(MpiFlavour flavour) {
-  switch (flavour) {
-    case MpiFlavour::kOpenMpi:
-      return "Open MPI";
-    case MpiFlavour::kMpich:
-      return "MPICH";
-    case MpiFlavour::kIntelMpi:
-      return "Intel MPI";
-    case MpiFlavour::kUnknown:
-      break;
-  }
-  return "an unknown MPI";
-}
+constexpr auto kLauncherText = MakeEnumTable<Launcher>({
+    {Launcher::kLocal, "local"},
+    {Launcher::kMpirun, "mpirun"},
+    {Launcher::kSrun, "srun"},
+    {Launcher::kAttach, "attach"},
+});
+
+// kUnknown has no row: it names itself with the fallback.
+constexpr auto kMpiFlavourText = MakeEnumTable<MpiFlavour>(
+    {
+        {MpiFlavour::kOpenMpi, "Open MPI"},
+        {MpiFlavour::kMpich, "MPICH"},
+        {MpiFlavour::kIntelMpi, "Intel MPI"},
+    },
+    "an unknown MPI");
+
+}  // namespace
+
+const char* LauncherName(Launcher launcher) { return kLauncherText.Name(launcher); }
+
+std::optional<Launcher> ParseLauncher(std::string_view name) { return kLauncherText.Parse(name); }
+
+const char* MpiFlavourName(MpiFlavour flavour) { return kMpiFlavourText.Name(flavour); }
 
 MpiFlavour MpiFlavourFromVersion(const std::string& text) {
   // "mpirun (Open MPI) 4.1.4"; MPICH's Hydra: "HYDRA build details: ...";

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -23,6 +24,8 @@ namespace dfx::coordinator {
 
 enum class Launcher { kLocal, kMpirun, kSrun, kAttach };
 const char* LauncherName(Launcher launcher);
+// The launcher named exactly `name` (a LauncherName); nullopt otherwise.
+std::optional<Launcher> ParseLauncher(std::string_view name);
 
 // Which MPI an mpirun belongs to: they differ in the flags they accept
 // (Open MPI's --enable-recovery, --allow-run-as-root, --oversubscribe, -x

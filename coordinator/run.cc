@@ -156,9 +156,8 @@ std::optional<RunReport> ChooseLauncher(const RunRequest& request, SessionOption
   if (request.attach) {
     so.launcher = Launcher::kAttach;
   } else if (!request.launcher.empty()) {
-    so.launcher = request.launcher == "mpirun" ? Launcher::kMpirun
-                  : request.launcher == "srun" ? Launcher::kSrun
-                                               : Launcher::kLocal;
+    // main's flag check admits mpirun, srun and local only.
+    so.launcher = ParseLauncher(request.launcher).value_or(Launcher::kLocal);
   } else {
     so.launcher = FindExecutable("mpirun").has_value() ? Launcher::kMpirun : Launcher::kLocal;
   }

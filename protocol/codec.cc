@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/enum_text.h"
 #include "common/file_util.h"
 #include "protocol/body_codec.h"
 #include "protocol/dfx.capnp.h"
@@ -109,6 +110,29 @@ class InPlaceBuilder final : public capnp::MessageBuilder {
   bool first_used_ = false;
   std::vector<kj::Array<capnp::word>> more_;
 };
+
+constexpr auto kAgentModeText = MakeEnumTable<AgentMode>({
+    {AgentMode::kOneShot, "one-shot"},
+    {AgentMode::kServe, "serve"},
+    {AgentMode::kRecover, "recover"},
+});
+
+constexpr auto kDispatchStatusText = MakeEnumTable<DispatchStatus>({
+    {DispatchStatus::kOk, "ok"},
+    {DispatchStatus::kFailed, "failed"},
+    {DispatchStatus::kRejected, "rejected"},
+    {DispatchStatus::kCancelled, "cancelled"},
+    {DispatchStatus::kProgramUnknown, "program_unknown"},
+});
+
+constexpr auto kErrorCodeText = MakeEnumTable<ErrorCode>({
+    {ErrorCode::kBadMessage, "bad_message"},
+    {ErrorCode::kVersionMismatch, "version_mismatch"},
+    {ErrorCode::kSessionMismatch, "session_mismatch"},
+    {ErrorCode::kUnknownRank, "unknown_rank"},
+    {ErrorCode::kDuplicateRank, "duplicate_rank"},
+    {ErrorCode::kInternal, "internal"},
+});
 
 }  // namespace
 
@@ -379,17 +403,7 @@ Result<std::string> SanitizeArtifactPath(std::string_view path) {
   return out;
 }
 
-const char* AgentModeName(AgentMode mode) {
-  switch (mode) {
-    case AgentMode::kOneShot:
-      return "one-shot";
-    case AgentMode::kServe:
-      return "serve";
-    case AgentMode::kRecover:
-      return "recover";
-  }
-  return "?";
-}
+const char* AgentModeName(AgentMode mode) { return kAgentModeText.Name(mode); }
 
 uint64_t ProgramHash(std::string_view program_json) {
   Checksum64 sum;
@@ -397,39 +411,9 @@ uint64_t ProgramHash(std::string_view program_json) {
   return sum.Digest();
 }
 
-const char* DispatchStatusName(DispatchStatus status) {
-  switch (status) {
-    case DispatchStatus::kOk:
-      return "ok";
-    case DispatchStatus::kFailed:
-      return "failed";
-    case DispatchStatus::kRejected:
-      return "rejected";
-    case DispatchStatus::kCancelled:
-      return "cancelled";
-    case DispatchStatus::kProgramUnknown:
-      return "program_unknown";
-  }
-  return "?";
-}
+const char* DispatchStatusName(DispatchStatus status) { return kDispatchStatusText.Name(status); }
 
-const char* ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kBadMessage:
-      return "bad_message";
-    case ErrorCode::kVersionMismatch:
-      return "version_mismatch";
-    case ErrorCode::kSessionMismatch:
-      return "session_mismatch";
-    case ErrorCode::kUnknownRank:
-      return "unknown_rank";
-    case ErrorCode::kDuplicateRank:
-      return "duplicate_rank";
-    case ErrorCode::kInternal:
-      return "internal";
-  }
-  return "?";
-}
+const char* ErrorCodeName(ErrorCode code) { return kErrorCodeText.Name(code); }
 
 const char* BodyName(const Body& body) {
   static const char* const kNames[] = {
