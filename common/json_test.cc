@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "common/json_value.h"
 
 namespace dfx {
 namespace {
@@ -86,4 +88,29 @@ TEST(DescribeJson, NeverDumpsAWholeValue) {
 }
 
 }  // namespace
+// A hostile file's numbers: an integer field read from a float far out of
+// range, a negative into an unsigned, a string or a bool, falls back instead
+// of casting (undefined) or throwing.
+TEST(JsonIntegerTest, OnlyRepresentableNumbersConvert) {
+  EXPECT_EQ(JsonInteger<int64_t>(Json(42)), 42);
+  EXPECT_EQ(JsonInteger<int64_t>(Json(-7)), -7);
+  EXPECT_EQ(JsonInteger<int64_t>(Json(2.9)), 2);
+  EXPECT_EQ(JsonInteger<int64_t>(Json(1.5e40)), std::nullopt);
+  EXPECT_EQ(JsonInteger<int64_t>(Json(9223372036854775808.0)), std::nullopt);
+  EXPECT_EQ(JsonInteger<uint64_t>(Json(uint64_t{18446744073709551615u})),
+            uint64_t{18446744073709551615u});
+  EXPECT_EQ(JsonInteger<uint64_t>(Json(-1)), std::nullopt);
+  EXPECT_EQ(JsonInteger<int>(Json(int64_t{1} << 40)), std::nullopt);
+  EXPECT_EQ(JsonInteger<int>(Json(-2147483648.0)), -2147483647 - 1);
+  EXPECT_EQ(JsonInteger<int>(Json(std::nan(""))), std::nullopt);
+  EXPECT_EQ(JsonInteger<int>(Json("12")), std::nullopt);
+  EXPECT_EQ(JsonInteger<int>(Json(true)), std::nullopt);
+  const Json md = {{"clock_freq_hz", 1.5555e40}, {"num_cores", 6}, {"relation", 5}};
+  EXPECT_EQ(JsonIntegerOr<int64_t>(md, "clock_freq_hz", 0), 0);
+  EXPECT_EQ(JsonIntegerOr<int64_t>(md, "num_cores", 0), 6);
+  EXPECT_EQ(JsonIntegerOr<int64_t>(Json::array(), "num_cores", -1), -1);
+  EXPECT_EQ(JsonStringOr(md, "relation", "default"), "default");
+  EXPECT_EQ(JsonStringOr(Json{{"relation", "x"}}, "relation", "default"), "x");
+}
+
 }  // namespace dfx

@@ -11,6 +11,7 @@
 #include "collectors/swimlane/swimlane_keys.h"
 #include "collectors/swimlane/swimlane_phase_json.h"
 #include "common/json_stream.h"
+#include "common/json_value.h"
 
 namespace dfx::collectors {
 namespace {
@@ -349,10 +350,10 @@ Status FirstPass::HostUploads() {
   if (uploads.is_array()) {
     for (const auto& u : uploads) {
       HostUpload h;
-      h.phase = u.value(keys::kUploadPhase.c_str(), std::string("upload"));
-      h.start_ns = u.value(keys::kStartHostNs.c_str(), uint64_t{0});
-      h.end_ns = u.value(keys::kEndHostNs.c_str(), uint64_t{0});
-      h.detail = u.value(keys::kDetail.c_str(), int64_t{0});
+      h.phase = JsonStringOr(u, keys::kUploadPhase.c_str(), "upload");
+      h.start_ns = JsonIntegerOr<uint64_t>(u, keys::kStartHostNs.c_str(), 0);
+      h.end_ns = JsonIntegerOr<uint64_t>(u, keys::kEndHostNs.c_str(), 0);
+      h.detail = JsonIntegerOr<int64_t>(u, keys::kDetail.c_str(), 0);
       data_.host_uploads.push_back(h);
     }
   }
@@ -362,11 +363,7 @@ Status FirstPass::HostUploads() {
 // The clock and the cores from the metadata object.
 Status ApplyMetadata(SwimlaneRecords& data) {
   const Json& md = data.metadata;
-  int64_t freq = 0;
-  if (md.is_object() && md.contains(keys::kClockFreqHz.c_str()) &&
-      md[keys::kClockFreqHz.c_str()].is_number()) {
-    freq = md[keys::kClockFreqHz.c_str()].get<int64_t>();
-  }
+  const int64_t freq = JsonIntegerOr<int64_t>(md, keys::kClockFreqHz.c_str(), 0);
   if (freq <= 0) {
     return InvalidArgument(fmt::format("metadata missing/zero clock_freq_hz: {}", freq));
   }
@@ -375,13 +372,13 @@ Status ApplyMetadata(SwimlaneRecords& data) {
     for (const auto& t : md[keys::kCoreTypes.c_str()])
       data.core_types.push_back(t.is_string() ? t.get<std::string>() : std::string(keys::kCoreAiv));
   }
-  int64_t num_cores = md.value(keys::kNumCores.c_str(), int64_t{0});
+  const int64_t num_cores = JsonIntegerOr<int64_t>(md, keys::kNumCores.c_str(), 0);
   if (num_cores > 0 && static_cast<size_t>(num_cores) > data.core_types.size()) {
     data.core_types.resize(static_cast<size_t>(num_cores), std::string(keys::kCoreAiv));
   }
   if (md.contains(keys::kCoreToThread.c_str()) && md[keys::kCoreToThread.c_str()].is_array()) {
     for (const auto& t : md[keys::kCoreToThread.c_str()])
-      data.core_to_thread.push_back(t.is_number() ? t.get<int>() : -1);
+      data.core_to_thread.push_back(JsonInteger<int>(t).value_or(-1));
   }
   return Status::Ok();
 }
@@ -498,7 +495,7 @@ Status ApplyHostTimeline(SwimlaneRecords& data, std::vector<std::vector<OrchPhas
   }
   if (!host_records && data.host_uploads.empty()) return Status::Ok();
   data.host_mode = host_records;
-  uint64_t origin = md.value(keys::kHostOrchestrationOriginNs.c_str(), uint64_t{0});
+  uint64_t origin = JsonIntegerOr<uint64_t>(md, keys::kHostOrchestrationOriginNs.c_str(), 0);
   uint64_t last = 0;
   uint64_t first = 0;
   auto see = [&](uint64_t s, uint64_t e) {
@@ -526,15 +523,15 @@ Status ApplyHostTimeline(SwimlaneRecords& data, std::vector<std::vector<OrchPhas
   tm["layout"] = "causal_composite";
   std::string status = "complete";
   if (md.contains(keys::kHostCapture.c_str()) && md[keys::kHostCapture.c_str()].is_object()) {
-    status = md[keys::kHostCapture.c_str()].value(keys::kHostCaptureStatus.c_str(),
-                                                  std::string("complete")) == "complete"
+    status = JsonStringOr(md[keys::kHostCapture.c_str()], keys::kHostCaptureStatus.c_str(),
+                          "complete") == "complete"
                  ? "complete"
                  : "partial";
     tm["host_capture"] = md[keys::kHostCapture.c_str()];
   }
   tm["trace_status"] = status;
   tm["relation"] =
-      md.value(keys::kTimelineRelation.c_str(), std::string("host_orchestration_precedes_device"));
+      JsonStringOr(md, keys::kTimelineRelation.c_str(), "host_orchestration_precedes_device");
   tm["clock_alignment"] = {{"calibrated", false}};
   tm["host_records_complete"] = status == "complete";
   tm["cross_domain_latency_available"] = false;
