@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <limits>
 #include <string_view>
 
 #include "common/byte_scan.h"
+#include "common/integer_cast.h"
 #include "common/json_stream.h"
 
 namespace dfx {
@@ -262,9 +262,7 @@ bool JsonPullReader::ReadNumber(JsonNumber* out) {
 uint64_t JsonNumber::AsRowUint64() const {
   if (negative) return static_cast<uint64_t>(AsInt64());
   if (is_integer) return magnitude;
-  if (!(value > 0)) return 0;  // also NaN
-  if (value >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
-  return static_cast<uint64_t>(value);
+  return SaturatedInteger<uint64_t>(value);
 }
 
 // Rows of integers are most of a records file: the common case, compact or

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/integer_cast.h"
 #include "common/json.h"
 
 namespace dfx {
@@ -33,13 +34,7 @@ std::optional<T> JsonInteger(const Json& j) {
     }
     return static_cast<T>(v);
   }
-  if (j.is_number_float()) {
-    const double d = j.get<double>();
-    // max() + 1 as a double is exact for every T (a power of two).
-    const double upper = static_cast<double>(Limits::max() / 2 + 1) * 2.0;
-    if (!(d >= static_cast<double>(Limits::min()) && d < upper)) return std::nullopt;
-    return static_cast<T>(d);
-  }
+  if (j.is_number_float()) return TruncatedInteger<T>(j.get<double>());
   return std::nullopt;
 }
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
-#include <limits>
 
 #include "common/enum_text.h"
+#include "common/integer_cast.h"
 
 namespace dfx::device {
 namespace {
@@ -137,14 +137,10 @@ float LoadElement(const uint8_t* base, DType t, uint64_t i) {
 }
 
 namespace {
+// Rounded to the nearest integer, then clamped to T (NaN is 0).
 template <typename T>
 T SaturatingCast(float v) {
-  if (std::isnan(v)) return T{0};
-  double d = std::nearbyint(static_cast<double>(v));
-  if (d <= static_cast<double>(std::numeric_limits<T>::lowest()))
-    return std::numeric_limits<T>::lowest();
-  if (d >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(d);
+  return SaturatedInteger<T>(std::nearbyint(static_cast<double>(v)));
 }
 }  // namespace
 
@@ -189,22 +185,10 @@ uint64_t ScalarBits(DType t, double value) {
   // A program's scalar is any JSON number: out of the type's range it
   // saturates (NaN is 0), where a plain cast would be undefined.
   if (t == DType::kInt64) {
-    int64_t v = 0;
-    if (value >= 9223372036854775808.0) {
-      v = std::numeric_limits<int64_t>::max();
-    } else if (value < -9223372036854775808.0) {
-      v = std::numeric_limits<int64_t>::min();
-    } else if (value == value) {
-      v = static_cast<int64_t>(value);
-    }
+    const int64_t v = SaturatedInteger<int64_t>(value);
     std::memcpy(bytes, &v, 8);
   } else if (t == DType::kUInt64) {
-    uint64_t v = 0;
-    if (value >= 18446744073709551616.0) {
-      v = std::numeric_limits<uint64_t>::max();
-    } else if (value > 0) {
-      v = static_cast<uint64_t>(value);
-    }
+    const uint64_t v = SaturatedInteger<uint64_t>(value);
     std::memcpy(bytes, &v, 8);
   } else {
     StoreElement(bytes, t, 0, static_cast<float>(value));
