@@ -40,6 +40,7 @@ constexpr auto kDispatchStateText = MakeEnumTable<DispatchState>({
     {DispatchState::kFailed, keys::kFailed.c_str()},
     {DispatchState::kNotRun, keys::kNotRun.c_str()},
     {DispatchState::kInterrupted, keys::kInterrupted.c_str()},
+    {DispatchState::kInSpool, keys::kInSpool.c_str()},
 });
 constexpr auto kArtifactStateText = MakeEnumTable<ArtifactState>({
     {ArtifactState::kStreaming, keys::kStreaming.c_str()},

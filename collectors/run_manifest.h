@@ -50,6 +50,10 @@ enum class DispatchState {
   kFailed,
   kNotRun,       // never dispatched: its rank failed first
   kInterrupted,  // the coordinator stopped before it finished (what `gather` recovered is listed)
+  // Its agent stopped (told to by an interrupted coordinator, or it gave
+  // up on a paused one) with files of it in its spool, not yet gathered:
+  // `dfx-coordinator gather` fetches them.
+  kInSpool,
 };
 // One artifact file.
 enum class ArtifactState {

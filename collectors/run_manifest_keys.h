@@ -72,6 +72,7 @@ inline constexpr KeyText kReady = "ready";
 inline constexpr KeyText kPending = "pending";
 inline constexpr KeyText kSent = "sent";
 inline constexpr KeyText kNotRun = "not_run";
+inline constexpr KeyText kInSpool = "in_spool";
 inline constexpr KeyText kStreaming = "streaming";
 
 }  // namespace dfx::collectors::run_manifest_keys

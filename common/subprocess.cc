@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,74 @@ extern char** environ;
 namespace dfx {
 
 namespace fs = std::filesystem;
+
+// posix_spawn cannot set a parent-death signal: fork, and in the child
+// only async-signal-safe calls until exec (the parent has threads). An
+// exec failure comes back through a close-on-exec pipe.
+Result<ChildProcess> ChildProcess::ForkExec(const std::vector<std::string>& argv,
+                                            const SpawnOptions& options, char** envp) {
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    return Unavailable(fmt::format("cannot start {}: pipe: {}", argv[0], std::strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return Unavailable(fmt::format("cannot start {}: fork: {}", argv[0], std::strerror(e)));
+  }
+  if (pid == 0) {
+    ::close(report[0]);
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took hold
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP}) ::signal(sig, SIG_DFL);
+    const auto redirect = [](int fd, const char* path, int flags) {
+      const int opened = ::open(path, flags, 0644);
+      if (opened < 0) return false;
+      if (opened != fd) {
+        ::dup2(opened, fd);
+        ::close(opened);
+      }
+      return true;
+    };
+    bool ok = true;
+    if (options.stdin_from_dev_null) ok &= redirect(0, "/dev/null", O_RDONLY);
+    if (options.stdout_path) {
+      ok &= redirect(1, options.stdout_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC);
+    }
+    if (options.stderr_to_stdout) {
+      ::dup2(1, 2);
+    } else if (options.stderr_path) {
+      ok &= redirect(2, options.stderr_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC);
+    }
+    if (ok) ::execvpe(cargv[0], cargv.data(), envp);
+    const int e = errno;
+    [[maybe_unused]] ssize_t n = ::write(report[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(report[1]);
+  int child_errno = 0;
+  ssize_t n = 0;
+  while ((n = ::read(report[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  ChildProcess child;
+  child.pid_ = pid;
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    child.Wait(1000);
+    return Unavailable(fmt::format("cannot start {}: {}", argv[0], std::strerror(child_errno)));
+  }
+  return child;
+}
 
 Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
                                          const SpawnOptions& options) {
@@ -41,6 +111,7 @@ Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     cenv.push_back(nullptr);
     envp = cenv.data();
   }
+  if (options.parent_death_signal != 0) return ForkExec(argv, options, envp);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (options.stdin_from_dev_null) {

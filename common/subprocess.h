@@ -30,6 +30,11 @@ struct SpawnOptions {
   // Extra "NAME=value" entries on top of this process's environment
   // (how launched agents get their secrets: never on the command line).
   std::vector<std::string> extra_env;
+  // Linux: the signal the child gets when this thread's process dies
+  // (PR_SET_PDEATHSIG, set in the child before exec; a child whose parent
+  // is already gone by then exits 127 at once). 0 = none. The coordinator's
+  // agents, mpirun and srun end with it even when it is SIGKILLed.
+  int parent_death_signal = 0;
 };
 
 class ChildProcess {
@@ -63,6 +68,8 @@ class ChildProcess {
   bool succeeded() const;
 
  private:
+  static Result<ChildProcess> ForkExec(const std::vector<std::string>& argv,
+                                       const SpawnOptions& options, char** envp);
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
 };

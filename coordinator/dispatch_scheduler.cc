@@ -78,6 +78,13 @@ bool DispatchScheduler::Busy() const {
   return false;
 }
 
+bool DispatchScheduler::AnyInFlight() const {
+  for (const Queue& q : queues_) {
+    if (q.in_flight) return true;
+  }
+  return false;
+}
+
 std::optional<size_t> DispatchScheduler::InFlight(int32_t rank, uint32_t k) const {
   if (rank < 0 || rank >= num_ranks()) return std::nullopt;
   const auto& in_flight = queues_[rank].in_flight;
@@ -146,13 +153,21 @@ void DispatchScheduler::Finish(size_t index, DispatchState state, const std::str
   if (on_finished_) on_finished_(index, error);
 }
 
-void DispatchScheduler::FailRank(int32_t rank, const std::string& why) {
+void DispatchScheduler::FailRank(int32_t rank, const std::string& why, const SpoolCheck& in_spool) {
   collectors::RankEntry& r = ranks_[rank];
   if (r.status == RankState::kFailed) return;
   r.status = RankState::kFailed;
   r.error = why;
   Queue& q = queues_[rank];
-  if (q.in_flight) Finish(*q.in_flight, DispatchState::kFailed, "in flight when " + why);
+  if (q.in_flight) {
+    const collectors::DispatchEntry& d = dispatches_[*q.in_flight];
+    if (in_spool && in_spool(d.rank, d.k)) {
+      Finish(*q.in_flight, DispatchState::kInSpool,
+             "in flight when " + why + "; its files are in the agent's spool");
+    } else {
+      Finish(*q.in_flight, DispatchState::kFailed, "in flight when " + why);
+    }
+  }
   while (!q.queued.empty()) {
     const size_t i = q.queued.front();
     q.queued.pop_front();
@@ -176,7 +191,35 @@ std::vector<std::pair<int32_t, uint32_t>> DispatchScheduler::ExpireInFlight(
   return expired;
 }
 
-void DispatchScheduler::ReconcileArtifacts() {
+void DispatchScheduler::Interrupt(const std::string& why, const SpoolCheck& in_spool) {
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    collectors::RankEntry& rank = ranks_[r];
+    if (rank.status != RankState::kWaiting && rank.status != RankState::kReady) continue;
+    rank.status = RankState::kInterrupted;
+    rank.error = why;
+    Queue& q = queues_[r];
+    if (q.in_flight) {
+      const collectors::DispatchEntry& d = dispatches_[*q.in_flight];
+      const bool spooled = in_spool && in_spool(d.rank, d.k);
+      Finish(*q.in_flight, spooled ? DispatchState::kInSpool : DispatchState::kInterrupted,
+             "in flight when " + why +
+                 (spooled ? "; its files are in the agent's spool" : "; no file of it arrived"));
+    }
+    while (!q.queued.empty()) {
+      const size_t i = q.queued.front();
+      q.queued.pop_front();
+      Finish(i, DispatchState::kNotRun, "never dispatched: " + why);
+    }
+  }
+  // Later passes were never queued.
+  for (collectors::DispatchEntry& d : dispatches_) {
+    if (d.status != DispatchState::kPending) continue;
+    d.status = DispatchState::kNotRun;
+    d.error = "never dispatched: " + why;
+  }
+}
+
+void DispatchScheduler::ReconcileArtifacts(const SpoolCheck& in_spool) {
   for (collectors::DispatchEntry& d : dispatches_) {
     if (d.status != DispatchState::kOk) continue;
     uint32_t verified = 0;
@@ -192,9 +235,11 @@ void DispatchScheduler::ReconcileArtifacts() {
     }
     const uint32_t expected = d.artifact_count.value_or(verified);
     if (verified >= expected && problem.empty()) continue;
-    d.status = DispatchState::kFailed;
-    d.error = fmt::format("{} of the {} artifact(s) the agent reported arrived verified{}{}",
-                          verified, expected, problem.empty() ? "" : "; first missing: ", problem);
+    const bool spooled = in_spool && in_spool(d.rank, d.k);
+    d.status = spooled ? DispatchState::kInSpool : DispatchState::kFailed;
+    d.error = fmt::format("{} of the {} artifact(s) the agent reported arrived verified{}{}{}",
+                          verified, expected, problem.empty() ? "" : "; first missing: ", problem,
+                          spooled ? "; the rest are in the agent's spool" : "");
   }
 }
 

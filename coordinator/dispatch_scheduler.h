@@ -62,6 +62,8 @@ class DispatchScheduler {
   void SendReady(const SendFn& send);
   // Something of the current pass is queued or in flight.
   bool Busy() const;
+  // Some rank has a dispatch in flight.
+  bool AnyInFlight() const;
 
   // --- what agents report ------------------------------------------------------
   // The record of rank's in-flight dispatch k, if that is what is in flight.
@@ -84,7 +86,17 @@ class DispatchScheduler {
   void SettleArtifact(size_t index, size_t artifact, ArtifactSettlement settlement);
 
   // --- failure --------------------------------------------------------------
-  void FailRank(int32_t rank, const std::string& why);
+  // Whether rank's dispatch k left files in its agent's spool (the owner
+  // looks; an empty function: never).
+  using SpoolCheck = std::function<bool(int32_t rank, uint32_t k)>;
+  // What was in flight fails, or is "in_spool" when `in_spool` finds its
+  // files there (an agent that gave up on a paused coordinator).
+  void FailRank(int32_t rank, const std::string& why, const SpoolCheck& in_spool = {});
+  // The coordinator was stopped by a signal (`why`): every rank still
+  // waiting or ready is "interrupted"; its in-flight dispatch is "in_spool"
+  // (files in the spool) or "interrupted"; nothing else is sent: what was
+  // not sent yet, in any pass, is "not_run".
+  void Interrupt(const std::string& why, const SpoolCheck& in_spool);
   // Fails the ranks whose in-flight dispatch is older than `budget_ns`;
   // returns their (rank, k) so the owner can send a Cancel.
   std::vector<std::pair<int32_t, uint32_t>> ExpireInFlight(uint64_t budget_ns,
@@ -94,8 +106,9 @@ class DispatchScheduler {
   // Once every stream has ended (the writer drained): a dispatch its agent
   // reported ok is ok only if all its artifacts arrived verified — as many
   // as DispatchDone.artifact_count said, none refused or failed. Otherwise
-  // it fails, naming what is missing.
-  void ReconcileArtifacts();
+  // it fails, naming what is missing, or (`in_spool` finds its files in
+  // the spool) is "in_spool".
+  void ReconcileArtifacts(const SpoolCheck& in_spool = {});
 
   // --- the manifest ---------------------------------------------------------
   // Copies the rank and dispatch records into `manifest` (its ranks and

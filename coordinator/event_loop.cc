@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -280,6 +281,7 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
 }
 
 Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
+  const int wait_ms = timeout_ms;
   if (bulk_bound()) {
     DFX_RETURN_IF_ERROR(
         protocol::RouterChannel::WaitAny(router_, bulk_, timeout_ms, receiver_.wake_fd()));
@@ -287,6 +289,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   }
   auto polled = router_.Receive(timeout_ms, receiver_.wake_fd());
   if (!polled.ok()) return polled.status();
+  NotePause(NowNs(), wait_ms, handler);
   // Closed connections are tied to their agents before the frame just read
   // is handled: a descriptor the kernel reused for a new peer must not
   // take that peer down with the old one. Only a frame from a connection
@@ -332,7 +335,27 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
                 handler);
   }
   handler.OnTick();
+  last_turn_end_ns_ = NowNs();
   return Status::Ok();
+}
+
+void EventLoop::NotePause(uint64_t turn_ns, int timeout_ms, PeerHandler& handler) {
+  const uint64_t previous = last_turn_end_ns_;
+  last_turn_end_ns_ = turn_ns;
+  const uint64_t waited_ns = static_cast<uint64_t>(std::max(timeout_ms, 0)) * 1000000ull;
+  if (previous == 0 || turn_ns < previous + waited_ns) return;
+  const uint64_t gap_ns = turn_ns - previous - waited_ns;
+  const Timeouts& t = options_.timeouts;
+  if (gap_ns <= ToNs(t.heartbeat_timeout) / 2) return;
+  DFX_LOG_WARN(
+      "this coordinator was paused for {:.1f} s (its own clock jumped between two turns of its "
+      "event loop: SIGSTOP / Ctrl-Z, or the machine was suspended); agents that heard nothing for "
+      "--heartbeat-timeout {:g} s gave up and kept their files in their spools",
+      gap_ns / 1e9, ToSeconds(t.heartbeat_timeout));
+  for (auto& [id, agent] : registry_.agents()) {
+    if (!agent.dead) agent.last_rx_ns = turn_ns;
+  }
+  handler.OnPaused(gap_ns);
 }
 
 // The transport knows at once when a peer's connection closed (its process

@@ -46,6 +46,12 @@ class PeerHandler {
   // `hello.ranks` ended before it said HELLO (hello.launch_failure says
   // how). Nobody is admitted; a run fails those ranks at once.
   virtual void OnLaunchFailure(const protocol::Hello& /*hello*/) {}
+  // This process was stopped (SIGSTOP, Ctrl-Z, a suspended machine) for
+  // `gap_ns`: its own clock jumped between two turns of the loop by more
+  // than half the heartbeat timeout. Called before the turn declares
+  // anyone dead: the agents' silence meanwhile was not theirs (their
+  // deadlines restart now), but one that gave up has closed its connection.
+  virtual void OnPaused(uint64_t /*gap_ns*/) {}
 };
 
 struct LoopOptions {
@@ -139,6 +145,9 @@ class EventLoop {
   // turn's RouterChannel::ReadMonitor read.
   void MarkDisconnected(bool read_monitor = true);
   void DeclareDisconnected(PeerHandler& handler, bool read_monitor = true);
+  // Whether this turn began after a pause of the whole process (see
+  // PeerHandler::OnPaused); says so, restarts the agents' deadlines.
+  void NotePause(uint64_t turn_ns, int timeout_ms, PeerHandler& handler);
 
   const Clock& clock_;
   LoopOptions options_;
@@ -152,6 +161,7 @@ class EventLoop {
   uint64_t refused_handshakes_ = 0;  // since the last log line
   std::string last_refused_handshake_;
   uint64_t refused_logged_ns_ = 0;
+  uint64_t last_turn_end_ns_ = 0;  // when the previous Pump returned (0: none yet)
   AgentRegistry registry_;
   ArtifactReceiver receiver_;  // last: its writer thread stops first
 };

@@ -235,6 +235,27 @@ GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures
   return out;
 }
 
+// A dispatch whose files its agent kept in the spool ("in_spool": the run
+// was stopped by a signal, or its agent gave up on a paused coordinator) is
+// "ok" once as many artifacts as its agent reported are in place; one that
+// never finished is "interrupted" with what its spool held.
+void SettleInSpool(collectors::DispatchEntry& d) {
+  if (d.status != collectors::DispatchState::kInSpool) return;
+  uint32_t in_place = 0;
+  for (const ArtifactEntry& a : d.artifacts) {
+    in_place += a.status == ArtifactState::kOk || a.status == ArtifactState::kRecovered ? 1 : 0;
+  }
+  if (!d.artifact_count) {
+    // It never finished: what reached the spool is in place, the rest never existed.
+    d.status = collectors::DispatchState::kInterrupted;
+    d.error += fmt::format("; gather fetched the {} file(s) its spool held", in_place);
+    return;
+  }
+  if (in_place < *d.artifact_count || in_place < d.artifacts.size()) return;
+  d.status = collectors::DispatchState::kOk;
+  d.error.clear();
+}
+
 void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
   const fs::path path = dfx_dir_ / collectors::kRunManifestFile;
   collectors::RunManifest m;
@@ -246,7 +267,10 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
   m.session = session_;
   // A run whose coordinator died never said how it ended: it, and whatever
   // it left waiting or running, was interrupted.
-  if (m.status == collectors::RunState::kStarting || m.status == collectors::RunState::kRunning) {
+  // A run stopped by a second Ctrl-C may have said "interrupted" before it
+  // could settle its entries.
+  if (m.status == collectors::RunState::kStarting || m.status == collectors::RunState::kRunning ||
+      m.status == collectors::RunState::kInterrupted) {
     m.status = collectors::RunState::kInterrupted;
     for (collectors::RankEntry& r : m.ranks) {
       if (r.status == collectors::RankState::kWaiting ||
@@ -282,6 +306,7 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
       }
       if (!found) d.artifacts.push_back(a);
     }
+    SettleInSpool(d);
   }
   // One gather may visit several spools: accumulate into one record.
   const bool same = m.gather && m.gather->gather_id == gather_id_;

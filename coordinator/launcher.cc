@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include "common/enum_text.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -11,6 +13,11 @@
 namespace dfx::coordinator {
 
 namespace {
+
+// What a local agent gets when its coordinator dies (even by SIGKILL): its
+// spool is on disk already; a dispatch still running would keep a SIGTERMed
+// agent alive until it ends.
+constexpr int kAgentDeathSignal = SIGKILL;
 
 constexpr auto kLauncherText = MakeEnumTable<Launcher>({
     {Launcher::kLocal, "local"},
@@ -113,8 +120,10 @@ protocol::AgentCommandLine AgentLauncher::CommandLine(const AgentLaunch& l) cons
   return line;
 }
 
-Status AgentLauncher::Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch) {
+Status AgentLauncher::Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch,
+                            int parent_death_signal) {
   SpawnOptions options;
+  options.parent_death_signal = parent_death_signal;
   if (launch.curve) options.extra_env = protocol::CurveClientEnvironment(*launch.curve);
   DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, options));
   children_.push_back(std::move(child));
@@ -130,14 +139,15 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
     // No --rank: each agent reads it from the launcher's environment.
     std::vector<std::string> argv = LauncherArgv(launcher, agents, launch, line.ToArgv());
     DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
-    return Spawn(argv, launch);
+    // SIGTERM: mpirun / srun then take their ranks down with them.
+    return Spawn(argv, launch, SIGTERM);
   }
   for (int i = 0; i < agents; ++i) {
     protocol::AgentCommandLine local = line;
     local.rank = i;
     std::vector<std::string> argv = {launch.agent_binary.string()};
     for (std::string& a : local.ToArgv()) argv.push_back(std::move(a));
-    DFX_RETURN_IF_ERROR(Spawn(argv, launch));
+    DFX_RETURN_IF_ERROR(Spawn(argv, launch, kAgentDeathSignal));
   }
   return Status::Ok();
 }
@@ -148,7 +158,7 @@ Status AgentLauncher::StartRecovery(const AgentLaunch& l, int32_t rank) {
   line.rank = rank;
   std::vector<std::string> argv = {l.agent_binary.string()};
   for (std::string& a : line.ToArgv()) argv.push_back(std::move(a));
-  return Spawn(argv, l);
+  return Spawn(argv, l, kAgentDeathSignal);
 }
 
 namespace {

@@ -3,7 +3,9 @@
 // gather; and noticing when one of them exits. Agents attached from
 // elsewhere (serve agents) are not launched here.
 //
-// Owns the child processes (killed on destruction if still running).
+// Owns the child processes (killed on destruction if still running, and
+// signalled by the kernel when this process dies: SIGKILL for an agent,
+// SIGTERM for mpirun / srun, which then end their ranks).
 // Threads: the event loop's only.
 #pragma once
 
@@ -98,7 +100,9 @@ class AgentLauncher {
 
  private:
   protocol::AgentCommandLine CommandLine(const AgentLaunch& launch) const;
-  Status Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch);
+  // `parent_death_signal`: what the child gets when this process dies.
+  Status Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch,
+               int parent_death_signal);
   std::vector<ChildProcess> children_;
   std::vector<bool> reported_;
 };

@@ -33,6 +33,7 @@
 #include "coordinator/gather.h"
 #include "coordinator/run.h"
 #include "coordinator/session.h"
+#include "coordinator/stop_signals.h"
 #include "protocol/agent_command_line.h"
 
 namespace {
@@ -257,6 +258,7 @@ int PrintRunReport(const dc::RunReport& report) {
     std::fputs(report.verdict->c_str(), stdout);
     std::fflush(stdout);
   }
+  if (report.stop_signal != 0) return dc::ExitCodeForSignal(report.stop_signal);
   return static_cast<int>(report.exit);
 }
 

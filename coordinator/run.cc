@@ -17,6 +17,7 @@
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
+#include "coordinator/stop_signals.h"
 
 namespace dfx::coordinator {
 
@@ -270,6 +271,20 @@ RunReport RunLevel3(RunRequest& request, const Json& json, bool is_plan, RunRepo
   report.dispatch_dirs = dispatch_dirs.size();
   report.summary = outcome->summary;
   if (!request.quiet) PrintSessionEnd(request, print, *outcome, report);
+  if (outcome->stop_signal != 0) {
+    // Interrupted: no --bench run; the verdict says what stopped it.
+    report.exit = RunExit::kFailed;
+    report.stop_signal = outcome->stop_signal;
+    report.errors += fmt::format(
+        "dfx-coordinator: the run was stopped by {}; what arrived is in place, what the agents "
+        "kept is in their spools: {}\n",
+        StopSignalName(outcome->stop_signal), GatherCommand(request.session.work_dir));
+    report.verdict = VerdictLine(
+        false, fmt::format("interrupted by {}; {} dispatch dir(s), {} artifact(s) in {}",
+                           StopSignalName(outcome->stop_signal), dispatch_dirs.size(),
+                           outcome->artifacts.size(), ShellQuote(report.dfx_dir.string())));
+    return report;
+  }
   if (request.bench) {
     auto wall = RunPlainSession(*plan, so);
     if (!wall.ok()) return Stopped(std::move(report), wall.status().message(), RunExit::kFailed);

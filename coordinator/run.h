@@ -75,6 +75,9 @@ struct RunReport {
   size_t dispatch_dirs = 0;             // L3: rank<N>/d<K> directories with artifacts
   std::string summary;                  // L3: one line per failure
   std::optional<double> bench_wall_s;   // --bench: the plain run's wall time
+  // L3: SIGINT / SIGTERM / SIGHUP stopped the run; the command then exits
+  // 128 + signal (130 / 143 / 129), as a shell reports a process it ended.
+  int stop_signal = 0;
 };
 
 // Runs what `request` describes; see the file comment.

@@ -1,3 +1,5 @@
+// size: one run's whole life (start, fan-out, the end by completion, a stop
+// signal or a pause) is the state of one class; split, it would be shared.
 #include "coordinator/session.h"
 
 #include <fmt/format.h>
@@ -27,6 +29,7 @@
 #include "coordinator/report.h"
 #include "coordinator/session_outcome.h"
 #include "coordinator/session_record.h"
+#include "coordinator/stop_signals.h"
 #include "protocol/endpoint.h"
 
 namespace dfx::coordinator {
@@ -84,6 +87,7 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   void OnAgentDead(AgentState& agent, const std::string& why) override;
   void OnTick() override;
   void OnLaunchFailure(const protocol::Hello& hello) override;
+  void OnPaused(uint64_t gap_ns) override { paused_ns_ += gap_ns; }
 
   // --- ArtifactLedger: a run's streams always belong to a dispatch record ---
   size_t BeginArtifact(const std::optional<size_t>& d, collectors::ArtifactEntry e) override {
@@ -118,7 +122,20 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
     return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
-  Status Pump() { return loop_.Pump(20, *this); }
+  // One turn; a stop signal (stop_signals.h) ends the run's waits with an error.
+  Status Pump() {
+    DFX_RETURN_IF_ERROR(loop_.Pump(20, *this));
+    if (stop_signal_ == 0 && !finishing_ && StopSignal() != 0) {
+      stop_signal_ = StopSignal();
+      return Unavailable("stopped by " + StopSignalName(stop_signal_));
+    }
+    return Status::Ok();
+  }
+  // Whether an agent's spool (this run's, or one an agent named in HELLO)
+  // holds files of a dispatch.
+  DispatchScheduler::SpoolCheck InSpool();
+  // The run after a stop signal: see stop_signals.h.
+  Result<SessionOutcome> Interrupted();
   // Binds, locks the work dir and writes the session record.
   Status Start();
   Status Launch();
@@ -127,7 +144,7 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   void RecordAgentSpools();
   // Runs the passes one after the other until nothing is queued or in flight.
   Status FanOut();
-  void WriteFinalManifest(bool ok);
+  void WriteFinalManifest(collectors::RunState state);
   void ReapChildren();
   Status SendDispatch(size_t index, const config::PassPlan& pass);
   // The agent did not keep the program its in-flight dispatch named by
@@ -155,6 +172,9 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   std::unique_ptr<DispatchScheduler> scheduler_;
   AgentLauncher launcher_;
   bool finishing_ = false;
+  int stop_signal_ = 0;     // the signal that stopped the run (0: none)
+  uint64_t paused_ns_ = 0;  // how long this process was stopped (EventLoop: OnPaused)
+  collectors::RunState live_state_ = collectors::RunState::kRunning;  // what OnTick writes
   bool manifest_dirty_ = false;
   uint64_t last_manifest_ns_ = 0;
   uint64_t last_draw_ns_ = 0;
@@ -210,8 +230,15 @@ Result<std::optional<size_t>> RunCoordinator::PlaceArtifact(AgentState&,
 }
 
 void RunCoordinator::OnAgentDead(AgentState& agent, const std::string& why) {
+  // After a pause of this process the agent gave up on us, not the other
+  // way round: what it finished is in its spool.
+  const std::string paused =
+      paused_ns_ == 0 ? std::string()
+                      : fmt::format(" (it gave up while this coordinator was paused for {:.1f} s)",
+                                    paused_ns_ / 1e9);
   for (int32_t r : agent.ranks) {
-    scheduler_->FailRank(r, fmt::format("its agent {} died: {}", agent.identity, why));
+    scheduler_->FailRank(r, fmt::format("its agent {} died: {}{}", agent.identity, why, paused),
+                         paused_ns_ == 0 ? DispatchScheduler::SpoolCheck() : InSpool());
   }
   manifest_dirty_ = true;
 }
@@ -268,7 +295,7 @@ void RunCoordinator::OnTick() {
       !manifest_writer_.busy()) {
     last_manifest_ns_ = Now();
     manifest_dirty_ = false;
-    manifest_writer_.Post(Manifest(collectors::RunState::kRunning));
+    manifest_writer_.Post(Manifest(live_state_));
   }
 }
 
@@ -606,20 +633,68 @@ Status RunCoordinator::FanOut() {
   return Status::Ok();
 }
 
-void RunCoordinator::WriteFinalManifest(bool ok) {
+void RunCoordinator::WriteFinalManifest(collectors::RunState final_state) {
   // The last word on the run: a write that fails for want of descriptors
   // (half-open connections of a flood that libzmq tears down only after the
   // listener closed) is retried for a while, or the manifest on disk would
   // stay at an earlier state.
-  const collectors::RunState final_state =
-      ok ? collectors::RunState::kOk : collectors::RunState::kFailed;
   for (int attempt = 0; !WriteManifest(final_state, /*log_failure=*/attempt == 40); ++attempt) {
     if (attempt == 40) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
+DispatchScheduler::SpoolCheck RunCoordinator::InSpool() {
+  std::vector<fs::path> roots;
+  if (!spool_.empty()) roots.push_back(spool_);
+  for (const auto& [id, agent] : loop_.registry().agents()) {
+    if (!agent.spool.empty()) roots.emplace_back(agent.spool);
+  }
+  return [roots, session = session_](int32_t rank, uint32_t k) {
+    return SpoolHoldsDispatch(roots, session, rank, k);
+  };
+}
+
+Result<SessionOutcome> RunCoordinator::Interrupted() {
+  const std::string name = StopSignalName(stop_signal_);
+  const std::string why = "the coordinator was stopped by " + name;
+  finishing_ = true;
+  live_state_ = collectors::RunState::kInterrupted;
+  if (options_.live_progress) DrawProgress(true);
+  const uint64_t grace = std::min<uint64_t>(ToNs(options_.timeouts.shutdown), 2000 * kMs);
+  DFX_LOG_WARN(
+      "{}: stopping the run: nothing more is dispatched, what is in flight gets {:g} s to land, "
+      "then the agents are told to stop (their spools are kept); {} again exits at once",
+      name, grace / 1e9, stop_signal_ == SIGINT ? "Ctrl-C" : name);
+  // From here on a second signal may end the process at any moment: the
+  // manifest on disk says "interrupted" first.
+  WriteManifest(collectors::RunState::kInterrupted);
+  const uint64_t land_by = Now() + grace;
+  while (Now() < land_by && (scheduler_->AnyInFlight() || !loop_.receiver().WriterIdle())) {
+    (void)loop_.Pump(20, *this);
+  }
+  loop_.SendShutdown(why + "; keep the spool");
+  const uint64_t gone_by = Now() + 1500 * kMs;
+  while (Now() < gone_by && launcher_.AnyRunning()) (void)loop_.Pump(20, *this);
+  launcher_.TerminateAll(500);
+  loop_.CloseListener();
+  const DispatchScheduler::SpoolCheck in_spool = InSpool();
+  scheduler_->Interrupt(why, in_spool);
+  scheduler_->ReconcileArtifacts(in_spool);
+  SessionOutcome out = SummarizeSession(*scheduler_, collectors::DfxOutputsDir(options_.work_dir),
+                                        dfx_dir_, options_.config.AnyDfx(), stdout);
+  out.success = false;
+  out.stop_signal = stop_signal_;
+  out.session_id = session_;
+  out.manifest_path = dfx_dir_ / collectors::kRunManifestFile;
+  PrintGatherHint(*scheduler_, options_.work_dir, stdout, /*always=*/true);
+  WriteFinalManifest(collectors::RunState::kInterrupted);
+  return out;
+}
+
 Result<SessionOutcome> RunCoordinator::Run() {
+  // SIGINT / SIGTERM / SIGHUP end the run cleanly (stop_signals.h).
+  StopSignalGuard stop_signals;
   DFX_ASSIGN_OR_RETURN(std::vector<PlannedDispatch> planned, ExpandPlan(plan_, options_.ranks));
   scheduler_ = std::make_unique<DispatchScheduler>(
       options_.ranks, config::PlanPasses(options_.config, /*l3=*/true), planned, *options_.clock);
@@ -630,12 +705,16 @@ Result<SessionOutcome> RunCoordinator::Run() {
   WriteManifest(collectors::RunState::kStarting);
 
   // 1. Readiness barrier under one startup deadline.
-  DFX_RETURN_IF_ERROR(AwaitReady());
+  Status ready = AwaitReady();
+  if (stop_signal_ != 0) return Interrupted();
+  DFX_RETURN_IF_ERROR(ready);
   // Agents attached from elsewhere spool where they were told to: record
   // every spool so `dfx-coordinator gather` finds them after a crash.
   RecordAgentSpools();
   // 2. Fan-out, pass by pass: ordered per rank, ranks in parallel.
-  DFX_RETURN_IF_ERROR(FanOut());
+  Status fanned = FanOut();
+  if (stop_signal_ != 0) return Interrupted();
+  DFX_RETURN_IF_ERROR(fanned);
 
   // 3. Shut the agents down; wait for them under the shutdown deadline.
   Finish();
@@ -644,7 +723,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
   // the conversion and the final manifest of descriptors).
   loop_.CloseListener();
   // Every stream has ended: a dispatch is ok only with all its artifacts.
-  scheduler_->ReconcileArtifacts();
+  scheduler_->ReconcileArtifacts(paused_ns_ == 0 ? DispatchScheduler::SpoolCheck() : InSpool());
 
   SessionOutcome out = SummarizeSession(*scheduler_, collectors::DfxOutputsDir(options_.work_dir),
                                         dfx_dir_, options_.config.AnyDfx(), stdout);
@@ -660,7 +739,8 @@ Result<SessionOutcome> RunCoordinator::Run() {
                                options_.convert_jobs);
     out.artifacts.insert(out.artifacts.end(), merged_.begin(), merged_.end());
   }
-  WriteFinalManifest(out.success);
+  PrintGatherHint(*scheduler_, options_.work_dir, stdout);
+  WriteFinalManifest(out.success ? collectors::RunState::kOk : collectors::RunState::kFailed);
   std::error_code ec;
   if (!spool_.empty()) fs::remove(spool_, ec);  // only when every agent emptied it
   return out;

@@ -88,6 +88,7 @@ struct SessionOutcome {
   std::vector<std::string> artifacts;  // relative to <work_dir>/dfx_outputs, verified
   std::string summary;                 // one line per failure, for the user
   std::string makespan;                // MakespanSummary(): "" when no dispatch reported one
+  int stop_signal = 0;  // SIGINT / SIGTERM / SIGHUP stopped the run (stop_signals.h); 0: none
 };
 
 // Runs `plan` once. Returns an error status only when the run could not

@@ -82,6 +82,11 @@ std::optional<int> RunLaunchGuard(const LaunchGuardOptions& options) {
   }
   ::close(fds[1]);
   g_child = child;
+  // The guard dies with its launcher (mpirun, srun, orted), however that
+  // ends, and the agent with the guard: no agent outlives a dead launch.
+  const pid_t launcher = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) ::kill(child, SIGKILL);
   struct sigaction forward {};
   forward.sa_handler = Forward;
   sigemptyset(&forward.sa_mask);

@@ -8,7 +8,8 @@
 // credentials), and the coordinator fails those ranks at once, by name.
 //
 // The guard forwards SIGTERM / SIGINT / SIGHUP to the agent; the agent is
-// killed if the guard dies (PR_SET_PDEATHSIG). Main thread only, before any
+// killed if the guard dies, and the guard if its launcher (mpirun, srun,
+// orted) dies (PR_SET_PDEATHSIG, SIGKILL). Main thread only, before any
 // other thread exists (it forks).
 #pragma once
 

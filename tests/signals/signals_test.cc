@@ -1,0 +1,327 @@
+// Signals end a run cleanly, and a stopped coordinator owns its stop (issue
+// 46, cases 1 and 6), end to end: the real coordinator, rank agents and
+// mpirun on loopback. Ctrl-C is typed on a pseudo-terminal (the terminal
+// sends SIGINT to its foreground process group, as a user's would); the
+// run must end "interrupted" with nothing of it left running, and `gather`
+// must fetch what the agents kept. Waits are bounded; the only time bounds
+// asserted are the task's own ("no process of the run is left 3 s later").
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include <map>
+
+#include "common/subprocess.h"
+#include "tests/l3/e2e_util.h"
+
+namespace dfx::e2e {
+namespace {
+
+const fs::path kBusy = Source("tests/l3/testdata/busy.json");  // 4 x 0.5 s on its chip
+
+// `per_rank` busy dispatches on each of `ranks` ranks.
+fs::path WritePlan(const fs::path& dir, int ranks, int per_rank) {
+  std::string steps;
+  for (int i = 0; i < per_rank; ++i) {
+    for (int r = 0; r < ranks; ++r) {
+      if (!steps.empty()) steps += ", ";
+      steps += R"({"program": "busy", "rank": )" + std::to_string(r) + "}";
+    }
+  }
+  const fs::path plan = dir / "plan.json";
+  EXPECT_TRUE(WriteFileAtomic(plan, R"({"programs": {"busy": ")" + kBusy.string() +
+                                        R"("}, "steps": [)" + steps + "]}")
+                  .ok());
+  return plan;
+}
+
+// The coordinator's command line for `plan`; the DFX flags give every
+// dispatch several artifacts to stream.
+std::vector<std::string> RunArgv(const fs::path& plan, const fs::path& work, int ranks,
+                                 const std::string& launcher) {
+  return {Bin("dfx-coordinator"),
+          "run",
+          plan.string(),
+          "--ranks",
+          std::to_string(ranks),
+          "--launcher",
+          launcher,
+          "--work-dir",
+          work.string(),
+          "--enable-dep-gen",
+          "--enable-chip-swimlane",
+          "--enable-pmu"};
+}
+
+// A slow disk on the coordinator's side: every chunk write takes 250 ms, so
+// a dispatch's artifacts are still streaming when the signal comes.
+const std::vector<std::string> kSlowDisk = {"DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=250"};
+
+// A child on a new pseudo-terminal, its session leader and foreground
+// process group, like a command typed in a terminal. What it writes there
+// is read as it comes (so it never blocks on a full terminal).
+class PtyProcess {
+ public:
+  PtyProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+    EXPECT_GE(master_, 0);
+    EXPECT_EQ(::grantpt(master_), 0);
+    EXPECT_EQ(::unlockpt(master_), 0);
+    const std::string slave = ::ptsname(master_);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setsid();
+      const int fd = ::open(slave.c_str(), O_RDWR);
+      if (fd < 0 || ::ioctl(fd, TIOCSCTTY, 0) != 0) ::_exit(126);
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(master_);
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+    ::fcntl(master_, F_SETFL, O_NONBLOCK);
+  }
+  ~PtyProcess() {
+    if (!done_) {
+      ::kill(pid_, SIGKILL);
+      Wait(30);
+    }
+    ::close(master_);
+  }
+  PtyProcess(const PtyProcess&) = delete;
+  PtyProcess& operator=(const PtyProcess&) = delete;
+
+  // What the user types.
+  void Type(const std::string& keys) {
+    ASSERT_EQ(::write(master_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+  bool Wait(int timeout_s) {
+    return WaitFor(
+        [&] {
+          Drain();
+          int status = 0;
+          if (!done_ && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+            done_ = true;
+            status_ = status;
+          }
+          return done_;
+        },
+        timeout_s);
+  }
+  bool running() {
+    Drain();
+    return !Wait(0);
+  }
+  int exit_code() const { return done_ && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1; }
+  const std::string& output() {
+    Drain();
+    return output_;
+  }
+
+ private:
+  void Drain() {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(master_, buf, sizeof buf)) > 0) output_.append(buf, static_cast<size_t>(n));
+  }
+  int master_ = -1;
+  pid_t pid_ = -1;
+  bool done_ = false;
+  int status_ = 0;
+  std::string output_;
+};
+
+std::string SessionHex(const fs::path& work) {
+  Json s;
+  WaitFor(
+      [&] {
+        s = LoadJson(work / "dfx_outputs/.session.json");
+        return s.is_object();
+      },
+      60);
+  return s.is_object() ? s["session"].get<std::string>() : std::string();
+}
+
+// True once some artifact of `dir` (under dfx_outputs) is being streamed
+// (a temporary name) or is in place.
+bool Streaming(const fs::path& work, const std::string& dir) {
+  for (const std::string& f : Tree(work / "dfx_outputs" / dir)) {
+    if (f != "dispatch_program.json") return true;
+  }
+  return false;
+}
+
+// The processes of the run (coordinator, agents, guards, mpirun): their
+// command lines name the session.
+bool NoneLeft(const std::string& hex) { return FindProcesses({hex}).empty(); }
+
+std::map<std::string, std::string> DispatchStates(const fs::path& work) {
+  std::map<std::string, std::string> states;
+  Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  if (!m.is_object()) return states;
+  for (const auto& d : m["dispatches"]) {
+    states[d["dir"].get<std::string>()] = d["status"].get<std::string>();
+  }
+  return states;
+}
+
+// After the run: `gather` fetches what the spools held, the spool is empty
+// and no dispatch is left "in_spool"; what was in a spool is now in place.
+void ExpectGatherRecoversEverything(const fs::path& dir, const fs::path& work,
+                                    const std::string& hex) {
+  const auto before = DispatchStates(work);
+  auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(SpooledArtifacts(work / ".dfx_spool" / hex).empty());
+  const auto after = DispatchStates(work);
+  for (const auto& [d, state] : before) {
+    EXPECT_NE(after.at(d), "in_spool") << d;
+    if (state == "in_spool") {
+      EXPECT_EQ(after.at(d), "ok") << d;
+      EXPECT_TRUE(fs::exists(work / "dfx_outputs" / d / "deps.json")) << d;
+    }
+  }
+  for (const auto& f : Tree(work / "dfx_outputs")) {
+    EXPECT_FALSE(IsTemporaryPath(f)) << f;
+  }
+}
+
+// The manifest of an interrupted run: "interrupted", and each dispatch
+// either complete, in a spool, interrupted or never run.
+void ExpectInterruptedManifest(const fs::path& work) {
+  Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "interrupted");
+  size_t unfinished = 0;
+  for (const auto& d : m["dispatches"]) {
+    const std::string s = d["status"];
+    EXPECT_TRUE(s == "ok" || s == "in_spool" || s == "interrupted" || s == "not_run") << s;
+    unfinished += s == "ok" ? 0 : 1;
+  }
+  EXPECT_GT(unfinished, 0u) << "the signal came mid-run";
+}
+
+void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
+  fs::path dir = TestDir(name);
+  const fs::path work = dir / "w";
+  PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"),
+                         mid_stream ? kSlowDisk : std::vector<std::string>{});
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.output();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return mid_stream ? Streaming(work, "rank1/d0")
+                          : fs::exists(work / "dfx_outputs/rank1/d1/dispatch_program.json");
+      },
+      120))
+      << coordinator.output();
+  coordinator.Type("\x03");
+  ASSERT_TRUE(coordinator.Wait(60)) << coordinator.output();
+  EXPECT_EQ(coordinator.exit_code(), 130) << coordinator.output();
+  const std::string out = coordinator.output();
+  EXPECT_NE(out.find("SIGINT: stopping the run"), std::string::npos) << out;
+  EXPECT_NE(out.find("dfx-coordinator gather --work-dir " + ShellQuote(work.string())),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("verdict: FAILED: interrupted by SIGINT"), std::string::npos) << out;
+  ExpectInterruptedManifest(work);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
+  ExpectGatherRecoversEverything(dir, work, hex);
+  fs::remove_all(dir);
+}
+
+TEST(SignalsTest, CtrlCMidDispatchEndsTheRunInterrupted) {
+  CtrlCOnATerminal("ctrl_c_dispatch", /*mid_stream=*/false);
+}
+
+TEST(SignalsTest, CtrlCMidStreamKeepsWhatIsInFlightInTheSpools) {
+  CtrlCOnATerminal("ctrl_c_stream", /*mid_stream=*/true);
+}
+
+void StopWith(int signal, const std::string& launcher, const std::string& name) {
+  fs::path dir = TestDir(name);
+  const fs::path work = dir / "w";
+  Process coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, launcher), dir, kSlowDisk);
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.err();
+  ASSERT_TRUE(WaitFor([&] { return Streaming(work, "rank0/d0"); }, 120)) << coordinator.err();
+  coordinator.Signal(signal);
+  ASSERT_TRUE(coordinator.Wait(60)) << coordinator.err();
+  EXPECT_EQ(coordinator.exit_code(), 128 + signal) << coordinator.err();
+  EXPECT_NE(coordinator.out().find("dfx-coordinator gather --work-dir"), std::string::npos);
+  ExpectInterruptedManifest(work);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
+  ExpectGatherRecoversEverything(dir, work, hex);
+  fs::remove_all(dir);
+}
+
+TEST(SignalsTest, SigtermEndsALocalRunInterrupted) { StopWith(SIGTERM, "local", "sigterm"); }
+
+TEST(SignalsTest, SigtermEndsAnMpirunRunAndMpirunWithIt) {
+  StopWith(SIGTERM, "mpirun", "sigterm_mpi");
+}
+
+// No handler can run on SIGKILL: the agents (a parent-death signal) and
+// mpirun (the same, then it ends its ranks) go with the coordinator.
+void KillCoordinator(const std::string& launcher, const std::string& name) {
+  fs::path dir = TestDir(name);
+  const fs::path work = dir / "w";
+  Process coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, launcher), dir);
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.err();
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(work / "dfx_outputs/rank1/d0"); }, 120))
+      << coordinator.err();
+  ASSERT_FALSE(FindProcesses({"dfx-rank-agent", hex}).empty());
+  coordinator.Signal(SIGKILL);
+  ASSERT_TRUE(coordinator.Wait(30));
+  // Well within the heartbeat timeout (10 s) the agents would otherwise wait.
+  EXPECT_TRUE(WaitFor([&] { return NoneLeft(hex); }, 5))
+      << "a process of the run outlived its SIGKILLed coordinator";
+  fs::remove_all(dir);
+}
+
+TEST(SignalsTest, SigkilledCoordinatorLeavesNoLocalAgent) { KillCoordinator("local", "kill9"); }
+
+TEST(SignalsTest, SigkilledCoordinatorLeavesNoMpirunNorAgent) {
+  KillCoordinator("mpirun", "kill9_mpi");
+}
+
+// SIGSTOP for 15 s while a dispatch streams: the agent gives up after
+// --heartbeat-timeout (10 s) and keeps its files; once continued the
+// coordinator says it was paused, marks the dispatch "in_spool" (not
+// failed), and prints the gather command, which fetches it.
+TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
+  fs::path dir = TestDir("pause");
+  const fs::path work = dir / "w";
+  Process coordinator(RunArgv(WritePlan(dir, 1, 3), work, 1, "local"), dir, kSlowDisk);
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.err();
+  ASSERT_TRUE(WaitFor([&] { return Streaming(work, "rank0/d0"); }, 120)) << coordinator.err();
+  coordinator.Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(15));
+  coordinator.Signal(SIGCONT);
+  ASSERT_TRUE(coordinator.Wait(120)) << coordinator.err();
+  EXPECT_EQ(coordinator.exit_code(), 1) << coordinator.err();
+  const std::string err = coordinator.err();
+  EXPECT_NE(err.find("this coordinator was paused for"), std::string::npos) << err;
+  EXPECT_EQ(err.find("silent for"), std::string::npos) << "the agent is not to blame: " << err;
+  EXPECT_NE(coordinator.out().find("dfx-coordinator gather --work-dir"), std::string::npos)
+      << coordinator.out();
+  const auto states = DispatchStates(work);
+  ASSERT_EQ(states.count("rank0/d0"), 1u);
+  EXPECT_EQ(states.at("rank0/d0"), "in_spool") << err;
+  ExpectGatherRecoversEverything(dir, work, hex);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dfx::e2e
