@@ -20,9 +20,12 @@ namespace dfx::e2e {
 namespace {
 
 const fs::path kBusy = Source("tests/l3/testdata/busy.json");  // 4 x 0.5 s on its chip
+// With the DFX flags below, 3 MiB of artifacts in 6 chunks per dispatch:
+// two dispatches' streams exceed the credit window (8 chunks).
+const fs::path kLargeDag = Source("examples/large_dag_2k.json");
 
 // `per_rank` busy dispatches on each of `ranks` ranks.
-fs::path WritePlan(const fs::path& dir, int ranks, int per_rank) {
+fs::path WritePlan(const fs::path& dir, int ranks, int per_rank, const fs::path& program = kBusy) {
   std::string steps;
   for (int i = 0; i < per_rank; ++i) {
     for (int r = 0; r < ranks; ++r) {
@@ -31,7 +34,7 @@ fs::path WritePlan(const fs::path& dir, int ranks, int per_rank) {
     }
   }
   const fs::path plan = dir / "plan.json";
-  EXPECT_TRUE(WriteFileAtomic(plan, R"({"programs": {"busy": ")" + kBusy.string() +
+  EXPECT_TRUE(WriteFileAtomic(plan, R"({"programs": {"busy": ")" + program.string() +
                                         R"("}, "steps": [)" + steps + "]}")
                   .ok());
   return plan;
@@ -173,18 +176,26 @@ std::map<std::string, std::string> DispatchStates(const fs::path& work) {
 }
 
 // After the run: `gather` fetches what the spools held, the spool is empty
-// and no dispatch is left "in_spool"; what was in a spool is now in place.
+// and no dispatch is left "in_spool"; every "ok" one has its files in place.
 void ExpectGatherRecoversEverything(const fs::path& dir, const fs::path& work,
                                     const std::string& hex) {
   const auto before = DispatchStates(work);
+  const auto spooled = SpooledArtifacts(work / ".dfx_spool" / hex);
   auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(SpooledArtifacts(work / ".dfx_spool" / hex).empty());
+  for (const auto& f : spooled) {
+    EXPECT_TRUE(fs::exists(work / "dfx_outputs" / f)) << f << " was spooled but not recovered";
+  }
   const auto after = DispatchStates(work);
   for (const auto& [d, state] : before) {
     EXPECT_NE(after.at(d), "in_spool") << d;
+    // A dispatch its agent had finished is whole now; one it was still
+    // running stays interrupted, with what reached the spool in place.
     if (state == "in_spool") {
-      EXPECT_EQ(after.at(d), "ok") << d;
+      EXPECT_TRUE(after.at(d) == "ok" || after.at(d) == "interrupted") << d << ": " << after.at(d);
+    }
+    if (after.at(d) == "ok") {
       EXPECT_TRUE(fs::exists(work / "dfx_outputs" / d / "deps.json")) << d;
     }
   }
@@ -295,14 +306,15 @@ TEST(SignalsTest, SigkilledCoordinatorLeavesNoMpirunNorAgent) {
   KillCoordinator("mpirun", "kill9_mpi");
 }
 
-// SIGSTOP for 15 s while a dispatch streams: the agent gives up after
+// SIGSTOP for 15 s while a dispatch streams: the agent runs the next one,
+// cannot stream it (no credit from a stopped coordinator), gives up after
 // --heartbeat-timeout (10 s) and keeps its files; once continued the
-// coordinator says it was paused, marks the dispatch "in_spool" (not
+// coordinator says it was paused, marks that dispatch "in_spool" (not
 // failed), and prints the gather command, which fetches it.
 TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
   fs::path dir = TestDir("pause");
   const fs::path work = dir / "w";
-  Process coordinator(RunArgv(WritePlan(dir, 1, 3), work, 1, "local"), dir, kSlowDisk);
+  Process coordinator(RunArgv(WritePlan(dir, 1, 3, kLargeDag), work, 1, "local"), dir, kSlowDisk);
   const std::string hex = SessionHex(work);
   ASSERT_FALSE(hex.empty()) << coordinator.err();
   ASSERT_TRUE(WaitFor([&] { return Streaming(work, "rank0/d0"); }, 120)) << coordinator.err();
@@ -313,12 +325,16 @@ TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
   EXPECT_EQ(coordinator.exit_code(), 1) << coordinator.err();
   const std::string err = coordinator.err();
   EXPECT_NE(err.find("this coordinator was paused for"), std::string::npos) << err;
-  EXPECT_EQ(err.find("silent for"), std::string::npos) << "the agent is not to blame: " << err;
+  // The coordinator does not blame the agent's silence (its own stop caused it).
+  EXPECT_EQ(err.find("(heartbeat deadline --heartbeat-timeout"), std::string::npos) << err;
   EXPECT_NE(coordinator.out().find("dfx-coordinator gather --work-dir"), std::string::npos)
       << coordinator.out();
-  const auto states = DispatchStates(work);
-  ASSERT_EQ(states.count("rank0/d0"), 1u);
-  EXPECT_EQ(states.at("rank0/d0"), "in_spool") << err;
+  size_t in_spool = 0;
+  for (const auto& [d, state] : DispatchStates(work)) {
+    EXPECT_NE(state, "failed") << d << ": its files are in the spool, not lost";
+    in_spool += state == "in_spool" ? 1 : 0;
+  }
+  EXPECT_GE(in_spool, 1u) << err;
   ExpectGatherRecoversEverything(dir, work, hex);
   fs::remove_all(dir);
 }
