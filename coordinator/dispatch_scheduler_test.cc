@@ -152,6 +152,46 @@ TEST(DispatchSchedulerTest, AFailedRankFailsWhatIsInFlightAndSkipsTheRest) {
   EXPECT_EQ(s.ranks()[1].status, RankState::kFailed) << "a failed rank stays failed";
 }
 
+// A dispatch whose files its agent kept in its spool is "in_spool", not
+// failed: after a pause (FailRank with a spool check) and after a stop
+// signal (Interrupt), which also leaves nothing pending in any pass.
+TEST(DispatchSchedulerTest, WhatASpoolHoldsIsInSpoolNotFailed) {
+  FakeClock clock;
+  config::RunConfig onboard;
+  onboard.execution_mode = config::ExecutionMode::kOnboard;
+  onboard.enable_chip_swimlane = 4;
+  DispatchScheduler s(2, config::PlanPasses(onboard, true), TwoRanksTwoEach(), clock);
+  SendFirstPassToBothRanks(s);
+  const DispatchScheduler::SpoolCheck rank1_spooled = [](int32_t rank, uint32_t k) {
+    return rank == 1 && k == 0;
+  };
+  s.FailRank(1, "its agent gave up while this coordinator was paused", rank1_spooled);
+  EXPECT_EQ(s.dispatches()[1].status, DispatchState::kInSpool);
+  EXPECT_NE(s.dispatches()[1].error.find("in the agent's spool"), std::string::npos);
+  EXPECT_EQ(s.dispatches()[3].status, DispatchState::kNotRun);
+  EXPECT_TRUE(s.AnyInFlight()) << "rank 0's d0";
+  s.Interrupt("the coordinator was stopped by SIGINT", {});
+  EXPECT_FALSE(s.AnyInFlight());
+  EXPECT_EQ(s.ranks()[0].status, RankState::kInterrupted);
+  EXPECT_EQ(s.ranks()[1].status, RankState::kFailed) << "a failed rank stays failed";
+  EXPECT_EQ(s.dispatches()[0].status, DispatchState::kInterrupted) << "no file of it arrived";
+  EXPECT_EQ(s.dispatches()[2].status, DispatchState::kNotRun);
+  for (size_t i = 4; i < s.dispatches().size(); ++i) {
+    EXPECT_EQ(s.dispatches()[i].status, DispatchState::kNotRun) << "timing pass, " << i;
+  }
+  // An ok dispatch missing artifacts that a spool holds is "in_spool" too.
+  DispatchScheduler t(1, config::PlanPasses(config::RunConfig{}, true), {{0, 0, "a"}}, clock);
+  t.MarkReady(0);
+  t.BeginPass(0);
+  t.SendReady([](size_t, const config::PassPlan&) { return Status::Ok(); });
+  protocol::DispatchDone done{0, 0, protocol::DispatchStatus::kOk};
+  done.artifact_count = 2;
+  t.OnDone(done);
+  t.ReconcileArtifacts([](int32_t, uint32_t) { return true; });
+  EXPECT_EQ(t.dispatches()[0].status, DispatchState::kInSpool);
+  EXPECT_NE(t.dispatches()[0].error.find("0 of the 2"), std::string::npos);
+}
+
 TEST(DispatchSchedulerTest, ADispatchPastItsBudgetFailsItsRankOnTheFakeClock) {
   FakeClock clock;
   DispatchScheduler s(2, config::PlanPasses({}, true), TwoRanksTwoEach(), clock);

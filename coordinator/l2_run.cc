@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <system_error>
 
@@ -52,7 +53,11 @@ Result<L2Outcome> RunL2(const L2Options& options) {
       std::printf("run 2/2: measuring clean per-task timing\n");
     }
     std::fflush(stdout);
-    DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv));
+    // The exec child ends with this process, however it ends (Ctrl-C
+    // reaches only this process group: the child runs in its own).
+    SpawnOptions spawn;
+    spawn.parent_death_signal = SIGKILL;
+    DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, spawn));
     if (!child.Wait(ToPollMs(options.timeouts.dispatch))) {
       child.Terminate(2000);
       std::string text =

@@ -12,7 +12,9 @@
 
 #include "collectors/artifact_layout.h"
 #include "collectors/pmu/pmu_columns.h"
+#include "collectors/run_manifest.h"
 #include "common/json.h"
+#include "common/subprocess.h"
 #include "view/pmu_summary.h"
 #include "view/run_inputs.h"
 #include "view/scope_stats.h"
@@ -211,6 +213,7 @@ void PrintTable(const RunSummary& s, const SummaryPrintOptions& o, std::ostream&
     out << "top kernels by time: " << line << "\n";
   }
   out << s.verdict << "\n";
+  for (const std::string& note : s.notes) out << note << "\n";
   const std::string run = s.input.string();
   if (!s.stragglers.empty()) {
     out << fmt::format("dig further: {} swimlane --run {} --ranks {}   |   {} summary {}\n", o.view,
@@ -309,6 +312,7 @@ void PrintJson(const RunSummary& s, const SummaryPrintOptions& o, std::ostream& 
   j["top_kernels"] = KernelsJson(s.top_kernels, static_cast<size_t>(o.top));
   j["stragglers"] = s.stragglers;
   j["verdict"] = s.verdict;
+  j["notes"] = s.notes;
   out << j.dump(2) << "\n";
 }
 
@@ -324,6 +328,26 @@ Result<double> ParseThresholdPercent(const std::string& text) {
         "--straggler-threshold {}: expected a percentage in (0, 1000], e.g. 5 or 5%", text));
   }
   return v;
+}
+
+// What the run manifest in `dir` (if any) says the files alone do not.
+std::vector<std::string> ManifestNotes(const fs::path& dir) {
+  std::vector<std::string> notes;
+  auto m = collectors::ReadRunManifest(dir / collectors::kRunManifestFile);
+  if (!m.ok()) return notes;
+  const std::string gather = ShellCommand({"dfx-coordinator", "gather", "--work-dir", m->work_dir});
+  if (m->status == collectors::RunState::kInterrupted) {
+    notes.push_back(
+        "run interrupted: the coordinator stopped before the run ended (a signal or a crash); "
+        "what is missing is listed in run_manifest.json");
+  }
+  for (const collectors::DispatchEntry& d : m->dispatches) {
+    if (d.status != collectors::DispatchState::kInSpool) continue;
+    notes.push_back(
+        fmt::format("rank {} d{}: in_spool: its files are in an agent's spool, not here: {}",
+                    d.rank, d.k, gather));
+  }
+  return notes;
 }
 
 Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std::ostream& err) {
@@ -405,6 +429,7 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
     return ranks[a].straggler_steps > ranks[b].straggler_steps;
   });
   s.top_kernels = SortedKernels(kernels);
+  s.notes = ManifestNotes(input);
   int compared = 0;
   for (const auto& st : s.steps) compared += st.ranks > 1 ? 1 : 0;
   if (compared == 0) {
