@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 
 namespace dfx {
 
@@ -160,13 +161,7 @@ Result<Json> ParseJson(const std::string& text, const std::string& origin) {
 }
 
 Result<std::string> ReadJsonText(const std::filesystem::path& path, uint64_t max_bytes) {
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > max_bytes) {
-    return InvalidArgument(fmt::format("{}: {} bytes; a JSON file read here may hold at most {}",
-                                       path.string(), size, max_bytes));
-  }
-  return ReadFile(path);
+  return ReadInputFile(path, max_bytes);
 }
 
 Result<Json> ReadJsonFile(const std::filesystem::path& path, uint64_t max_bytes) {

@@ -36,9 +36,24 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     std::error_code ec;
     fs::remove_all(state_dir, ec);
   }
+  fs::path program_file = options.program;
+  if (options.program_text) {
+    program_file = work_dir / ".dfx_program.json";
+    DFX_RETURN_IF_ERROR(CheckNoLinks(work_dir, program_file.filename()));
+    DFX_RETURN_IF_ERROR(WriteFileAtomic(program_file, *options.program_text, 0600));
+  }
+  struct RemoveCopy {
+    const L2Options& options;
+    fs::path file;
+    ~RemoveCopy() {
+      std::error_code ec;
+      if (options.program_text) fs::remove(file, ec);
+    }
+  } remove_copy{options, program_file};
   for (const config::PassPlan& pass : passes) {
     protocol::AgentExecCommandLine exec = options.agent;
-    exec.program = options.program.string();
+    exec.program = program_file.string();
+    if (options.program_text) exec.program_origin = options.program.string();
     exec.output_dir = dfx_dir.string();
     exec.work_dir = work_dir.string();
     exec.config = pass.config;
@@ -104,7 +119,8 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     plain.aicpu_thread_num = options.config.aicpu_thread_num;
     plain.rings = options.config.rings;
     protocol::AgentExecCommandLine exec = options.agent;
-    exec.program = options.program.string();
+    exec.program = program_file.string();
+    if (options.program_text) exec.program_origin = options.program.string();
     exec.output_dir = (work_dir / ".bench_unused").string();
     exec.config = plain;
     std::vector<std::string> argv = {options.agent_binary.string()};

@@ -19,6 +19,10 @@ namespace dfx::coordinator {
 
 struct L2Options {
   std::filesystem::path program;
+  // The program's text when `program` cannot be read again (a pipe, read
+  // once by the caller): written to <work_dir>/.dfx_program.json for the
+  // exec passes, which name `program` in errors, and removed after the run.
+  std::optional<std::string> program_text;
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
   config::RunConfig config;
   std::filesystem::path agent_binary;

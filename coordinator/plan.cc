@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 
 namespace dfx::coordinator {
 
@@ -12,22 +13,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kMaxProgramBytes = 32ull << 20;  // protocol::kMaxProgramJsonBytes
-
 Result<PlanProgram> LoadProgramFile(const std::string& name, const fs::path& path,
                                     const std::string& plan_file, const std::string& json_path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    return InvalidArgument(fmt::format("{}: at {}: program file {} does not exist", plan_file,
-                                       json_path, path.string()));
+  auto read = ReadInputFile(path, kMaxProgramFileBytes);
+  if (!read.ok()) {
+    // A program named by the plan: the error says where the plan names it.
+    if (plan_file == path.string()) return read.status();
+    return Status(read.status().code(), fmt::format("{}: at {}: program file {}", plan_file,
+                                                    json_path, read.status().message()));
   }
-  const uint64_t size = fs::file_size(path, ec);
-  if (!ec && size > kMaxProgramBytes) {
-    return InvalidArgument(fmt::format("{}: at {}: program file {} is {} bytes; the limit is {}",
-                                       plan_file, json_path, path.string(), size,
-                                       kMaxProgramBytes));
-  }
-  DFX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ProgramFromText(name, path, std::move(*read));
+}
+
+}  // namespace
+
+Result<PlanProgram> ProgramFromText(const std::string& name, const fs::path& path,
+                                    std::string text) {
   // Checked without a JSON document when it is a well-formed object (a
   // 100k-task program: 11 MB of text, ~130 MB as a document); the document
   // is built only to say what is wrong.
@@ -43,12 +44,10 @@ Result<PlanProgram> LoadProgramFile(const std::string& name, const fs::path& pat
   return PlanProgram{name, path, std::move(text)};
 }
 
-}  // namespace
-
 bool IsPlan(const Json& json) { return json.is_object() && json.contains("steps"); }
 
 Result<Plan> LoadPlan(const fs::path& path) {
-  DFX_ASSIGN_OR_RETURN(Json json, ReadJsonFile(path));
+  DFX_ASSIGN_OR_RETURN(Json json, ReadJsonFile(path, kMaxProgramFileBytes));
   return ParsePlan(json, path);
 }
 
@@ -158,11 +157,15 @@ Result<Plan> ParsePlan(const Json& json, const fs::path& origin) {
 }
 
 Result<Plan> PlanForProgram(const fs::path& program_path) {
+  DFX_ASSIGN_OR_RETURN(std::string text, ReadInputFile(program_path, kMaxProgramFileBytes));
+  return PlanForProgram(program_path, std::move(text));
+}
+
+Result<Plan> PlanForProgram(const fs::path& program_path, std::string text) {
   Plan plan;
   plan.origin = program_path;
   plan.name = program_path.stem().string();
-  DFX_ASSIGN_OR_RETURN(PlanProgram prog,
-                       LoadProgramFile(plan.name, program_path, program_path.string(), "$"));
+  DFX_ASSIGN_OR_RETURN(PlanProgram prog, ProgramFromText(plan.name, program_path, std::move(text)));
   plan.programs.emplace(plan.name, std::move(prog));
   // Built in place: assigning "$" to a member trips GCC 12's -Wrestrict
   // false positive (GCC PR 105329).

@@ -61,6 +61,13 @@ Result<Plan> ParsePlan(const Json& json, const std::filesystem::path& origin);
 // A plan that is one program: `dfx-coordinator run PROGRAM.json` at L3 form.
 // (Used by tests and by `--ranks N` with a single program: all ranks run it.)
 Result<Plan> PlanForProgram(const std::filesystem::path& program_path);
+// The same of a program already read (once: it may have been a pipe).
+Result<Plan> PlanForProgram(const std::filesystem::path& program_path, std::string text);
+// Checks that `text` (the program file `path`'s) is one JSON object, bounded in
+// depth; the program's own rules are the agents' loader's (and the
+// pre-check's, coordinator/program_check.h).
+Result<PlanProgram> ProgramFromText(const std::string& name, const std::filesystem::path& path,
+                                    std::string text);
 
 // Expands the steps for `ranks` ranks, numbering dispatches d0, d1, ... per
 // rank. Error (naming the step) when a step names a rank >= ranks.

@@ -10,12 +10,14 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
+#include "coordinator/program_check.h"
 #include "coordinator/report.h"
 #include "coordinator/stop_signals.h"
 
@@ -111,10 +113,15 @@ L2Options MakeL2Options(const RunRequest& request) {
 }
 
 // L2: one program on one local chip, artifacts flat in dfx_outputs/.
-RunReport RunLevel2(const RunRequest& request, RunReport report) {
+RunReport RunLevel2(const RunRequest& request, std::string text, RunReport report) {
   report.level = RunLevel::kL2;
   const RunPrinter print(request, report.dfx_dir);
-  auto out = RunL2(MakeL2Options(request));
+  L2Options l2 = MakeL2Options(request);
+  // The exec passes read a regular file themselves; anything else (a pipe)
+  // was read once here, and they read what was read.
+  std::error_code ec;
+  if (!fs::is_regular_file(request.file, ec)) l2.program_text = std::move(text);
+  auto out = RunL2(l2);
   if (!out.ok()) {
     report = Stopped(std::move(report), out.status().message(), RunExit::kFailed);
     report.verdict = VerdictLine(false, "the run failed: " + out.status().message());
@@ -244,13 +251,21 @@ void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
 }
 
 // L3: a plan (or one program on --ranks N) over rank agents.
-RunReport RunLevel3(RunRequest& request, const Json& json, bool is_plan, RunReport report) {
+RunReport RunLevel3(RunRequest& request, const Json& json, std::string text, bool is_plan,
+                    RunReport report) {
   report.level = RunLevel::kL3;
   SessionOptions& so = request.session;
-  Result<Plan> plan = is_plan ? ParsePlan(json, request.file) : PlanForProgram(request.file);
+  // A program is read once: the text already read (it may have been a pipe).
+  Result<Plan> plan =
+      is_plan ? ParsePlan(json, request.file) : PlanForProgram(request.file, std::move(text));
   if (!plan.ok()) return Stopped(std::move(report), plan.status().message(), RunExit::kUsage);
   so.ranks = request.ranks.value_or(1);
   if (auto stopped = ChooseLauncher(request, so, report)) return std::move(*stopped);
+  // Validate before you clear: every program as the agents will load it,
+  // before anything of the previous run is touched.
+  if (Status s = CheckPlanPrograms(*plan, so); !s.ok()) {
+    return Stopped(std::move(report), s.message(), RunExit::kUsage);
+  }
   so.swimlane_traces = request.swimlane_traces == "eager"  ? SwimlaneTraces::kEager
                        : request.swimlane_traces == "lazy" ? SwimlaneTraces::kLazy
                                                            : SwimlaneTraces::kAuto;
@@ -327,7 +342,12 @@ RunReport RunProgramOrPlan(RunRequest request) {
         std::pair{"--dump-arena-bytes", request.dump_arena_bytes}}) {
     if (value >= 0) chip_knobs.push_back(flag);
   }
-  auto json = ReadJsonFile(request.file);
+  // Read once, bounded, by the limit every level shares: a pipe
+  // (`run <(cat program.json)`) works, a FIFO, device or directory is
+  // refused by what it is.
+  auto text = ReadJsonText(request.file, kMaxProgramFileBytes);
+  if (!text.ok()) return Stopped(std::move(report), text.status().message(), RunExit::kUsage);
+  auto json = ParseJson(*text, request.file.string());
   if (!json.ok()) return Stopped(std::move(report), json.status().message(), RunExit::kUsage);
   if (so.agent_binary.empty()) {
     auto agent = FindProjectBinary("dfx-rank-agent", "DFX_RANK_AGENT", {"../rank_agent"});
@@ -341,7 +361,7 @@ RunReport RunProgramOrPlan(RunRequest request) {
                      JsonError(request.file, "$", "a program object", *json).message(),
                      RunExit::kUsage);
     }
-    return RunLevel2(request, std::move(report));
+    return RunLevel2(request, std::move(*text), std::move(report));
   }
   if (!chip_knobs.empty()) {
     return Stopped(std::move(report),
@@ -350,7 +370,7 @@ RunReport RunProgramOrPlan(RunRequest request) {
                        "exec`); drop it for a plan / --ranks run",
                    RunExit::kUsage);
   }
-  return RunLevel3(request, *json, is_plan, std::move(report));
+  return RunLevel3(request, *json, std::move(*text), is_plan, std::move(report));
 }
 
 }  // namespace dfx::coordinator

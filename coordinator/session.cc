@@ -29,6 +29,7 @@
 #include "coordinator/report.h"
 #include "coordinator/session_outcome.h"
 #include "coordinator/session_record.h"
+#include "coordinator/stale_dirs.h"
 #include "coordinator/stop_signals.h"
 #include "protocol/endpoint.h"
 
@@ -48,21 +49,6 @@ uint64_t RandomSessionId() {
   uint64_t id = 0;
   while (id == 0) id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   return id;
-}
-
-// Removes the rank<N>/d<K> directories of an earlier run (docs/run-config.md §2.7: the d<K>
-// numbering restarts every run). Real directories only: a link is never
-// followed (collectors::ListDispatchDirs skips them, remove_all does not
-// follow links inside what it removes).
-void ClearStaleDispatchDirs(const fs::path& dfx_dir) {
-  std::error_code ec;
-  for (const collectors::DispatchDir& d : collectors::ListDispatchDirs(dfx_dir)) {
-    fs::remove_all(dfx_dir / collectors::DispatchDirPath(d), ec);
-  }
-  for (int32_t rank : collectors::ListRankDirs(dfx_dir)) {
-    const fs::path dir = dfx_dir / collectors::RankDirName(rank);
-    if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
-  }
 }
 
 // One run: the PeerHandler of the event loop, the scheduler, the launcher.
@@ -596,7 +582,16 @@ Status RunCoordinator::AwaitReady() {
     for (const collectors::RankEntry& r : scheduler_->ranks()) {
       any_ready |= r.status == RankState::kReady;
     }
-    if (any_ready) ClearStaleDispatchDirs(dfx_dir_);
+    if (any_ready) {
+      if (Status s = ClearStaleDispatchDirs(dfx_dir_); !s.ok()) {
+        // Nothing is dispatched: every rank fails with the reason, and
+        // the agents are shut down as after any run.
+        DFX_LOG_ERROR("{}", s.message());
+        for (int32_t r = 0; r < options_.ranks; ++r) {
+          scheduler_->FailRank(r, "the run did not start: " + s.message());
+        }
+      }
+    }
   }
   return Status::Ok();
 }

@@ -10,7 +10,9 @@
 // The work dir is locked (a flock of the directory) for the whole run, so
 // neither a second run nor a `gather` touches it meanwhile; an earlier run's
 // rank<N>/d<K>/ directories are cleared only once this run really started
-// (some rank is READY), and nothing is written or removed through a link.
+// (some rank is READY; the caller checked the programs before, see
+// program_check.h): one that cannot be removed fails every rank, naming it,
+// before any dispatch; nothing is written or removed through a link.
 //
 // Threads: RunSession owns the socket and does everything on the calling
 // thread (one event loop).

@@ -109,6 +109,9 @@ SessionOutcome SummarizeSession(const DispatchScheduler& scheduler, const fs::pa
   outcome.makespan = MakespanSummary(scheduler.dispatches());
   if (any_dfx) {
     for (const collectors::DispatchEntry& d : scheduler.dispatches()) {
+      // A dispatch never sent has no program file of this run (one there is
+      // an earlier run's).
+      if (d.status == DispatchState::kNotRun) continue;
       const std::string rel =
           collectors::DispatchDirPath(d.rank, d.k) + "/" + collectors::kDispatchProgramFile;
       if (fs::exists(record_dir / rel)) AddOnce(outcome.artifacts, rel);

@@ -20,6 +20,7 @@ const ChipModel kA2A3{
     /*cube_flops_per_cycle=*/4096,
     /*vec_elems_per_cycle=*/128,
     /*gm_bytes_per_cycle=*/64,
+    /*device_memory_bytes=*/64ull << 30,
 };
 
 const ChipModel kA5{
@@ -35,6 +36,7 @@ const ChipModel kA5{
     /*cube_flops_per_cycle=*/8192,
     /*vec_elems_per_cycle=*/256,
     /*gm_bytes_per_cycle=*/128,
+    /*device_memory_bytes=*/128ull << 30,
 };
 
 }  // namespace

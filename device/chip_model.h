@@ -31,6 +31,9 @@ struct ChipModel {
   double cube_flops_per_cycle;  // fp multiply-adds per cycle (x2 flops)
   double vec_elems_per_cycle;   // vector elements per cycle
   double gm_bytes_per_cycle;    // global memory bandwidth per core
+  // Device memory (HBM) of one chip: what a dispatch's tensors and ring
+  // heaps may take (device/memory_budget.h).
+  uint64_t device_memory_bytes;
 };
 
 const ChipModel& GetChipModel(config::BackendType backend);

@@ -19,6 +19,7 @@
 #include "device/engine_scheduler.h"
 #include "device/kernels.h"
 #include "device/lowering.h"
+#include "device/memory_budget.h"
 #include "device/recorder_hooks.h"
 #include "device/virtual_clock_run.h"
 
@@ -96,6 +97,22 @@ class Engine final {
   std::unique_ptr<AicpuThreads> threads_;  // real-threads runs only
 };
 
+// The dispatch's AICPU threads within the chip model's, and its memory
+// within the model's and this host's (memory_budget.h): a program larger
+// than the chip or the host is refused by name, not met by std::bad_alloc
+// (or the OOM killer).
+Status CheckFits(const ChipModel& model, const Program& program, const config::RunConfig& config,
+                 uint64_t dump_arena_bytes) {
+  if (config.aicpu_thread_num > model.max_aicpu_threads) {
+    return InvalidArgument(
+        "aicpu_thread_num " + std::to_string(config.aicpu_thread_num) + " exceeds the " +
+        model.name + " limit of " + std::to_string(model.max_aicpu_threads) +
+        " AICPU threads; expected 0 (default) to " + std::to_string(model.max_aicpu_threads));
+  }
+  return CheckMemoryBudget(program, config, dump_arena_bytes,
+                           HostMemoryToCheck(program, config, dump_arena_bytes));
+}
+
 }  // namespace
 
 EmulatedChip::EmulatedChip(const ChipOptions& options) : options_(options) {
@@ -150,11 +167,9 @@ DispatchResult EmulatedChip::RunLowered(const Program& program,
   const ChipModel& model = GetChipModel(config.backend_type);
   const int aic = std::min(aic_, model.max_cores);
   const int aiv = std::min(aiv_, model.max_cores);
-  if (config.aicpu_thread_num > model.max_aicpu_threads) {
-    result.status = InvalidArgument(
-        "aicpu_thread_num " + std::to_string(config.aicpu_thread_num) + " exceeds the " +
-        model.name + " limit of " + std::to_string(model.max_aicpu_threads) +
-        " AICPU threads; expected 0 (default) to " + std::to_string(model.max_aicpu_threads));
+  // What the chip model allows, and the memory budget before allocating.
+  if (Status s = CheckFits(model, program, config, options_.dump_arena_bytes); !s.ok()) {
+    result.status = s;
     return result;
   }
   RingCapacities rings = ResolveRings(model, config.rings);

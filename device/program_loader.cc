@@ -1,5 +1,7 @@
 #include "device/program_loader.h"
 
+#include "common/input_file.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -116,7 +118,7 @@ Result<Program> ParseProgramText(const std::string& text, const std::string& ori
 }
 
 Result<Program> LoadProgram(const std::filesystem::path& path) {
-  DFX_ASSIGN_OR_RETURN(std::string text, ReadJsonText(path));  // bounded before parsing
+  DFX_ASSIGN_OR_RETURN(std::string text, ReadJsonText(path, kMaxProgramFileBytes));
   DFX_ASSIGN_OR_RETURN(Program p, ParseProgramText(text, path.string()));
   AttachSourceLines(&p, text, path.filename().string());
   return p;

@@ -253,6 +253,18 @@ const std::vector<Option<AgentExecCommandLine>>& ExecRows() {
         "--program", "P.json", "the program to run (required)",
         [](auto& l) -> auto& { return l.program; }));
     r.push_back(Text<L>(
+        "--program-origin", "NAME", "how errors name the program (default: its path)",
+        [](auto& l) -> auto& { return l.program_origin; }));
+    r.push_back(Switch<L>(
+        "--check-only",
+        "only check the program, the run config and the memory budget against the chip "
+        "model's capacity; nothing runs or is written",
+        [](auto& l) -> auto& { return l.check_only; }));
+    r.push_back(Switch<L>(
+        "--check-host-memory",
+        "with --check-only: check the budget against this host's available memory too",
+        [](auto& l) -> auto& { return l.check_host_memory; }));
+    r.push_back(Text<L>(
         "--output-dir", "DIR", "where the artifacts land, flat: <work_dir>/dfx_outputs (required)",
         [](auto& l) -> auto& { return l.output_dir; }));
     r.push_back(Text<L>(

@@ -106,7 +106,15 @@ Result<std::optional<CurveClient>> ResolveAgentCurve(const AgentCommandLine& lin
 // `dfx-rank-agent exec`: one program, once, on one local chip; the artifacts
 // flat in `output_dir` (the L2 run, docs/design.md §8).
 struct AgentExecCommandLine {
-  std::string program;       // --program P.json (required)
+  std::string program;  // --program P.json (required)
+  // --program-origin NAME: how errors name the program (default: its path;
+  // the coordinator's pre-check reads a copy of what the user gave).
+  std::string program_origin;
+  // --check-only: load the program, check the run config and the memory
+  // budget (the chip model's capacity; the host's too with
+  // --check-host-memory), then exit: no chip is made, nothing is written.
+  bool check_only = false;
+  bool check_host_memory = false;
   std::string output_dir;    // --output-dir DIR (required): <work_dir>/dfx_outputs
   std::string work_dir;      // --work-dir DIR: names the L2 name map; empty = output_dir's parent
   config::RunConfig config;  // the run-config flags (config/run_config.h), normalised

@@ -13,10 +13,14 @@
 
 #include "common/enum_text.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "protocol/body_codec.h"
 #include "protocol/dfx.capnp.h"
 
 namespace dfx::protocol {
+
+// One size limit for programs at every level: what L2 reads, L3 can send.
+static_assert(kMaxProgramJsonBytes == kMaxProgramFileBytes);
 namespace {
 
 namespace w = ::dfx::protocol::wire;

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 
 namespace dfx::protocol {
 
@@ -52,13 +53,15 @@ Result<std::string> ReadKeyFileText(const fs::path& path) {
                            ": is a symbolic link; key files are never read through links: "
                            "give the real file");
   }
-  if (!fs::is_regular_file(st)) return InvalidArgument(path.string() + ": not a regular file");
-  const uint64_t size = fs::file_size(path, ec);
-  if (!ec && size > kMaxKeyFileBytes) {
-    return InvalidArgument(fmt::format("{}: {} bytes is not a key file (at most {})", path.string(),
-                                       size, kMaxKeyFileBytes));
+  if (fs::is_regular_file(st)) {
+    const uint64_t size = fs::file_size(path, ec);
+    if (!ec && size > kMaxKeyFileBytes) {
+      return InvalidArgument(fmt::format("{}: {} bytes is not a key file (at most {})",
+                                         path.string(), size, kMaxKeyFileBytes));
+    }
   }
-  return ReadFile(path);
+  // A FIFO, device or directory is refused by what it is, without waiting.
+  return ReadInputFile(path, kMaxKeyFileBytes);
 }
 
 Status BadKey(const fs::path& path, const char* field) {

@@ -11,7 +11,10 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
+#include "common/json.h"
 #include "common/log.h"
+#include "device/memory_budget.h"
 #include "rank_agent/run_dispatch.h"
 
 namespace dfx::rank_agent {
@@ -77,8 +80,21 @@ class ProgressLine {
 
 Result<ExecResult> RunExec(const ExecOptions& options) {
   DispatchRequest request;
-  DFX_ASSIGN_OR_RETURN(request.program_json, ReadFile(options.program_path));
-  request.program_origin = options.program_path.string();
+  DFX_ASSIGN_OR_RETURN(request.program_json,
+                       ReadInputFile(options.program_path, kMaxProgramFileBytes));
+  request.program_origin =
+      options.program_origin.empty() ? options.program_path.string() : options.program_origin;
+  // The program, the config and the memory budget, before a chip is made:
+  // a program larger than the chip or this host is refused by its budget,
+  // not met by std::bad_alloc. --check-only stops here.
+  DFX_ASSIGN_OR_RETURN(request.program,
+                       ParseDispatchProgram(request.program_json, request.program_origin, "",
+                                            [&options] { return options.config.Validate(); }));
+  DFX_RETURN_IF_ERROR(device::CheckMemoryBudget(
+      *request.program, options.config, options.chip.dump_arena_bytes,
+      !options.check_only || options.check_host_memory ? device::HostMemoryAvailable()
+                                                       : std::nullopt));
+  if (options.check_only) return ExecResult{};
   request.config = options.config;
   request.pass = options.pass;
   request.output_dir = options.output_dir;

@@ -20,6 +20,14 @@ namespace dfx::rank_agent {
 
 struct ExecOptions {
   std::filesystem::path program_path;
+  std::string program_origin;  // names the program in errors; empty = program_path
+  // Every run first parses the program, validates the config and checks the
+  // memory budget (device/memory_budget.h: the chip model's capacity and
+  // this host's available memory) before a chip is made. check_only stops
+  // there with an empty result (nothing is written), and checks the host's
+  // memory only when check_host_memory.
+  bool check_only = false;
+  bool check_host_memory = false;
   std::filesystem::path output_dir;  // <work_dir>/dfx_outputs
   std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
   config::RunConfig config;          // validated by the caller

@@ -95,6 +95,9 @@ dfx::device::ChipOptions ChipOptionsFrom(const dfx::protocol::AgentChipFlags& fl
 int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   dfx::rank_agent::ExecOptions options;
   options.program_path = line.program;
+  options.program_origin = line.program_origin;
+  options.check_only = line.check_only;
+  options.check_host_memory = line.check_host_memory;
   options.output_dir = line.output_dir;
   options.work_dir = line.work_dir;
   options.config = line.config;
@@ -108,6 +111,12 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   dfx::log::Init("dfx-rank-agent exec", line.chip.log_level);
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
+  if (options.check_only) {
+    std::printf("checked %s: ok\n", (options.program_origin.empty() ? options.program_path.string()
+                                                                    : options.program_origin)
+                                        .c_str());
+    return 0;
+  }
   for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   // The makespan comes from the emulator's own accounting, so a run with no
   // collector reports it too: compare runs with and without them

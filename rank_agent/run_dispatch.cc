@@ -1,7 +1,10 @@
 #include "rank_agent/run_dispatch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
+#include <new>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -40,6 +43,8 @@ bool CountBlocks(const device::Program& program, const std::vector<device::State
   return true;
 }
 
+DispatchOutcome RunDispatchSteps(device::Chip& chip, const DispatchRequest& request);
+
 }  // namespace
 
 bool RunsInline(const device::Program& program, const config::RunConfig& config) {
@@ -77,7 +82,30 @@ Result<std::shared_ptr<const device::Program>> ParseDispatchProgram(
 }
 
 DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) {
-  DispatchOutcome out = [&]() -> DispatchOutcome {
+  // The dispatch boundary: memory running out anyway (the budget of
+  // device/memory_budget.h is checked before the run; other processes take
+  // memory too) fails this dispatch by name instead of killing the agent.
+  DispatchOutcome out;
+  try {
+    out = RunDispatchSteps(chip, request);
+  } catch (const std::bad_alloc&) {
+    out = Failed(DispatchOutcome{}, DispatchFailure::kRun,
+                 FailedPrecondition(fmt::format(
+                     "{}: out of host memory (std::bad_alloc) during the dispatch; the program "
+                     "needs more memory than this host has free: make its tensors smaller or "
+                     "fewer, or run on a host with more free memory",
+                     request.program_origin)));
+  }
+  // 7. Whatever is there, even after a failure.
+  out.artifacts = collectors::ListArtifactFiles(request.output_dir);
+  return out;
+}
+
+namespace {
+
+// Steps 1-6 (run_dispatch.h).
+DispatchOutcome RunDispatchSteps(device::Chip& chip, const DispatchRequest& request) {
+  return [&]() -> DispatchOutcome {
     DispatchOutcome o;
     // 1. The program and the config, in the order a reader fixes them.
     std::shared_ptr<const device::Program> program = request.program;
@@ -135,9 +163,8 @@ DispatchOutcome RunDispatch(device::Chip& chip, const DispatchRequest& request) 
     }
     return o;
   }();
-  // 7. Whatever is there, even after a failure.
-  out.artifacts = collectors::ListArtifactFiles(request.output_dir);
-  return out;
 }
+
+}  // namespace
 
 }  // namespace dfx::rank_agent
