@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "view/artifact_check.h"
 
 namespace dfx::view {
 
@@ -83,6 +84,10 @@ struct RunSummary {
   std::vector<KernelTime> top_kernels;      // whole run, longest first
   std::vector<int32_t> stragglers;          // ranks with straggler_steps > 0, most first
   std::string verdict;                      // one line
+  // The run manifest's word (artifact_check.h): the run's status and every
+  // rank and dispatch that is not ok, with its error; unset without a
+  // manifest. Printed first, marked, whatever the status text is.
+  std::optional<RunHealth> health;
 };
 
 // Builds the summary of `input`; warnings (unreadable side files) go to `err`.
