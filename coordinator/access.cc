@@ -141,6 +141,11 @@ Result<std::vector<fs::path>> WriteKeyDirectory(const fs::path& dir,
   }
   DFX_RETURN_IF_ERROR(EnsurePair(dir, "coordinator", &written));
   DFX_RETURN_IF_ERROR(MakeDirsNoLinks(dir, kAgentKeysDir));
+  // It holds the agents' secret keys, and whoever may write to it could
+  // admit a key of their own (ReadPublicKeys refuses such a directory).
+  if (::chmod((dir / kAgentKeysDir).c_str(), 0700) != 0) {
+    return InvalidArgument((dir / kAgentKeysDir).string() + ": cannot make it private (chmod 700)");
+  }
   for (const std::string& name : agents) {
     DFX_RETURN_IF_ERROR(EnsurePair(dir / kAgentKeysDir, name, &written));
   }

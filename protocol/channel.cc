@@ -295,6 +295,7 @@ class SocketMonitor {
         continue;
       }
       ++refusals_.count;
+      refusals_.last_denied_key = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
       if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
         refusals_.last = fmt::format("the peer refused the credentials (ZAP status {})", value);
       } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {

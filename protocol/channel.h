@@ -136,6 +136,10 @@ struct SocketOptions {
 struct HandshakeRefusals {
   uint64_t count = 0;
   std::string last;
+  // The last one was the server's ZAP handler denying this socket's key
+  // (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH): the server is the pinned one, but
+  // it does not admit this key (yet).
+  bool last_denied_key = false;
 };
 
 class RouterChannel {

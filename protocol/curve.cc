@@ -103,8 +103,30 @@ Status WritePublicKeyFile(const fs::path& path, const std::string& public_key) {
                          std::string("# dfx CURVE public key\n") + kPublicLine + public_key + "\n");
 }
 
+namespace {
+
+// Whoever may write to the directory of a key file may replace the key (or
+// add one to the keys admitted): such a directory is refused.
+Status CheckKeyDirectory(const fs::path& dir, const char* what) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    return Status::Ok();  // a missing directory fails where the file is read
+  }
+  return InvalidArgument(fmt::format(
+      "{}: mode {:04o} lets the group or others write to this directory of {}, so anyone of "
+      "them could replace or add a key; run `chmod go-w {}`",
+      dir.string(), st.st_mode & 07777, what, dir.string()));
+}
+
+fs::path DirectoryOf(const fs::path& file) {
+  return file.has_parent_path() ? file.parent_path() : fs::path(".");
+}
+
+}  // namespace
+
 Result<CurveKeyPair> ReadKeyPairFile(const fs::path& path) {
   DFX_ASSIGN_OR_RETURN(std::string text, ReadKeyFileText(path));
+  DFX_RETURN_IF_ERROR(CheckKeyDirectory(DirectoryOf(path), "a secret key"));
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
     return InvalidArgument(fmt::format(
@@ -134,12 +156,20 @@ Result<std::vector<std::string>> ReadPublicKeys(const fs::path& path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
   if (!fs::is_directory(st) || fs::is_symlink(st)) {
+    DFX_RETURN_IF_ERROR(CheckKeyDirectory(DirectoryOf(path), "admitted public keys"));
     DFX_ASSIGN_OR_RETURN(std::string key, ReadPublicKeyFile(path));
     return std::vector<std::string>{key};
   }
+  DFX_RETURN_IF_ERROR(CheckKeyDirectory(path, "admitted public keys"));
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (entry.path().extension() == ".pub" && !entry.is_symlink(ec)) files.push_back(entry.path());
+    if (entry.path().extension() != ".pub") continue;
+    if (entry.is_symlink(ec)) {
+      return InvalidArgument(entry.path().string() +
+                             ": is a symbolic link; an admitted key is never read through a "
+                             "link (its target could change): copy the key file here instead");
+    }
+    files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {

@@ -62,13 +62,16 @@ bool IsCurveKey(std::string_view key);
 Status WriteKeyPairFile(const std::filesystem::path& path, const CurveKeyPair& keys);
 Status WritePublicKeyFile(const std::filesystem::path& path, const std::string& public_key);
 // A key pair file: refused when it is a link, readable by group or others
-// (names `chmod 600`), malformed, or when its public key does not belong to
+// (names `chmod 600`), in a directory the group or others may write to
+// (names `chmod go-w`), malformed, or when its public key does not belong to
 // its secret key.
 Result<CurveKeyPair> ReadKeyPairFile(const std::filesystem::path& path);
 // A public key file (a .pub, or a .key whose public half is taken).
 Result<std::string> ReadPublicKeyFile(const std::filesystem::path& path);
 // Public keys from `path`: one key file, or every *.pub file in a directory
-// (not recursive; links are never followed). An empty directory is an error.
+// (not recursive). An empty directory, a directory (or a file's directory)
+// the group or others may write to, and a *.pub that is a link are errors
+// naming the path and the fix.
 Result<std::vector<std::string>> ReadPublicKeys(const std::filesystem::path& path);
 
 // The environment of a launched agent (docs/design.md §7: never its command

@@ -89,6 +89,30 @@ TEST(CurveKeys, ADirectoryOfPublicKeys) {
   fs::remove_all(dir);
 }
 
+// Whoever may write to a key directory could admit a key of their own; a
+// linked .pub could change under the coordinator: both refused by name.
+TEST(CurveKeys, AKeyDirectoryOthersMayWriteToAndALinkedPubAreRefused) {
+  const fs::path dir = TempDir();
+  const CurveKeyPair a = Pair();
+  ASSERT_TRUE(WritePublicKeyFile(dir / "a.pub", a.public_key).ok());
+  ASSERT_TRUE(WriteKeyPairFile(dir / "a.key", a).ok());
+  ASSERT_EQ(::chmod(dir.c_str(), 0757), 0);
+  for (const Status& s : {ReadPublicKeys(dir).status(), ReadPublicKeys(dir / "a.pub").status(),
+                          ReadKeyPairFile(dir / "a.key").status()}) {
+    EXPECT_NE(s.message().find(dir.string() + ": mode 0757"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("chmod go-w " + dir.string()), std::string::npos) << s.ToString();
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  EXPECT_TRUE(ReadPublicKeys(dir).ok());
+  fs::create_symlink(dir / "a.pub", dir / "b.pub");
+  auto linked = ReadPublicKeys(dir);
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.status().message().find((dir / "b.pub").string() + ": is a symbolic link"),
+            std::string::npos)
+      << linked.status().ToString();
+  fs::remove_all(dir);
+}
+
 TEST(CurveKeys, TheEnvironmentOfALaunchedAgentIsTakenOnce) {
   CurveClient client{Pair(), Pair().public_key};
   for (const std::string& kv : CurveClientEnvironment(client)) {

@@ -367,13 +367,12 @@ struct RankAgent::Impl {
   // Receives for up to `timeout_ms`, then drains whatever else is queued
   // without waiting.
   Status Receive(int timeout_ms, bool* finished) {
-    DFX_ASSIGN_OR_RETURN(protocol::Polled polled,
-                         link_.channel().Receive(timeout_ms, wake_.read_fd()));
+    DFX_ASSIGN_OR_RETURN(protocol::Polled polled, link_.Receive(timeout_ms, wake_.read_fd()));
     if (polled.woken) wake_.Drain();
     if (!polled.frame) return Status::Ok();
     DFX_RETURN_IF_ERROR(OnMessage(*polled.frame, finished));
     for (int i = 0; i < 64 && !*finished; ++i) {
-      auto more_frames = link_.channel().Receive(0);
+      auto more_frames = link_.Receive(0);
       if (!more_frames.ok() || !more_frames->frame) break;
       DFX_RETURN_IF_ERROR(OnMessage(*more_frames->frame, finished));
     }

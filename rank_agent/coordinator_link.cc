@@ -1,6 +1,7 @@
 #include "rank_agent/coordinator_link.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,10 +43,27 @@ Status CoordinatorLink::Connect(const std::string& identity, std::vector<int32_t
   if (options_.mode == AgentMode::kServe) BeginServeWait();
   identity_ = identity;
   ranks_ = std::move(ranks);
+  return OpenSocket();
+}
+
+Status CoordinatorLink::OpenSocket() {
   DFX_ASSIGN_OR_RETURN(channel_,
-                       protocol::DealerChannel::Connect(context_, options_.coordinator, identity,
+                       protocol::DealerChannel::Connect(context_, options_.coordinator, identity_,
                                                         AgentSocketOptions(options_.curve)));
+  connected_ = true;
   return Status::Ok();
+}
+
+Result<protocol::Polled> CoordinatorLink::Receive(int timeout_ms, int wake_fd) {
+  if (connected_) return channel_.Receive(timeout_ms, wake_fd);
+  protocol::Polled polled;
+  pollfd fd{wake_fd, POLLIN, 0};
+  if (wake_fd >= 0) {
+    polled.woken = ::poll(&fd, 1, timeout_ms) > 0 && (fd.revents & POLLIN) != 0;
+  } else if (timeout_ms > 0) {
+    ::poll(nullptr, 0, timeout_ms);
+  }
+  return polled;
 }
 
 protocol::Header CoordinatorLink::NextHeader(int32_t rank) {
@@ -55,6 +73,7 @@ protocol::Header CoordinatorLink::NextHeader(int32_t rank) {
 void CoordinatorLink::TakeBackHeader() { --sequence_; }
 
 bool CoordinatorLink::Send(int32_t rank, protocol::Body body, protocol::DealerChannel* via) {
+  if (via == nullptr && !connected_) return false;  // backing off: HELLO goes on reconnect
   protocol::Message m{NextHeader(rank), std::move(body)};
   auto r = (via != nullptr ? *via : channel_).Send(m);
   if (!r.ok()) {
@@ -90,6 +109,16 @@ Status CoordinatorLink::Tick(uint64_t now, bool* lost) {
   if (!attached_) {
     if (options_.mode != AgentMode::kServe) return CheckConnectDeadline(now);
     DFX_RETURN_IF_ERROR(CheckServeWait(now));
+    if (!connected_) {
+      if (now < next_hello_ns_) return Status::Ok();
+      if (Status s = OpenSocket(); !s.ok()) {
+        DFX_LOG_ERROR("{}; trying again in {:.0f} s", s.message(), GrowBackoff() / 1e9);
+        next_hello_ns_ = now + hello_backoff_ns_;
+        return Status::Ok();
+      }
+      SendHello();
+      return Status::Ok();
+    }
     if (now >= next_hello_ns_ && now - last_hello_ns_ > 2 * hb_interval + 500000000ull) {
       SendHello();
     }
@@ -178,10 +207,15 @@ Status CoordinatorLink::CheckServeWait(uint64_t now) {
 // peer that is not the coordinator whose key is pinned): never silently
 // retried forever.
 void CoordinatorLink::NoteHandshakeFailures(uint64_t now) {
+  if (!connected_) return;
   protocol::HandshakeRefusals r = channel_.TakeRefusals();
   if (r.count > 0) {
     handshake_failures_ += r.count;
     last_handshake_failure_ = r.last;
+  }
+  if (r.count > 0 && options_.mode == AgentMode::kServe && !attached_) {
+    RefusedAtHandshake(now, r);
+    return;
   }
   if (handshake_failures_ > 0 && now - last_handshake_log_ns_ > 5000000000ull && r.count > 0) {
     last_handshake_log_ns_ = now;
@@ -189,6 +223,33 @@ void CoordinatorLink::NoteHandshakeFailures(uint64_t now) {
         "the handshake with {} failed ({} so far): {}; no message was exchanged with that peer",
         options_.coordinator, handshake_failures_, last_handshake_failure_);
   }
+}
+
+// Serve: the socket goes (ZeroMQ does not reconnect after a ZAP denial, and
+// would hammer a peer holding another key every 100 ms); one line per
+// backoff step names the cause and the cure.
+void CoordinatorLink::RefusedAtHandshake(uint64_t now, const protocol::HandshakeRefusals& r) {
+  channel_ = protocol::DealerChannel();
+  connected_ = false;
+  next_hello_ns_ = now + GrowBackoff();
+  const std::string cure =
+      r.last_denied_key
+          ? "this agent's key is not among the agent keys that coordinator admits: add its "
+            ".pub to the coordinator's keys (DIR/agents/ of --keys DIR, or --agent-keys) and "
+            "start a run there; this agent keeps trying"
+          : "the peer at that endpoint is not the coordinator whose key --coordinator-key "
+            "pins, or it does not admit this agent's --key: check both";
+  DFX_LOG_ERROR(
+      "the coordinator at {} refused this agent at the CURVE handshake ({} so far): {}; "
+      "{}; connecting again in {:.0f} s",
+      options_.coordinator, handshake_failures_, r.last, cure, hello_backoff_ns_ / 1e9);
+}
+
+uint64_t CoordinatorLink::GrowBackoff() {
+  const uint64_t min_ns = static_cast<uint64_t>(options_.refused_backoff_min_ms) * 1000000;
+  const uint64_t max_ns = static_cast<uint64_t>(options_.refused_backoff_max_ms) * 1000000;
+  hello_backoff_ns_ = std::min(max_ns, std::max(min_ns, 2 * hello_backoff_ns_));
+  return hello_backoff_ns_;
 }
 
 // What a refusal code means for this agent (the coordinator's message is a
@@ -298,10 +359,7 @@ void CoordinatorLink::OnHeartbeat(const protocol::Heartbeat& heartbeat) {
 // Serve: so two agents claiming one rank do not flood the coordinator (or
 // the logs) with HELLO and refusal.
 void CoordinatorLink::BackOff(const std::string& refusal) {
-  const uint64_t min_ns = static_cast<uint64_t>(options_.refused_backoff_min_ms) * 1000000;
-  const uint64_t max_ns = static_cast<uint64_t>(options_.refused_backoff_max_ms) * 1000000;
-  hello_backoff_ns_ = std::min(max_ns, std::max(min_ns, 2 * hello_backoff_ns_));
-  next_hello_ns_ = Now() + hello_backoff_ns_;
+  next_hello_ns_ = Now() + GrowBackoff();
   DFX_LOG_ERROR("{}; saying HELLO again in {:.0f} s", refusal, hello_backoff_ns_ / 1e9);
 }
 

@@ -1,10 +1,9 @@
 // The rank agent's link to its coordinator (docs/design.md §7, §9): the
 // DEALER socket, HELLO (again after a backoff that doubles when a serve
-// agent is turned away), the admission of each message (refusals, session
-// checks, a serve agent adopting the coordinator's session), heartbeats on
-// their own timer and the deadlines: the first answer of a one-shot or
-// recover agent, a serve agent's wait for a coordinator, and coordinator
-// silence once attached.
+// agent is turned away, by an Error or at the CURVE handshake), the admission of each message
+// (refusals, session checks, a serve agent adopting the coordinator's session), heartbeats on their
+// own timer and the deadlines: the first answer of a one-shot or recover agent, a serve agent's
+// wait for a coordinator, and coordinator silence once attached.
 //
 // Every message the agent sends goes through Send (or NextHeader for an
 // encoded chunk), so one sequence numbers them all.
@@ -62,8 +61,14 @@ class CoordinatorLink {
   // A non-OK status ends the agent; *lost: a serve agent's coordinator went
   // silent (the caller ends the session).
   Status Tick(uint64_t now, bool* lost);
-  // Logs failed CURVE handshakes (at most every 5 s).
+  // Failed CURVE handshakes. A serve agent not attached closes its socket
+  // on one (ZeroMQ would never retry after a ZAP denial, and would retry a
+  // wrong pinned key every 100 ms), logs it once with the cure and connects
+  // again after the backoff (as BackOff); others log them at most every 5 s.
   void NoteHandshakeFailures(uint64_t now);
+  // Receives on the link's socket; while a serve agent's socket is closed
+  // (backing off after a refused handshake) it only waits on `wake_fd`.
+  Result<protocol::Polled> Receive(int timeout_ms, int wake_fd = -1);
   // Decodes and checks one frame of the coordinator; a non-OK status ends
   // the agent (a refusal of a one-shot or recover agent).
   Result<Admission> Admit(const protocol::Frame& frame);
@@ -86,6 +91,8 @@ class CoordinatorLink {
   uint64_t Now() const { return options_.clock->NowNs(); }
   uint64_t session() const { return session_; }
   bool attached() const { return attached_; }
+  // False while a serve agent backs off after a refused handshake.
+  bool connected() const { return connected_; }
   const std::vector<int32_t>& ranks() const { return ranks_; }
   const std::string& identity() const { return identity_; }
   std::filesystem::path SessionDir() const;
@@ -97,6 +104,10 @@ class CoordinatorLink {
   Status CheckSilence(uint64_t now, bool* lost);
   std::optional<Admission> OnError(const protocol::Error& error, Status* fatal);
   std::string Advice(protocol::ErrorCode code) const;
+  void RefusedAtHandshake(uint64_t now, const protocol::HandshakeRefusals& refusals);
+  Status OpenSocket();
+  // The next backoff step: 0 -> min, then doubling up to max.
+  uint64_t GrowBackoff();
 
   protocol::Context& context_;
   const AgentOptions& options_;
@@ -105,7 +116,8 @@ class CoordinatorLink {
   std::vector<int32_t> ranks_;
   uint64_t session_ = 0;  // current session (0 = none yet)
   uint64_t sequence_ = 0;
-  bool attached_ = false;  // a coordinator answered in this session
+  bool attached_ = false;   // a coordinator answered in this session
+  bool connected_ = false;  // the socket is open (serve: closed while backing off)
   uint64_t started_ns_ = 0;
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;

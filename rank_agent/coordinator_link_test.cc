@@ -7,6 +7,7 @@
 #include <string>
 
 #include "protocol/codec.h"
+#include "protocol/curve.h"
 
 namespace dfx::rank_agent {
 namespace {
@@ -213,6 +214,62 @@ TEST(CoordinatorLinkTest, ARefusedServeLinkSaysHelloAgainAfterABackoffThatDouble
   // A coordinator that answers resets the backoff.
   ASSERT_TRUE(link.Admit(bench.peer.FrameOf(Heartbeat{1, 0, false})).ok());
   EXPECT_EQ(HelloAfterRefusal(bench, link, 1000), 1000 * kMs);
+}
+
+// What the README promises with the agent's own defaults: 1 s doubling to 30 s.
+TEST(CoordinatorLinkTest, TheDefaultBackoffIsOneSecondDoublingToThirty) {
+  LinkBench bench("default-backoff", AgentMode::kServe);
+  bench.options.refused_backoff_min_ms = AgentOptions{}.refused_backoff_min_ms;
+  bench.options.refused_backoff_max_ms = AgentOptions{}.refused_backoff_max_ms;
+  CoordinatorLink link(bench.context, bench.options);
+  ASSERT_TRUE(bench.Start(link));
+  for (uint64_t ms : {1000, 2000, 4000, 8000, 16000, 30000, 30000}) {
+    EXPECT_EQ(HelloAfterRefusal(bench, link, ms), ms * kMs);
+  }
+}
+
+// A serve link turned away at the CURVE handshake (its key is not admitted:
+// ZeroMQ itself would never try again) closes its socket, and connects
+// again only after the backoff, which doubles with each refusal.
+TEST(CoordinatorLinkTest, AServeLinkRefusedAtTheHandshakeConnectsAgainAfterTheBackoff) {
+  Context context;
+  auto server_pair = GenerateCurveKeyPair();
+  auto admitted = GenerateCurveKeyPair();
+  auto stranger = GenerateCurveKeyPair();
+  ASSERT_TRUE(server_pair.ok() && admitted.ok() && stranger.ok());
+  SocketOptions server;
+  server.curve_server = CurveServer{*server_pair, {admitted->public_key}};
+  auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0", server);
+  ASSERT_TRUE(router.ok()) << router.status().ToString();
+  FakeClock clock(kStart);
+  AgentOptions options;
+  options.coordinator = router->endpoint();
+  options.mode = AgentMode::kServe;
+  options.spool_root = "/nonexistent-spool";
+  options.curve = CurveClient{*stranger, server_pair->public_key};
+  options.clock = &clock;
+  CoordinatorLink link(context, options);
+  ASSERT_TRUE(link.Connect("agent-zap", {0}).ok());
+  link.SendHello();
+  // Refused, as seen by the socket monitor (real time, bounded).
+  auto refused = [&] {
+    for (int i = 0; i < 500 && link.connected(); ++i) {
+      (void)router->Receive(10);  // the server side's ZAP handler runs on its own
+      link.NoteHandshakeFailures(clock.NowNs());
+    }
+    return !link.connected();
+  };
+  bool lost = false;
+  for (uint64_t backoff_ms : {1000, 2000, 4000}) {
+    ASSERT_TRUE(refused()) << "refusal before a backoff of " << backoff_ms << " ms";
+    const uint64_t at = clock.NowNs();
+    clock.SetNs(at + (backoff_ms - 1) * kMs);
+    ASSERT_TRUE(link.Tick(clock.NowNs(), &lost).ok());
+    EXPECT_FALSE(link.connected()) << "still backing off";
+    clock.SetNs(at + backoff_ms * kMs);
+    ASSERT_TRUE(link.Tick(clock.NowNs(), &lost).ok());
+    EXPECT_TRUE(link.connected()) << "connects again after " << backoff_ms << " ms";
+  }
 }
 
 TEST(CoordinatorLinkTest, IdleWaitLastsUntilTheNextHeartbeatWhenAttachedAndIdle) {

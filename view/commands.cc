@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "collectors/artifact_layout.h"
+#include "view/artifact_check.h"
 #include "view/deps_viewer.h"
 #include "view/discovery.h"
 #include "view/dump_viewer.h"
@@ -87,6 +88,7 @@ CommandResult<SwimlaneReport> RunTimelineCommand(const SwimlaneRequest& r,
     if (Status s = ParseIndexList(flag, **text, set); !s.ok()) return BadValue(s);
   }
   for (uint32_t rank : ranks) o.ranks.insert(static_cast<int32_t>(rank));
+  if (Status s = CheckAgainstManifest(o.run_dir, r.verify, err); !s.ok()) return s;
   if (Status s = RunSwimlaneForRun(o, out, err); !s.ok()) return s;
   return SwimlaneReport{
       o.output ? *o.output : DefaultTracePath(o.run_dir / layout::kRunSwimlaneFile, format), false};
@@ -128,6 +130,7 @@ CommandResult<SwimlaneReport> RunSwimlaneCommand(const SwimlaneRequest& r, std::
   o.overhead = r.overhead;
   o.verbose = r.verbose;
   o.format = format;
+  if (Status s = CheckAgainstManifest(o.input, r.verify, err); !s.ok()) return s;
   return RunSwimlane(o, out, err);
 }
 
@@ -172,6 +175,7 @@ CommandResult<DepsReport> RunDepsCommand(const DepsRequest& r, std::ostream& out
   o.depth = r.depth.value_or(2);
   o.critical_path = r.critical_path;
   o.collapse = r.collapse;
+  if (Status s = CheckAgainstManifest(o.input, r.verify, err); !s.ok()) return s;
   if (Status s = RunDepsViewer(o, out, err); !s.ok()) return s;
   return DepsReport{o.input};
 }
@@ -196,6 +200,8 @@ CommandResult<DumpReport> RunDumpCommand(const DumpRequest& r, std::ostream& out
   o.arg = r.arg;
   o.index = r.index;
   o.do_export = r.do_export;
+  if (Status s = CheckAgainstManifest(o.dump_dir, r.verify, err, /*with_args_bin=*/true); !s.ok())
+    return s;
   if (Status s = RunDumpViewer(o, out, err); !s.ok()) return s;
   return DumpReport{o.dump_dir};
 }
@@ -208,12 +214,13 @@ CommandResult<ScopeStatsReport> RunScopeStatsCommand(const ScopeStatsRequest& r,
   }
   std::optional<std::filesystem::path> out_dir;
   if (r.out_dir) out_dir = *r.out_dir;
+  if (Status s = CheckAgainstManifest(input, r.verify, err); !s.ok()) return s;
   if (Status s = RunScopeStats(input, out_dir, out, err); !s.ok()) return s;
   return ScopeStatsReport{input};
 }
 
 CommandResult<SchedOverheadReport> RunSchedOverheadCommand(const SchedOverheadRequest& r,
-                                                           std::ostream& out, std::ostream&) {
+                                                           std::ostream& out, std::ostream& err) {
   SchedOverheadOptions o;
   if (r.records.empty()) {
     DFX_ASSIGN_OR_RETURN(o.records, DefaultRecords(""));
@@ -221,6 +228,7 @@ CommandResult<SchedOverheadReport> RunSchedOverheadCommand(const SchedOverheadRe
     o.records = r.records;
   }
   o.deps = r.deps;
+  if (Status s = CheckAgainstManifest(o.records, r.verify, err); !s.ok()) return s;
   if (Status s = RunSchedOverhead(o, out); !s.ok()) return s;
   return SchedOverheadReport{o.records};
 }
@@ -230,6 +238,7 @@ CommandResult<PmuReport> RunPmuCommand(const PmuRequest& r, std::ostream& out, s
   if (input.empty()) {
     DFX_ASSIGN_OR_RETURN(input, DefaultInput(layout::kPmuFile));
   }
+  if (Status s = CheckAgainstManifest(input, r.verify, err); !s.ok()) return s;
   if (Status s = RunPmuSummary(input, out, err); !s.ok()) return s;
   return PmuReport{input};
 }
@@ -239,6 +248,7 @@ CommandResult<RunSummary> RunSummaryCommand(const SummaryRequest& r, std::ostrea
   DFX_ASSIGN_OR_RETURN(std::filesystem::path input, RunInput(r.input, r.run));
   auto threshold = ParseThresholdPercent(r.straggler_threshold);
   if (!threshold.ok()) return BadValue(threshold.status());
+  if (Status s = CheckAgainstManifest(input, r.verify, err); !s.ok()) return s;
   DFX_ASSIGN_OR_RETURN(RunSummary summary, SummarizeRun(input, *threshold, err));
   SummaryPrintOptions o;
   o.format = r.format;
@@ -255,6 +265,7 @@ CommandResult<ExportResult> RunExportCommand(const ExportRequest& r, std::ostrea
   DFX_ASSIGN_OR_RETURN(o.input, RunInput(r.input, r.run));
   o.format = r.format;
   if (!r.output.empty()) o.output = r.output;
+  if (Status s = CheckAgainstManifest(o.input, r.verify, err); !s.ok()) return s;
   DFX_ASSIGN_OR_RETURN(ExportResult result, ExportTasks(o, err));
   out << "Wrote " << result.output.string() << " (" << result.rows << " task row(s) of "
       << result.dispatches << " dispatch(es), format=" << r.format << ")\n";

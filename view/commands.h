@@ -7,6 +7,9 @@
 // the failure dfx-view exits with. dfx-view's main() only copies its flags
 // into a request, calls, and prints the failure.
 //
+// Every command that reads artifacts of a run with a run_manifest.json
+// first checks them against the manifest's checksums (artifact_check.h).
+//
 // Functions; called from one thread. Relative paths are relative to the
 // current directory, where the defaults are looked for too.
 #pragma once
@@ -20,6 +23,7 @@
 #include <variant>
 
 #include "common/status.h"
+#include "view/artifact_check.h"
 #include "view/run_summary.h"
 #include "view/swimlane.h"
 #include "view/task_export.h"
@@ -94,6 +98,9 @@ struct SwimlaneRequest {
   std::string window;                          // "T0:T1" µs; "" = the whole trace
   bool no_flows = false;
   uint64_t warn_bytes = uint64_t{1} << 30;  // run timeline: warn past this size
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 CommandResult<SwimlaneReport> RunSwimlaneCommand(const SwimlaneRequest& request, std::ostream& out,
                                                  std::ostream& err);
@@ -113,6 +120,9 @@ struct DepsRequest {
   std::string around;        // "" = the whole graph
   std::optional<int> depth;  // only with `around`; default 2
   std::string collapse;      // "" | kernel | ring
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 struct DepsReport {
   std::filesystem::path input;
@@ -126,6 +136,9 @@ struct DumpRequest {
   std::optional<std::string> task, stage, role;
   std::optional<long> arg, index;
   bool do_export = false;
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 struct DumpReport {
   std::filesystem::path dump_dir;
@@ -137,6 +150,9 @@ CommandResult<DumpReport> RunDumpCommand(const DumpRequest& request, std::ostrea
 struct ScopeStatsRequest {
   std::string input;  // "" = the newest found
   std::optional<std::string> out_dir;
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 struct ScopeStatsReport {
   std::filesystem::path input;
@@ -148,6 +164,9 @@ CommandResult<ScopeStatsReport> RunScopeStatsCommand(const ScopeStatsRequest& re
 struct SchedOverheadRequest {
   std::string records;  // "" = the newest records found
   std::string deps;     // "" = the sibling deps.json
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 struct SchedOverheadReport {
   std::filesystem::path records;
@@ -158,6 +177,9 @@ CommandResult<SchedOverheadReport> RunSchedOverheadCommand(const SchedOverheadRe
 // --- pmu: the per-function summary of pmu.csv (pmu_summary.h) ------------------------
 struct PmuRequest {
   std::string input;  // "" = the newest found
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 struct PmuReport {
   std::filesystem::path input;
@@ -173,6 +195,9 @@ struct SummaryRequest {
   bool brief = false;
   int top = 5;
   std::string view_command = "dfx-view";
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 CommandResult<RunSummary> RunSummaryCommand(const SummaryRequest& request, std::ostream& out,
                                             std::ostream& err);
@@ -182,6 +207,9 @@ struct ExportRequest {
   std::string input, run;      // as SummaryRequest
   std::string format = "csv";  // csv | sqlite
   std::string output;          // "" = <input>/tasks.csv | tasks.sqlite
+  // Check the artifacts read against the run manifest's checksums
+  // (artifact_check.h); --no-verify: a mismatch only warns.
+  Verify verify = Verify::kRefuse;
 };
 CommandResult<ExportResult> RunExportCommand(const ExportRequest& request, std::ostream& out,
                                              std::ostream& err);

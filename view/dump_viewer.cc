@@ -125,7 +125,7 @@ Result<std::string> RenderTxt(const ArgsDumpEntry& a, collectors::ArgsDumpBin* b
   if (!bin->is_open()) {
     return InvalidArgument("bin_path is None but bin_size > 0 (corrupt manifest?)");
   }
-  std::vector<unsigned char> data = bin->Read(a);
+  DFX_ASSIGN_OR_RETURN(std::vector<unsigned char> data, bin->Read(a));
   size_t got = data.size();
   size_t esize = DtypeSize(dtype);
   std::vector<int64_t> shape = a.shape.value_or(std::vector<int64_t>{});

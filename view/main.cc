@@ -278,6 +278,14 @@ int Run(int argc, char** argv) {
   for (CLI::App* a : {&app, sw.command, dp.command, du.command, ss.command, so, pm, su, ex}) {
     a->set_version_flag("--version", dfx::VersionLine("dfx-view"));
   }
+  bool no_verify = false, skip_verify = false;
+  for (CLI::App* a : {sw.command, dp.command, du.command, ss.command, so, pm, su, ex}) {
+    a->add_flag("--no-verify", no_verify,
+                "read artifacts whose checksum differs from the run manifest's (with a warning) "
+                "instead of refusing them");
+    // The coordinator's own calls: it verified every file as it stored it.
+    a->add_flag("--skip-verify", skip_verify, "check no checksum")->group("");
+  }
   app.footer(
       "Exit status: 0 ok, 1 error, 2 usage error. Without an input, each viewer takes the newest "
       "artifact under ./outputs/*/ (the reference's layout), ./dfx_outputs/ and its "
@@ -294,6 +302,11 @@ int Run(int argc, char** argv) {
 
   std::ostream& out = std::cout;
   std::ostream& err = std::cerr;
+  const view::Verify verify = skip_verify ? view::Verify::kSkip
+                              : no_verify ? view::Verify::kWarn
+                                          : view::Verify::kRefuse;
+  sw.request.verify = dp.request.verify = du.request.verify = ss.request.verify = verify;
+  so_request.verify = pm_request.verify = su_request.verify = ex_request.verify = verify;
   if (sw.command->parsed()) return Exit(view::RunSwimlaneCommand(sw.Request(), out, err));
   if (dp.command->parsed()) return Exit(view::RunDepsCommand(dp.Request(), out, err));
   if (du.command->parsed()) return Exit(view::RunDumpCommand(du.Request(), out, err));

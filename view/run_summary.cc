@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -118,6 +119,21 @@ void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, std::ostream& 
   }
 }
 
+// "run status: failed (run manifest)" and one marked line per rank or
+// dispatch that is not ok; "" when the manifest says ok (or there is none).
+std::string HealthText(const std::optional<RunHealth>& health) {
+  if (!health || (health->status == "ok" && health->not_ok.empty())) return "";
+  std::string text = fmt::format("run status: {} (run manifest)\n", health->status);
+  for (const NotOk& n : health->not_ok) {
+    std::string status = n.status;
+    std::transform(status.begin(), status.end(), status.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    text += fmt::format("  !! {:<12} {:<10} {}\n", status, n.what,
+                        n.error.empty() ? std::string("(no error text)") : n.error);
+  }
+  return text;
+}
+
 std::string Pct(const std::optional<double>& v) {
   return v ? fmt::format("{:.0f}%", *v) : std::string("-");
 }
@@ -140,6 +156,7 @@ void PrintTable(const RunSummary& s, const SummaryPrintOptions& o, std::ostream&
       "Summary of {}: {} rank(s), {} dispatch(es), {} task row(s); µs on the chip "
       "clock\n",
       s.input.string(), s.ranks.size(), s.dispatches.size(), rows);
+  out << HealthText(s.health);
   const std::string header =
       fmt::format("{:<5} {:>4} {:>7} {:>11} {:>11} {:>11} {:>10}  {:<22} {}", "rank", "disp",
                   "rows", "span", "busy", "idle", "sched", "ring peak", "pmu cycles");
@@ -214,7 +231,9 @@ void PrintTable(const RunSummary& s, const SummaryPrintOptions& o, std::ostream&
   }
   out << s.verdict << "\n";
   for (const std::string& note : s.notes) out << note << "\n";
-  const std::string run = s.input.string();
+  // Pasteable whatever the path holds (spaces, quotes); o.view is already a
+  // shell word (the coordinator passes its ViewCommand()).
+  const std::string run = ShellQuote(s.input.string());
   if (!s.stragglers.empty()) {
     out << fmt::format("dig further: {} swimlane --run {} --ranks {}   |   {} summary {}\n", o.view,
                        run, s.stragglers.front(), o.view, run);
@@ -313,6 +332,14 @@ void PrintJson(const RunSummary& s, const SummaryPrintOptions& o, std::ostream& 
   j["stragglers"] = s.stragglers;
   j["verdict"] = s.verdict;
   j["notes"] = s.notes;
+  if (s.health) {
+    j["run_status"] = s.health->status;
+    Json not_ok = Json::array();
+    for (const NotOk& n : s.health->not_ok) {
+      not_ok.push_back({{"what", n.what}, {"status", n.status}, {"error", n.error}});
+    }
+    j["not_ok"] = std::move(not_ok);
+  }
   out << j.dump(2) << "\n";
 }
 
@@ -355,6 +382,7 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
   RunSummary s;
   s.input = input;
   s.straggler_threshold_pct = threshold_pct;
+  s.health = ReadRunHealth(input, err);
   std::map<int32_t, RankSummary> ranks;
   std::map<uint32_t, std::vector<const DispatchSummary*>> by_step;
   std::map<std::string, KernelTime> kernels;
@@ -398,8 +426,10 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
     }
   }
   if (!any_records) {
-    return NotFound(fmt::format("{}: no {} in any dispatch; run with --enable-chip-swimlane",
-                                input.string(), collectors::kSwimlaneRecordsFile));
+    return NotFound(fmt::format(
+        "{}: no {} in any dispatch; run with --enable-chip-swimlane{}", input.string(),
+        collectors::kSwimlaneRecordsFile,
+        s.health && !s.health->not_ok.empty() ? "\n" + HealthText(s.health) : std::string()));
   }
   for (const auto& [k, members] : by_step) {
     StepSummary st;

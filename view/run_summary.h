@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "view/artifact_check.h"
 
 namespace dfx::view {
 
@@ -87,6 +88,10 @@ struct RunSummary {
   // stopped before it ended, and each dispatch whose files are still in an
   // agent's spool ("in_spool") with the gather command that fetches them.
   std::vector<std::string> notes;
+  // The run manifest's word (artifact_check.h): the run's status and every
+  // rank and dispatch that is not ok, with its error; unset without a
+  // manifest. Printed first, marked, whatever the status text is.
+  std::optional<RunHealth> health;
 };
 
 // Builds the summary of `input`; warnings (unreadable side files) go to `err`.

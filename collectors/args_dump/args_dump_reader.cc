@@ -7,39 +7,96 @@
 
 #include "collectors/args_dump/args_dump_keys.h"
 #include "common/json.h"
+#include "common/json_value.h"
 
 namespace dfx::collectors {
 namespace {
 
 namespace keys = args_dump_keys;
 
+// One field of an entry: absent keeps `*out` (the default); another type is
+// an error naming the field.
+class Fields {
+ public:
+  Fields(const Json& object, const std::string& file, const std::string& where)
+      : object_(object), file_(file), where_(where) {}
+
+  Status String(const std::string& key, std::string* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_string()) return Wrong(key, "a string", *v);
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+  Status Integer(const std::string& key, int64_t* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    std::optional<int64_t> i = v->is_boolean() ? std::nullopt : JsonInteger<int64_t>(*v);
+    if (!i) return Wrong(key, "an integer", *v);
+    *out = *i;
+    return Status::Ok();
+  }
+  Status Bool(const std::string& key, bool* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_boolean()) return Wrong(key, "true or false", *v);
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+  Status Dims(const std::string& key, std::optional<std::vector<int64_t>>* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_array()) return Wrong(key, "an array of integers", *v);
+    std::vector<int64_t> dims;
+    for (const Json& d : *v) {
+      std::optional<int64_t> i = d.is_boolean() ? std::nullopt : JsonInteger<int64_t>(d);
+      if (!i) return Wrong(key, "an array of integers", *v);
+      dims.push_back(*i);
+    }
+    *out = std::move(dims);
+    return Status::Ok();
+  }
+  const Json* Find(const std::string& key) const {
+    auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+
+ private:
+  Status Wrong(const std::string& key, const char* expected, const Json& got) const {
+    return JsonError(file_, where_ + "." + key, expected, got);
+  }
+  const Json& object_;
+  const std::string& file_;
+  const std::string& where_;
+};
+
 Result<ArgsDumpEntry> ToEntry(const Json& a, const std::string& file, const std::string& where) {
   if (!a.is_object()) return JsonError(file, where, "an object", a);
   ArgsDumpEntry e;
-  try {
-    e.task_id = a.value(keys::kTaskId.c_str(), std::string());
-    e.role = a.value(keys::kRole.c_str(), std::string());
-    e.stage = a.value(keys::kStage.c_str(), std::string());
-    e.kind = a.value(keys::kKind.c_str(), std::string());
-    if (a.contains(keys::kDtype.c_str())) e.dtype = a[keys::kDtype.c_str()].get<std::string>();
-    e.arg_index = a.value(keys::kArgIndex.c_str(), int64_t{-1});
-    e.is_contiguous = a.value(keys::kIsContiguous.c_str(), false);
-    if (a.contains(keys::kShape.c_str()))
-      e.shape = a[keys::kShape.c_str()].get<std::vector<int64_t>>();
-    if (a.contains(keys::kStrides.c_str()))
-      e.strides = a[keys::kStrides.c_str()].get<std::vector<int64_t>>();
-    e.start_offset = a.value(keys::kStartOffset.c_str(), int64_t{0});
-    e.truncated = a.value(keys::kTruncated.c_str(), false);
-    e.overwritten = a.value(keys::kOverwritten.c_str(), false);
-    const Json& v = a.contains(keys::kValue.c_str()) ? a[keys::kValue.c_str()] : Json();
-    e.value_text = v.is_boolean()  ? (v.get<bool>() ? "true" : "false")
-                   : v.is_string() ? v.get<std::string>()
-                                   : v.dump();
-    e.bin_offset = a.value(keys::kBinOffset.c_str(), int64_t{0});
-    e.bin_size = a.value(keys::kBinSize.c_str(), int64_t{0});
-  } catch (const nlohmann::json::exception& ex) {
-    return InvalidArgument(fmt::format("{}: at {}: {}", file, where, ex.what()));
+  const Fields f(a, file, where);
+  DFX_RETURN_IF_ERROR(f.String(keys::kTaskId.c_str(), &e.task_id));
+  DFX_RETURN_IF_ERROR(f.String(keys::kRole.c_str(), &e.role));
+  DFX_RETURN_IF_ERROR(f.String(keys::kStage.c_str(), &e.stage));
+  DFX_RETURN_IF_ERROR(f.String(keys::kKind.c_str(), &e.kind));
+  if (f.Find(keys::kDtype.c_str()) != nullptr) {
+    std::string dtype;
+    DFX_RETURN_IF_ERROR(f.String(keys::kDtype.c_str(), &dtype));
+    e.dtype = std::move(dtype);
   }
+  DFX_RETURN_IF_ERROR(f.Integer(keys::kArgIndex.c_str(), &e.arg_index));
+  DFX_RETURN_IF_ERROR(f.Bool(keys::kIsContiguous.c_str(), &e.is_contiguous));
+  DFX_RETURN_IF_ERROR(f.Dims(keys::kShape.c_str(), &e.shape));
+  DFX_RETURN_IF_ERROR(f.Dims(keys::kStrides.c_str(), &e.strides));
+  DFX_RETURN_IF_ERROR(f.Integer(keys::kStartOffset.c_str(), &e.start_offset));
+  DFX_RETURN_IF_ERROR(f.Bool(keys::kTruncated.c_str(), &e.truncated));
+  DFX_RETURN_IF_ERROR(f.Bool(keys::kOverwritten.c_str(), &e.overwritten));
+  const Json* value = f.Find(keys::kValue.c_str());
+  const Json v = value != nullptr ? *value : Json();
+  e.value_text = v.is_boolean()  ? (v.get<bool>() ? "true" : "false")
+                 : v.is_string() ? v.get<std::string>()
+                                 : v.dump();
+  DFX_RETURN_IF_ERROR(f.Integer(keys::kBinOffset.c_str(), &e.bin_offset));
+  DFX_RETURN_IF_ERROR(f.Integer(keys::kBinSize.c_str(), &e.bin_size));
   return e;
 }
 
@@ -71,15 +128,39 @@ Result<ArgsDumpManifest> ReadArgsDumpManifest(const std::filesystem::path& manif
 }
 
 void ArgsDumpBin::Open(const std::filesystem::path& dump_dir, const ArgsDumpManifest& manifest) {
-  if (manifest.bin_file) in_.open(dump_dir / *manifest.bin_file, std::ios::binary);
+  if (!manifest.bin_file) return;
+  path_ = dump_dir / *manifest.bin_file;
+  in_.open(path_, std::ios::binary);
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path_, ec);
+  size_ = ec ? 0 : static_cast<uint64_t>(size);
 }
 
-std::vector<unsigned char> ArgsDumpBin::Read(const ArgsDumpEntry& entry) {
-  std::vector<unsigned char> data(static_cast<size_t>(entry.bin_size));
+Result<std::vector<unsigned char>> ArgsDumpBin::Read(const ArgsDumpEntry& entry) {
+  const std::string what = fmt::format("task {} arg {} ({}, {})", entry.task_id, entry.arg_index,
+                                       entry.role, entry.stage);
+  if (entry.bin_offset < 0 || entry.bin_size < 0) {
+    return InvalidArgument(
+        fmt::format("{}: {} has bin_offset {} and bin_size {} in the manifest; both must be >= 0",
+                    path_.string(), what, entry.bin_offset, entry.bin_size));
+  }
+  const uint64_t offset = static_cast<uint64_t>(entry.bin_offset);
+  const uint64_t size = static_cast<uint64_t>(entry.bin_size);
+  if (offset > size_ || size > size_ - offset) {
+    return InvalidArgument(fmt::format(
+        "{}: {} byte(s) of {} expected at offset {}, but the file holds {} byte(s): it is "
+        "truncated (or the manifest does not belong to it)",
+        path_.string(), size, what, offset, size_));
+  }
+  std::vector<unsigned char> data(static_cast<size_t>(size));
   in_.clear();
-  in_.seekg(entry.bin_offset);
-  in_.read(reinterpret_cast<char*>(data.data()), entry.bin_size);
-  data.resize(static_cast<size_t>(in_.gcount()));
+  in_.seekg(static_cast<std::streamoff>(offset));
+  in_.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in_.gcount()) != size) {
+    return InvalidArgument(
+        fmt::format("{}: {} byte(s) of {} expected at offset {}, only {} could be read",
+                    path_.string(), size, what, offset, static_cast<uint64_t>(in_.gcount())));
+  }
   return data;
 }
 

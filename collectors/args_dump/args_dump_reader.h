@@ -44,7 +44,8 @@ struct ArgsDumpManifest {
 };
 
 // Reads `manifest_path` (<dump dir>/args_dump.json). Errors name the file and
-// the JSON path of what was wrong.
+// the JSON path of what was wrong: a field of another type (a string for a
+// number, a number out of range) is refused, never thrown or cast.
 Result<ArgsDumpManifest> ReadArgsDumpManifest(const std::filesystem::path& manifest_path);
 
 // The payload file of a dump, opened once for many reads.
@@ -54,12 +55,16 @@ class ArgsDumpBin {
   // says whether that worked.
   void Open(const std::filesystem::path& dump_dir, const ArgsDumpManifest& manifest);
   bool is_open() const { return in_.is_open(); }
-  // Up to `entry.bin_size` bytes at `entry.bin_offset` (fewer when the file
-  // is shorter). Requires is_open().
-  std::vector<unsigned char> Read(const ArgsDumpEntry& entry);
+  // The `entry.bin_size` bytes at `entry.bin_offset`. A file shorter than
+  // that (a truncated args.bin) or a negative offset or size is an error
+  // naming the file, the offset and what was expected; nothing is allocated
+  // beyond what the file holds. Requires is_open().
+  Result<std::vector<unsigned char>> Read(const ArgsDumpEntry& entry);
 
  private:
   std::ifstream in_;
+  std::filesystem::path path_;
+  uint64_t size_ = 0;  // the file's size when opened
 };
 
 }  // namespace dfx::collectors

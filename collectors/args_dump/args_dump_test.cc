@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -360,7 +361,21 @@ TEST(ArgsDump, ReaderReadsBackTheManifestAndThePayloads) {
   ArgsDumpBin bin;
   bin.Open(d, *m);
   ASSERT_TRUE(bin.is_open());
-  EXPECT_EQ(bin.Read(tensor), a);
+  auto read = bin.Read(tensor);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, a);
+  // A truncated args.bin: an error naming the file, the offset and the size.
+  std::filesystem::resize_file(d / "args.bin", 10);
+  ArgsDumpBin cut;
+  cut.Open(d, *m);
+  auto short_read = cut.Read(tensor);
+  ASSERT_FALSE(short_read.ok());
+  const std::string message = short_read.status().message();
+  EXPECT_NE(message.find((d / "args.bin").string()), std::string::npos) << message;
+  EXPECT_NE(message.find("64 byte(s)"), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("at offset {}", tensor.bin_offset)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
 }
 
 TEST(ArgsDump, ReaderAcceptsTheLegacyTensorsListAndNamesWhatIsWrong) {
@@ -382,8 +397,19 @@ TEST(ArgsDump, ReaderAcceptsTheLegacyTensorsListAndNamesWhatIsWrong) {
   ASSERT_TRUE(WriteFileAtomic(path, R"({"args": [{"arg_index": "two"}]})").ok());
   m = ReadArgsDumpManifest(path);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find(path.string() + ": at $.args[0]: "), std::string::npos)
+  EXPECT_NE(m.status().message().find(path.string() + ": at $.args[0]"), std::string::npos)
       << m.status().message();
+  // Hostile types are refused by name, never thrown or cast (1e300 as an
+  // int64 would be undefined).
+  for (const char* entry :
+       {R"({"bin_size": 1e300})", R"({"bin_offset": true})", R"({"shape": [1, "x"]})",
+        R"({"is_contiguous": 1})", R"({"dtype": 7})", R"({"strides": {}})"}) {
+    ASSERT_TRUE(WriteFileAtomic(path, fmt::format(R"({{"args": [{}]}})", entry)).ok());
+    m = ReadArgsDumpManifest(path);
+    ASSERT_FALSE(m.ok()) << entry;
+    EXPECT_NE(m.status().message().find(": at $.args[0]."), std::string::npos)
+        << m.status().message();
+  }
 }
 
 }  // namespace

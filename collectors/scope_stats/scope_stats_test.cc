@@ -143,5 +143,30 @@ TEST(ScopeStats, ReaderRequiresTheMetadataLineAndAPhase) {
       << file.status().message();
 }
 
+// Hostile types are refused by name: never thrown, never an undefined cast
+// (a depth of 1e300 as an int).
+TEST(ScopeStats, ReaderRefusesFieldsOfAnotherTypeByName) {
+  TempDir dir;
+  auto path = dir.path() / "s.jsonl";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"version": 6, "fatal": "yes"})", "at line 1: $.fatal: expected true or false"},
+      {R"({"version": 6, "dropped": -1})", "at line 1: $.dropped: expected an integer"},
+      {"{\"version\": 6}\n{\"phase\": \"begin\", \"depth\": 1e300}",
+       "at line 2: $.depth: expected an integer"},
+      {"{\"version\": 6}\n{\"phase\": \"begin\", \"ring\": \"1\"}",
+       "at line 2: $.ring: expected an integer"},
+      {"{\"version\": 6}\n{\"phase\": \"end\", \"tensormap\": [1]}",
+       "at line 2: $.tensormap: expected a number"},
+      {"{\"version\": 6}\n{\"phase\": 1}", "at line 2: $.phase: expected a string"},
+  };
+  for (const auto& [text, expected] : cases) {
+    ASSERT_TRUE(WriteFileAtomic(path, std::string(text) + "\n").ok());
+    auto file = ReadScopeStats(path);
+    ASSERT_FALSE(file.ok()) << text;
+    EXPECT_NE(file.status().message().find(expected), std::string::npos)
+        << text << ": " << file.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace dfx::collectors
