@@ -284,6 +284,8 @@ class SocketMonitor {
       uint32_t value = 0;
       std::memcpy(&event, head.data(), 2);
       std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
+      if (std::getenv("DFX_DEBUG_MONITOR"))
+        std::fprintf(stderr, "DEBUG event %d value %u\n", event, value);
       if (event == ZMQ_EVENT_DISCONNECTED) {
         // Bounded: an owner that never asks keeps only the latest closes.
         if (disconnects_.size() >= 4096) disconnects_.erase(disconnects_.begin());

@@ -116,7 +116,24 @@ Status CoordinatorLink::Tick(uint64_t now, bool* lost) {
         next_hello_ns_ = now + hello_backoff_ns_;
         return Status::Ok();
       }
+      reconnected_ns_ = now;
       SendHello();
+      return Status::Ok();
+    }
+    // Connected again after a refused handshake: a coordinator that admits
+    // this agent answers its HELLO within milliseconds. A second failure is
+    // not always reported by the socket monitor (a peer holding another key
+    // was seen to close the connection without an event and without ZeroMQ
+    // trying again), so silence counts as a refusal too.
+    if (handshake_retry_ && now - reconnected_ns_ > kRetryAnswerNs) {
+      ++handshake_failures_;
+      RefusedAtHandshake(
+          now, protocol::HandshakeRefusals{
+                   1,
+                   fmt::format("no answer within {} s of connecting again (the handshake failed "
+                               "without a word, or nothing listens there)",
+                               kRetryAnswerNs / 1000000000),
+                   false});
       return Status::Ok();
     }
     if (now >= next_hello_ns_ && now - last_hello_ns_ > 2 * hb_interval + 500000000ull) {
@@ -225,12 +242,13 @@ void CoordinatorLink::NoteHandshakeFailures(uint64_t now) {
   }
 }
 
-// Serve: the socket goes (ZeroMQ does not reconnect after a ZAP denial, and
-// would hammer a peer holding another key every 100 ms); one line per
-// backoff step names the cause and the cure.
+// Serve: the socket disconnects until the backoff ends (ZeroMQ does not
+// reconnect after a ZAP denial, and would hammer a peer holding another key
+// every 100 ms); one line per backoff step names the cause and the cure.
 void CoordinatorLink::RefusedAtHandshake(uint64_t now, const protocol::HandshakeRefusals& r) {
   channel_ = protocol::DealerChannel();
   connected_ = false;
+  handshake_retry_ = true;
   next_hello_ns_ = now + GrowBackoff();
   const std::string cure =
       r.last_denied_key
@@ -334,6 +352,7 @@ Result<Admission> CoordinatorLink::Admit(const protocol::Frame& frame) {
     return Admission{};
   }
   hello_backoff_ns_ = 0;  // a coordinator answered: no refusal to back off from
+  handshake_retry_ = false;
   if (adopting) {
     session_ = m.header.session_id;
     DFX_LOG_INFO("attached to session {} of the coordinator at {}", Hex64(session_),

@@ -61,12 +61,11 @@ class CoordinatorLink {
   // A non-OK status ends the agent; *lost: a serve agent's coordinator went
   // silent (the caller ends the session).
   Status Tick(uint64_t now, bool* lost);
-  // Failed CURVE handshakes. A serve agent not attached closes its socket
-  // on one (ZeroMQ would never retry after a ZAP denial, and would retry a
-  // wrong pinned key every 100 ms), logs it once with the cure and connects
-  // again after the backoff (as BackOff); others log them at most every 5 s.
+  // Failed CURVE handshakes. A serve agent not attached disconnects on one (ZeroMQ would never
+  // retry after a ZAP denial, and would retry a wrong pinned key every 100 ms), logs it once with
+  // the cure and connects again after the backoff (as BackOff); others log them at most every 5 s.
   void NoteHandshakeFailures(uint64_t now);
-  // Receives on the link's socket; while a serve agent's socket is closed
+  // Receives on the link's socket; while a serve agent is disconnected
   // (backing off after a refused handshake) it only waits on `wake_fd`.
   Result<protocol::Polled> Receive(int timeout_ms, int wake_fd = -1);
   // Decodes and checks one frame of the coordinator; a non-OK status ends
@@ -91,7 +90,7 @@ class CoordinatorLink {
   uint64_t Now() const { return options_.clock->NowNs(); }
   uint64_t session() const { return session_; }
   bool attached() const { return attached_; }
-  // False while a serve agent backs off after a refused handshake.
+  // False while a serve agent backs off (disconnected) after a refused handshake.
   bool connected() const { return connected_; }
   const std::vector<int32_t>& ranks() const { return ranks_; }
   const std::string& identity() const { return identity_; }
@@ -117,7 +116,12 @@ class CoordinatorLink {
   uint64_t session_ = 0;  // current session (0 = none yet)
   uint64_t sequence_ = 0;
   bool attached_ = false;   // a coordinator answered in this session
-  bool connected_ = false;  // the socket is open (serve: closed while backing off)
+  bool connected_ = false;  // the socket is connected (serve: not while backing off)
+  // Serve: connected again after a refused handshake (at reconnected_ns_);
+  // no answer within kRetryAnswerNs is one more refusal.
+  static constexpr uint64_t kRetryAnswerNs = 3000000000ull;
+  bool handshake_retry_ = false;
+  uint64_t reconnected_ns_ = 0;
   uint64_t started_ns_ = 0;
   uint64_t last_rx_ns_ = 0;
   uint64_t last_hb_ns_ = 0;

@@ -231,12 +231,18 @@ TEST(CoordinatorLinkTest, TheDefaultBackoffIsOneSecondDoublingToThirty) {
 // A serve link turned away at the CURVE handshake (its key is not admitted:
 // ZeroMQ itself would never try again) closes its socket, and connects
 // again only after the backoff, which doubles with each refusal.
-TEST(CoordinatorLinkTest, AServeLinkRefusedAtTheHandshakeConnectsAgainAfterTheBackoff) {
+// A serve link refused at the CURVE handshake closes its socket, and
+// connects again only after the backoff, which doubles with each refusal:
+// its key not admitted (a ZAP denial, after which ZeroMQ itself would never
+// try again), or a peer that is not the coordinator whose key it pins
+// (which ZeroMQ would retry every 100 ms).
+void RefusedAtTheHandshakeConnectsAgainAfterTheBackoff(bool pin_wrong_key) {
   Context context;
   auto server_pair = GenerateCurveKeyPair();
   auto admitted = GenerateCurveKeyPair();
   auto stranger = GenerateCurveKeyPair();
-  ASSERT_TRUE(server_pair.ok() && admitted.ok() && stranger.ok());
+  auto other_server = GenerateCurveKeyPair();
+  ASSERT_TRUE(server_pair.ok() && admitted.ok() && stranger.ok() && other_server.ok());
   SocketOptions server;
   server.curve_server = CurveServer{*server_pair, {admitted->public_key}};
   auto router = RouterChannel::Bind(context, "tcp://127.0.0.1:0", server);
@@ -246,15 +252,16 @@ TEST(CoordinatorLinkTest, AServeLinkRefusedAtTheHandshakeConnectsAgainAfterTheBa
   options.coordinator = router->endpoint();
   options.mode = AgentMode::kServe;
   options.spool_root = "/nonexistent-spool";
-  options.curve = CurveClient{*stranger, server_pair->public_key};
+  options.curve = pin_wrong_key ? CurveClient{*admitted, other_server->public_key}
+                                : CurveClient{*stranger, server_pair->public_key};
   options.clock = &clock;
   CoordinatorLink link(context, options);
-  ASSERT_TRUE(link.Connect("agent-zap", {0}).ok());
+  ASSERT_TRUE(link.Connect("agent-refused", {0}).ok());
   link.SendHello();
   // Refused, as seen by the socket monitor (real time, bounded).
   auto refused = [&] {
-    for (int i = 0; i < 500 && link.connected(); ++i) {
-      (void)router->Receive(10);  // the server side's ZAP handler runs on its own
+    for (int i = 0; i < 800 && link.connected(); ++i) {
+      (void)router->Receive(10);
       link.NoteHandshakeFailures(clock.NowNs());
     }
     return !link.connected();
@@ -270,6 +277,18 @@ TEST(CoordinatorLinkTest, AServeLinkRefusedAtTheHandshakeConnectsAgainAfterTheBa
     ASSERT_TRUE(link.Tick(clock.NowNs(), &lost).ok());
     EXPECT_TRUE(link.connected()) << "connects again after " << backoff_ms << " ms";
   }
+  // Connected again, and no answer (nor any event) within 3 s: refused again.
+  clock.SetNs(clock.NowNs() + 3001 * kMs);
+  ASSERT_TRUE(link.Tick(clock.NowNs(), &lost).ok());
+  EXPECT_FALSE(link.connected()) << "silence after connecting again counts as a refusal";
+}
+
+TEST(CoordinatorLinkTest, AServeLinkWhoseKeyIsNotAdmittedConnectsAgainAfterTheBackoff) {
+  RefusedAtTheHandshakeConnectsAgainAfterTheBackoff(/*pin_wrong_key=*/false);
+}
+
+TEST(CoordinatorLinkTest, AServeLinkPinningAnotherKeyConnectsAgainAfterTheBackoff) {
+  RefusedAtTheHandshakeConnectsAgainAfterTheBackoff(/*pin_wrong_key=*/true);
 }
 
 TEST(CoordinatorLinkTest, IdleWaitLastsUntilTheNextHeartbeatWhenAttachedAndIdle) {

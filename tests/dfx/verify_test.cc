@@ -62,7 +62,8 @@ TEST(VerifyTest, AChangedByteIsRefusedNamingBothChecksums) {
   bytes[bytes.size() / 2] = bytes[bytes.size() / 2] == ' ' ? '\t' : ' ';
   ASSERT_TRUE(WriteFileAtomic(deps, bytes).ok());
   std::string expected;
-  for (const auto& d : LoadJson(out / "run_manifest.json")["dispatches"]) {
+  const Json manifest = LoadJson(out / "run_manifest.json");
+  for (const auto& d : manifest["dispatches"]) {
     for (const auto& a : d["artifacts"]) {
       if (a["path"] == "rank1/d0/deps.json") expected = a["checksum"].get<std::string>();
     }

@@ -114,15 +114,15 @@ TEST(RefusalTest, AWrongPinnedCoordinatorKeyIsRetriedWithGrowingIntervals) {
                  "--coordinator-key", (keys / "coordinator.pub").string()},
                 dir);
   uint64_t handshakes = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(12);
   while (std::chrono::steady_clock::now() < deadline) {
     auto got = router->Receive(20);
     EXPECT_FALSE(got.ok() && got->frame) << "no message passes a wrong key";
     handshakes += router->TakeRefusals().count;
   }
   const std::string err = agent.err();
-  std::cerr << "DEBUG handshakes " << handshakes << "\n" << err;
-  // Attempts at about 0, 1, 3 and 7 s: 4 in 9 s (6.5 a second without a backoff).
+  // Attempts at about 0, 1, 3 (or after 3 s of silence) and 7 s: 2 to 5 in
+  // 12 s (6.5 a second without a backoff).
   EXPECT_GE(Count(err, kRefusedLine), 2u) << err;
   EXPECT_LE(Count(err, kRefusedLine), 6u) << err;
   EXPECT_LE(handshakes, 8u) << "the coordinator side saw each attempt\n" << err;
