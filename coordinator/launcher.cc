@@ -197,11 +197,10 @@ size_t AgentLauncher::exited() const {
   return n;
 }
 
-void AgentLauncher::TerminateAll(int grace_ms) {
+void AgentLauncher::TerminateAll(int grace_ms, const std::string& when) {
   for (auto& child : children_) {
     if (!child.Poll()) {
-      DFX_LOG_WARN("child pid {} still running after --shutdown-timeout; terminating it",
-                   child.pid());
+      DFX_LOG_WARN("child pid {} still running {}; terminating it", child.pid(), when);
       child.Terminate(grace_ms);
     }
   }

@@ -93,8 +93,9 @@ class AgentLauncher {
   bool AnyRunning();
   size_t size() const { return children_.size(); }
   size_t exited() const;
-  // SIGTERM, wait `grace_ms`, SIGKILL, for each child still running.
-  void TerminateAll(int grace_ms);
+  // SIGTERM, wait `grace_ms`, SIGKILL, for each child still running; the
+  // warning says it was still running `when`.
+  void TerminateAll(int grace_ms, const std::string& when = "after --shutdown-timeout");
   // The first child's ending, for messages.
   std::string DescribeFirst() const;
 

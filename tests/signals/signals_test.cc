@@ -61,6 +61,9 @@ std::vector<std::string> RunArgv(const fs::path& plan, const fs::path& work, int
 // A slow disk on the coordinator's side: every chunk write takes 250 ms, so
 // a dispatch's artifacts are still streaming when the signal comes.
 const std::vector<std::string> kSlowDisk = {"DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=250"};
+// Slower still: two dispatches' streams (8 chunks, 4.8 s) outlast the 2 s
+// an interrupted run gives what is in flight.
+const std::vector<std::string> kSlowerDisk = {"DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=600"};
 
 // A child on a new pseudo-terminal, its session leader and foreground
 // process group, like a command typed in a terminal. What it writes there
@@ -223,7 +226,7 @@ void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
   fs::path dir = TestDir(name);
   const fs::path work = dir / "w";
   PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"),
-                         mid_stream ? kSlowDisk : std::vector<std::string>{});
+                         mid_stream ? kSlowerDisk : std::vector<std::string>{});
   const std::string hex = SessionHex(work);
   ASSERT_FALSE(hex.empty()) << coordinator.output();
   ASSERT_TRUE(WaitFor(
@@ -243,6 +246,12 @@ void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
       << out;
   EXPECT_NE(out.find("verdict: FAILED: interrupted by SIGINT"), std::string::npos) << out;
   ExpectInterruptedManifest(work);
+  if (mid_stream) {
+    // What was streaming when the coordinator stopped waits in a spool.
+    size_t in_spool = 0;
+    for (const auto& [d, state] : DispatchStates(work)) in_spool += state == "in_spool" ? 1 : 0;
+    EXPECT_GE(in_spool, 1u) << out;
+  }
   std::this_thread::sleep_for(std::chrono::seconds(3));
   EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
   ExpectGatherRecoversEverything(dir, work, hex);
@@ -335,6 +344,13 @@ TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
     in_spool += state == "in_spool" ? 1 : 0;
   }
   EXPECT_GE(in_spool, 1u) << err;
+  // The viewer says so too, with the command that fetches it.
+  auto summary = RunCommand({Bin("dfx-view"), "summary", (work / "dfx_outputs").string()}, dir, 60);
+  EXPECT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("in_spool: its files are in an agent's spool, not here: "
+                             "dfx-coordinator gather --work-dir"),
+            std::string::npos)
+      << summary.out;
   ExpectGatherRecoversEverything(dir, work, hex);
   fs::remove_all(dir);
 }
