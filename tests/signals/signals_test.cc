@@ -266,6 +266,35 @@ TEST(SignalsTest, CtrlCMidStreamKeepsWhatIsInFlightInTheSpools) {
   CtrlCOnATerminal("ctrl_c_stream", /*mid_stream=*/true);
 }
 
+// A second Ctrl-C while the first is handled exits at once; the manifest
+// on disk is whole and already says "interrupted"; nothing of the run is
+// left (the agents die with the coordinator) and gather still works.
+TEST(SignalsTest, ASecondCtrlCExitsAtOnceLeavingAValidManifest) {
+  fs::path dir = TestDir("ctrl_c_twice");
+  const fs::path work = dir / "w";
+  PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"), kSlowerDisk);
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.output();
+  ASSERT_TRUE(WaitFor([&] { return Streaming(work, "rank0/d0"); }, 120)) << coordinator.output();
+  coordinator.Type("\x03");
+  ASSERT_TRUE(WaitFor(
+      [&] { return coordinator.output().find("SIGINT: stopping the run") != std::string::npos; },
+      30))
+      << coordinator.output();
+  coordinator.Type("\x03");
+  ASSERT_TRUE(coordinator.Wait(30)) << coordinator.output();
+  EXPECT_EQ(coordinator.exit_code(), 130) << coordinator.output();
+  auto m = ReadJsonFile(work / "dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)["status"], "interrupted");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
+  auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(DispatchStates(work).at("rank0/d0"), "running");
+  fs::remove_all(dir);
+}
+
 void StopWith(int signal, const std::string& launcher, const std::string& name) {
   fs::path dir = TestDir(name);
   const fs::path work = dir / "w";
