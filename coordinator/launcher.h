@@ -4,8 +4,9 @@
 // elsewhere (serve agents) are not launched here.
 //
 // Owns the child processes (killed on destruction if still running, and
-// signalled by the kernel when this process dies: SIGKILL for an agent,
-// SIGTERM for mpirun / srun, which then end their ranks).
+// signalled by the kernel when this process dies: SIGTERM, on which an
+// agent finishes writing what its chip runs and exits, and mpirun / srun
+// end their ranks).
 // Threads: the event loop's only.
 #pragma once
 
