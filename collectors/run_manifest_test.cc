@@ -123,9 +123,10 @@ TEST(RunManifestTest, ErrorsNameTheFileAndThePath) {
   EXPECT_NE(bad.status().message().find("$.dispatches[1].status"), std::string::npos)
       << bad.status().message();
   // What would have been read: every state, in the table's order.
-  EXPECT_NE(bad.status().message().find(
-                R"(one of "pending", "sent", "running", "ok", "failed", "not_run", "interrupted")"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find(
+          R"(one of "pending", "sent", "running", "ok", "failed", "not_run", "interrupted", "in_spool")"),
+      std::string::npos)
       << bad.status().message();
   Json c = RunManifestToJson(Sample());
   c["dispatches"][0]["artifacts"][0]["checksum"] = "md5:x";

@@ -46,7 +46,7 @@ class PeerHandler {
   // `hello.ranks` ended before it said HELLO (hello.launch_failure says
   // how). Nobody is admitted; a run fails those ranks at once.
   virtual void OnLaunchFailure(const protocol::Hello& /*hello*/) {}
-  // This process was stopped (SIGSTOP, Ctrl-Z, a suspended machine) for
+  // This process was stopped (SIGSTOP, SIGTSTP, a suspended machine) for
   // `gap_ns`: its own clock jumped between two turns of the loop by more
   // than half the heartbeat timeout. Called before the turn declares
   // anyone dead: the agents' silence meanwhile was not theirs (their

@@ -14,10 +14,10 @@ namespace dfx::coordinator {
 
 namespace {
 
-// What a local agent gets when its coordinator dies (even by SIGKILL): its
-// spool is on disk already; a dispatch still running would keep a SIGTERMed
-// agent alive until it ends.
-constexpr int kAgentDeathSignal = SIGKILL;
+// What a local agent gets when its coordinator dies (even by SIGKILL): it
+// stops as on any SIGTERM, letting the dispatch on its chip write its files
+// whole into the spool (SIGKILL could cut a file there), then exits.
+constexpr int kAgentDeathSignal = SIGTERM;
 
 constexpr auto kLauncherText = MakeEnumTable<Launcher>({
     {Launcher::kLocal, "local"},
@@ -197,11 +197,10 @@ size_t AgentLauncher::exited() const {
   return n;
 }
 
-void AgentLauncher::TerminateAll(int grace_ms) {
+void AgentLauncher::TerminateAll(int grace_ms, const std::string& when) {
   for (auto& child : children_) {
     if (!child.Poll()) {
-      DFX_LOG_WARN("child pid {} still running after --shutdown-timeout; terminating it",
-                   child.pid());
+      DFX_LOG_WARN("child pid {} still running {}; terminating it", child.pid(), when);
       child.Terminate(grace_ms);
     }
   }

@@ -4,8 +4,9 @@
 // elsewhere (serve agents) are not launched here.
 //
 // Owns the child processes (killed on destruction if still running, and
-// signalled by the kernel when this process dies: SIGKILL for an agent,
-// SIGTERM for mpirun / srun, which then end their ranks).
+// signalled by the kernel when this process dies: SIGTERM, on which an
+// agent finishes writing what its chip runs and exits, and mpirun / srun
+// end their ranks).
 // Threads: the event loop's only.
 #pragma once
 
@@ -93,8 +94,9 @@ class AgentLauncher {
   bool AnyRunning();
   size_t size() const { return children_.size(); }
   size_t exited() const;
-  // SIGTERM, wait `grace_ms`, SIGKILL, for each child still running.
-  void TerminateAll(int grace_ms);
+  // SIGTERM, wait `grace_ms`, SIGKILL, for each child still running; the
+  // warning says it was still running `when`.
+  void TerminateAll(int grace_ms, const std::string& when = "after --shutdown-timeout");
   // The first child's ending, for messages.
   std::string DescribeFirst() const;
 

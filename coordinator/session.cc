@@ -671,8 +671,13 @@ Result<SessionOutcome> RunCoordinator::Interrupted() {
   loop_.SendShutdown(why + "; keep the spool");
   const uint64_t gone_by = Now() + 1500 * kMs;
   while (Now() < gone_by && launcher_.AnyRunning()) (void)loop_.Pump(20, *this);
-  launcher_.TerminateAll(500);
+  launcher_.TerminateAll(500, "1.5 s after it was told to stop");
   loop_.CloseListener();
+  // Streams still open end here: their files stay in the agents' spools.
+  for (const auto& [id, agent] : loop_.registry().agents()) {
+    loop_.receiver().AbortAgent(id, why + " while it streamed; the file is in the agent's spool");
+  }
+  loop_.DrainWriter(Now() + 1000 * kMs, *this);  // the write under way settles them
   const DispatchScheduler::SpoolCheck in_spool = InSpool();
   scheduler_->Interrupt(why, in_spool);
   scheduler_->ReconcileArtifacts(in_spool);

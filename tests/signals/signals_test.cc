@@ -61,6 +61,9 @@ std::vector<std::string> RunArgv(const fs::path& plan, const fs::path& work, int
 // A slow disk on the coordinator's side: every chunk write takes 250 ms, so
 // a dispatch's artifacts are still streaming when the signal comes.
 const std::vector<std::string> kSlowDisk = {"DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=250"};
+// Slower still: two dispatches' streams (8 chunks, 4.8 s) outlast the 2 s
+// an interrupted run gives what is in flight.
+const std::vector<std::string> kSlowerDisk = {"DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=600"};
 
 // A child on a new pseudo-terminal, its session leader and foreground
 // process group, like a command typed in a terminal. What it writes there
@@ -223,7 +226,7 @@ void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
   fs::path dir = TestDir(name);
   const fs::path work = dir / "w";
   PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"),
-                         mid_stream ? kSlowDisk : std::vector<std::string>{});
+                         mid_stream ? kSlowerDisk : std::vector<std::string>{});
   const std::string hex = SessionHex(work);
   ASSERT_FALSE(hex.empty()) << coordinator.output();
   ASSERT_TRUE(WaitFor(
@@ -243,6 +246,12 @@ void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
       << out;
   EXPECT_NE(out.find("verdict: FAILED: interrupted by SIGINT"), std::string::npos) << out;
   ExpectInterruptedManifest(work);
+  if (mid_stream) {
+    // What was streaming when the coordinator stopped waits in a spool.
+    size_t in_spool = 0;
+    for (const auto& [d, state] : DispatchStates(work)) in_spool += state == "in_spool" ? 1 : 0;
+    EXPECT_GE(in_spool, 1u) << out;
+  }
   std::this_thread::sleep_for(std::chrono::seconds(3));
   EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
   ExpectGatherRecoversEverything(dir, work, hex);
@@ -255,6 +264,35 @@ TEST(SignalsTest, CtrlCMidDispatchEndsTheRunInterrupted) {
 
 TEST(SignalsTest, CtrlCMidStreamKeepsWhatIsInFlightInTheSpools) {
   CtrlCOnATerminal("ctrl_c_stream", /*mid_stream=*/true);
+}
+
+// A second Ctrl-C while the first is handled exits at once; the manifest
+// on disk is whole and already says "interrupted"; nothing of the run is
+// left (the agents die with the coordinator) and gather still works.
+TEST(SignalsTest, ASecondCtrlCExitsAtOnceLeavingAValidManifest) {
+  fs::path dir = TestDir("ctrl_c_twice");
+  const fs::path work = dir / "w";
+  PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"), kSlowerDisk);
+  const std::string hex = SessionHex(work);
+  ASSERT_FALSE(hex.empty()) << coordinator.output();
+  ASSERT_TRUE(WaitFor([&] { return Streaming(work, "rank0/d0"); }, 120)) << coordinator.output();
+  coordinator.Type("\x03");
+  ASSERT_TRUE(WaitFor(
+      [&] { return coordinator.output().find("SIGINT: stopping the run") != std::string::npos; },
+      30))
+      << coordinator.output();
+  coordinator.Type("\x03");
+  ASSERT_TRUE(coordinator.Wait(30)) << coordinator.output();
+  EXPECT_EQ(coordinator.exit_code(), 130) << coordinator.output();
+  auto m = ReadJsonFile(work / "dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)["status"], "interrupted");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(NoneLeft(hex)) << "a process of the run outlived it by 3 s";
+  auto r = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string()}, dir, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(DispatchStates(work).at("rank0/d0"), "running");
+  fs::remove_all(dir);
 }
 
 void StopWith(int signal, const std::string& launcher, const std::string& name) {
@@ -335,6 +373,13 @@ TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
     in_spool += state == "in_spool" ? 1 : 0;
   }
   EXPECT_GE(in_spool, 1u) << err;
+  // The viewer says so too, with the command that fetches it.
+  auto summary = RunCommand({Bin("dfx-view"), "summary", (work / "dfx_outputs").string()}, dir, 60);
+  EXPECT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("in_spool: its files are in an agent's spool, not here: "
+                             "dfx-coordinator gather --work-dir"),
+            std::string::npos)
+      << summary.out;
   ExpectGatherRecoversEverything(dir, work, hex);
   fs::remove_all(dir);
 }
