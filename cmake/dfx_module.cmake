@@ -96,12 +96,18 @@ endfunction()
 # Declare the function in a header of the module.
 function(dfx_embed_resource target file function)
   get_filename_component(name ${file} NAME)
+  # A relative <file> is in the module's folder; an absolute one (a system
+  # package's file) is taken as it is.
+  get_filename_component(input ${file} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT EXISTS ${input})
+    message(FATAL_ERROR "dfx_embed_resource: ${input} does not exist")
+  endif()
   set(out ${CMAKE_CURRENT_BINARY_DIR}/resources/${name}.cc)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/${file} -DOUTPUT=${out}
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${input} -DOUTPUT=${out}
             -DFUNCTION=${function} -P ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${file} ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
+    DEPENDS ${input} ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
     COMMENT "Embedding ${file}"
     VERBATIM)
   target_sources(${target} PRIVATE ${out})
