@@ -149,6 +149,7 @@ struct RunFlags {
   bool agent_log_level_given = false;
   bool quiet = false;                    // -q: only the verdict
   std::string swimlane_traces = "auto";  // --swimlane-traces
+  bool no_report = false;                // --no-report
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
@@ -211,6 +212,10 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "--convert-jobs at a time), lazy (on demand: the run prints the dfx-view "
                  "commands), auto (default: eager onboard, as the reference; lazy in sim)")
       ->check(CLI::IsMember({"auto", "eager", "lazy"}));
+  run.add_flag("--no-report", f.no_report,
+               "L3: do not write the run report (dfx_outputs/report.html, one HTML page of "
+               "charts written after every L3 run with swimlane records; `dfx-view report` "
+               "writes it later)");
   AddDeadline(run, "--shutdown-timeout", so.timeouts.shutdown,
               "agents exiting after the run (default 10)");
   run.add_option("--agent-log-level", so.agent_log_level,
@@ -298,6 +303,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   request.quiet = f.quiet;
   request.verbose = f.verbose;
   request.swimlane_traces = f.swimlane_traces;
+  request.report = !f.no_report;
   request.agent_log_level_given = f.agent_log_level_given;
   request.dump_drain_bytes_per_sec = f.dump_drain;
   request.dump_timeout_ms = f.dump_timeout;

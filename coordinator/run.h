@@ -37,6 +37,7 @@ struct RunRequest {
   bool quiet = false;          // -q: only the verdict (and errors)
   bool verbose = false;        // -v: the full summary
   std::string swimlane_traces = "auto";  // --swimlane-traces: auto, eager or lazy
+  bool report = true;                    // L3: write dfx_outputs/report.html (--no-report: off)
   // --agent-log-level was given: the L2 exec child then uses
   // session.agent_log_level, else this process's level.
   bool agent_log_level_given = false;
@@ -69,12 +70,13 @@ struct RunReport {
   std::optional<std::string> verdict;
   RunLevel level = RunLevel::kL2;
   bool success = false;
-  std::filesystem::path dfx_dir;        // <work_dir>/dfx_outputs
-  std::filesystem::path manifest_path;  // L3: the run manifest
-  std::vector<std::string> artifacts;   // relative to dfx_dir, verified
-  size_t dispatch_dirs = 0;             // L3: rank<N>/d<K> directories with artifacts
-  std::string summary;                  // L3: one line per failure
-  std::optional<double> bench_wall_s;   // --bench: the plain run's wall time
+  std::filesystem::path dfx_dir;                    // <work_dir>/dfx_outputs
+  std::filesystem::path manifest_path;              // L3: the run manifest
+  std::vector<std::string> artifacts;               // relative to dfx_dir, verified
+  size_t dispatch_dirs = 0;                         // L3: rank<N>/d<K> directories with artifacts
+  std::string summary;                              // L3: one line per failure
+  std::optional<double> bench_wall_s;               // --bench: the plain run's wall time
+  std::optional<std::filesystem::path> run_report;  // L3: dfx_outputs/report.html, when written
 };
 
 // Runs what `request` describes; see the file comment.
