@@ -75,10 +75,11 @@ function(dfx_executable name)
   target_link_libraries(${name} PRIVATE ${M_DEPS} dfx_warnings dfx_sanitizers)
 endfunction()
 
-# dfx_test(<name> SOURCES ... DEPS ...): a GoogleTest binary registered with
-# CTest. Tests also see tests/ (the end-to-end helpers).
+# dfx_test(<name> SOURCES ... DEPS ... [LABELS ...] [TIMEOUT seconds]): a
+# GoogleTest binary registered with CTest; TIMEOUT (per test) beats ctest's
+# --timeout. Tests also see tests/ (the end-to-end helpers).
 function(dfx_test name)
-  cmake_parse_arguments(M "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(M "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${M_SOURCES})
   dfx_include_root(tests tests_root)
   target_include_directories(${name} PRIVATE ${tests_root})
@@ -86,7 +87,11 @@ function(dfx_test name)
                         dfx_sanitizers)
   target_compile_definitions(${name} PRIVATE DFX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                              DFX_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${M_LABELS}")
+  set(timeout)
+  if(M_TIMEOUT)
+    set(timeout TIMEOUT ${M_TIMEOUT})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${M_LABELS}" ${timeout})
 endfunction()
 
 # dfx_embed_resource(<target> <file> <function>): compiles the bytes of <file>
