@@ -234,7 +234,8 @@ void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
                      const std::string& summary) {
   const SessionOptions& so = request.session;
   std::fputs(summary.c_str(), stdout);
-  if (!outcome.artifacts.empty()) {
+  // With a run report, its line (last before the verdict) points at README.txt too.
+  if (!outcome.artifacts.empty() && !report.run_report) {
     std::printf(
         "artifacts: %zu file(s) in %zu rank<N>/d<K> dir(s); every path with its render "
         "command: %s\n",
@@ -250,8 +251,12 @@ void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
   std::printf("run manifest: %s\n", ShellQuote(outcome.manifest_path.string()).c_str());
   print.PrintCommon();
   if (report.run_report) {
-    std::printf("open the run report in a browser: %s\n",
-                ShellQuote(report.run_report->string()).c_str());
+    std::printf(
+        "open the run report in a browser: %s (%zu artifact file(s) in %zu rank<N>/d<K> dir(s), "
+        "every path with its render command: %s)\n",
+        ShellQuote(report.run_report->string()).c_str(), outcome.artifacts.size(),
+        report.dispatch_dirs,
+        ShellQuote((report.dfx_dir / collectors::kArtifactsReadmeFile).string()).c_str());
   }
 }
 
