@@ -31,6 +31,8 @@
 #include "config/run_config.h"
 #include "coordinator/access.h"
 #include "coordinator/gather.h"
+#include "coordinator/post_run.h"
+#include "coordinator/report.h"
 #include "coordinator/run.h"
 #include "coordinator/session.h"
 #include "protocol/agent_command_line.h"
@@ -314,11 +316,14 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
 
 struct GatherFlags {
   std::string work_dir, spool, log_level = "info";
+  bool no_report = false;  // --no-report
 };
 
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_option("--work-dir", f.work_dir, "the work dir of the run to gather")->required();
   gather.add_option("--spool", f.spool, "the spool to read (default: the ones the run recorded)");
+  gather.add_flag("--no-report", f.no_report,
+                  "do not rewrite the run report (dfx_outputs/report.html) after recovering files");
   AddDeadline(gather, "--timeout", o.timeouts.gather, "give up after this (default 120)");
   gather.add_flag("--attach", o.attach,
                   "serve agents on other hosts stream their spools (needs --bind)");
@@ -399,6 +404,17 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
               out->recovered.size());
   for (const auto& r : out->recovered) {
     std::printf("  %s\n", dfx::ShellQuote((dfx_dir / r).string()).c_str());
+  }
+  // The run report of what is there now (docs/formats.md §16.6), drawn by
+  // the summary's dfx-view; nothing when the run has no swimlane records.
+  if (!f.no_report && !out->recovered.empty()) {
+    const fs::path report = dfx_dir / dfx::collectors::kRunReportFile;
+    (void)dc::RunSummaryText(dfx_dir, false, dc::ViewCommand(), report);
+    std::error_code ec;
+    if (fs::is_regular_file(report, ec)) {
+      std::printf("open the run report in a browser: %s\n",
+                  dfx::ShellQuote(report.string()).c_str());
+    }
   }
   std::fflush(stdout);
   for (const auto& failed : out->failed)
