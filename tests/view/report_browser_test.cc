@@ -150,6 +150,23 @@ TEST(ReportBrowserTest, RealFourRankRunWritesAReportThatDrawsOffline) {
   EXPECT_EQ(c.status["charts"]["heat-span"], c.data["dispatches_total"]);
   EXPECT_EQ(c.data["clock"]["ranks"].size(), 4u);
   EXPECT_EQ(c.data["capture"]["run_status"], "ok");
+  // The filter box, as a user fills it in ("2, matmul, d1"): rank 2's cells and bars only, the
+  // matmul kernels' PMU bars, the host lane's d1 row.
+  std::string html = c.html;
+  const std::string input = "<input id=\"filter\" size=\"18\"";
+  ASSERT_NE(html.find(input), std::string::npos);
+  html.insert(html.find(input) + input.size(), " value=\"2, matmul, d1\"");
+  const fs::path filtered = dir / "filtered.html";
+  std::ofstream(filtered) << html;
+  PageCheck f = OpenReport(filtered, dir, "report_l3_filtered.png");
+  ASSERT_TRUE(f.status.is_object());
+  EXPECT_EQ(f.status["errors"], Json::array());
+  EXPECT_EQ(f.status["charts"]["heat-span"], 3) << "rank 2 ran d0, d1 and d2";
+  EXPECT_EQ(f.status["charts"]["rank-time"], 3) << "busy, idle, sched of rank 2";
+  EXPECT_EQ(f.status["charts"]["clock"], 1);
+  EXPECT_EQ(f.status["charts"]["pmu"], 2) << "qk_matmul and pv_matmul";
+  EXPECT_GT(f.status["charts"]["host"], 0);
+  EXPECT_LT(f.status["charts"]["host"], c.status["charts"]["host"]);
 }
 
 TEST(ReportBrowserTest, NoReportWritesNone) {
