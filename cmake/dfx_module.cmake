@@ -75,10 +75,11 @@ function(dfx_executable name)
   target_link_libraries(${name} PRIVATE ${M_DEPS} dfx_warnings dfx_sanitizers)
 endfunction()
 
-# dfx_test(<name> SOURCES ... DEPS ...): a GoogleTest binary registered with
-# CTest. Tests also see tests/ (the end-to-end helpers).
+# dfx_test(<name> SOURCES ... DEPS ... [LABELS ...] [TIMEOUT seconds]): a
+# GoogleTest binary registered with CTest; TIMEOUT (per test) beats ctest's
+# --timeout. Tests also see tests/ (the end-to-end helpers).
 function(dfx_test name)
-  cmake_parse_arguments(M "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(M "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${M_SOURCES})
   dfx_include_root(tests tests_root)
   target_include_directories(${name} PRIVATE ${tests_root})
@@ -86,7 +87,11 @@ function(dfx_test name)
                         dfx_sanitizers)
   target_compile_definitions(${name} PRIVATE DFX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                              DFX_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${M_LABELS}")
+  set(timeout)
+  if(M_TIMEOUT)
+    set(timeout TIMEOUT ${M_TIMEOUT})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${M_LABELS}" ${timeout})
 endfunction()
 
 # dfx_embed_resource(<target> <file> <function>): compiles the bytes of <file>
@@ -96,12 +101,18 @@ endfunction()
 # Declare the function in a header of the module.
 function(dfx_embed_resource target file function)
   get_filename_component(name ${file} NAME)
+  # A relative <file> is in the module's folder; an absolute one (a system
+  # package's file) is taken as it is.
+  get_filename_component(input ${file} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT EXISTS ${input})
+    message(FATAL_ERROR "dfx_embed_resource: ${input} does not exist")
+  endif()
   set(out ${CMAKE_CURRENT_BINARY_DIR}/resources/${name}.cc)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/${file} -DOUTPUT=${out}
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${input} -DOUTPUT=${out}
             -DFUNCTION=${function} -P ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${file} ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
+    DEPENDS ${input} ${PROJECT_SOURCE_DIR}/cmake/embed_resource.cmake
     COMMENT "Embedding ${file}"
     VERBATIM)
   target_sources(${target} PRIVATE ${out})

@@ -70,6 +70,8 @@ inline constexpr const char* kSessionFile = ".session.json";
 // Every artifact of the run with the command that renders it (the console
 // prints the summary and the verdict instead of the paths).
 inline constexpr const char* kArtifactsReadmeFile = "README.txt";
+// The run report (`dfx-view report`, docs/formats.md §16), in dfx_outputs/ after an L3 run.
+inline constexpr const char* kRunReportFile = "report.html";
 // Where they go: dfx_outputs/ when any DFX flag is on; the work dir itself
 // otherwise (no flag, no dfx_outputs/: docs/run-config.md §2.12 row 1).
 std::filesystem::path RunRecordDir(const std::filesystem::path& work_dir, bool any_dfx);

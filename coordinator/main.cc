@@ -31,6 +31,8 @@
 #include "config/run_config.h"
 #include "coordinator/access.h"
 #include "coordinator/gather.h"
+#include "coordinator/post_run.h"
+#include "coordinator/report.h"
 #include "coordinator/run.h"
 #include "coordinator/session.h"
 #include "coordinator/stop_signals.h"
@@ -150,6 +152,7 @@ struct RunFlags {
   bool agent_log_level_given = false;
   bool quiet = false;                    // -q: only the verdict
   std::string swimlane_traces = "auto";  // --swimlane-traces
+  bool no_report = false;                // --no-report
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
 };
@@ -212,6 +215,10 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "--convert-jobs at a time), lazy (on demand: the run prints the dfx-view "
                  "commands), auto (default: eager onboard, as the reference; lazy in sim)")
       ->check(CLI::IsMember({"auto", "eager", "lazy"}));
+  run.add_flag("--no-report", f.no_report,
+               "L3: do not write the run report (dfx_outputs/report.html, one HTML page of "
+               "charts written after every L3 run with swimlane records; `dfx-view report` "
+               "writes it later)");
   AddDeadline(run, "--shutdown-timeout", so.timeouts.shutdown,
               "agents exiting after the run (default 10)");
   run.add_option("--agent-log-level", so.agent_log_level,
@@ -300,6 +307,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   request.quiet = f.quiet;
   request.verbose = f.verbose;
   request.swimlane_traces = f.swimlane_traces;
+  request.report = !f.no_report;
   request.agent_log_level_given = f.agent_log_level_given;
   request.dump_drain_bytes_per_sec = f.dump_drain;
   request.dump_timeout_ms = f.dump_timeout;
@@ -310,11 +318,14 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
 
 struct GatherFlags {
   std::string work_dir, spool, log_level = "info";
+  bool no_report = false;  // --no-report
 };
 
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_option("--work-dir", f.work_dir, "the work dir of the run to gather")->required();
   gather.add_option("--spool", f.spool, "the spool to read (default: the ones the run recorded)");
+  gather.add_flag("--no-report", f.no_report,
+                  "do not rewrite the run report (dfx_outputs/report.html) after recovering files");
   AddDeadline(gather, "--timeout", o.timeouts.gather, "give up after this (default 120)");
   gather.add_flag("--attach", o.attach,
                   "serve agents on other hosts stream their spools (needs --bind)");
@@ -395,6 +406,17 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
               out->recovered.size());
   for (const auto& r : out->recovered) {
     std::printf("  %s\n", dfx::ShellQuote((dfx_dir / r).string()).c_str());
+  }
+  // The run report of what is there now (docs/formats.md §16.6), drawn by
+  // the summary's dfx-view; nothing when the run has no swimlane records.
+  if (!f.no_report && !out->recovered.empty()) {
+    const fs::path report = dfx_dir / dfx::collectors::kRunReportFile;
+    (void)dc::RunSummaryText(dfx_dir, false, dc::ViewCommand(), report);
+    std::error_code ec;
+    if (fs::is_regular_file(report, ec)) {
+      std::printf("open the run report in a browser: %s\n",
+                  dfx::ShellQuote(report.string()).c_str());
+    }
   }
   std::fflush(stdout);
   for (const auto& failed : out->failed)

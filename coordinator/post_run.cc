@@ -167,13 +167,19 @@ std::vector<std::string> ConvertSwimlanes(std::FILE* out, const fs::path& dfx_di
 }
 
 std::string RunSummaryText(const fs::path& dfx_dir, bool full, const std::string& view,
-                           double timeout_s) {
+                           const fs::path& report, double timeout_s) {
   auto binary = FindProjectBinary("dfx-view", "DFX_VIEW", {"../view"});
   if (!binary.ok()) return fmt::format("(no run summary: {})\n", binary.status().message());
   // --skip-verify: this coordinator verified every file as it stored it.
   std::vector<std::string> argv = {binary->string(), "summary", dfx_dir.string(),
                                    "--view-command", view,      "--skip-verify"};
   if (!full) argv.push_back("--brief");
+  if (!report.empty()) {
+    std::error_code ec;
+    fs::remove(report, ec);  // never a stale report from an earlier run in this work dir
+    argv.push_back("--report");
+    argv.push_back(report.string());
+  }
   auto run = RunCaptured(argv, timeout_s);
   if (!run.ok()) return fmt::format("(no run summary: {})\n", run.status().message());
   if (run->timed_out || run->exit_code != 0) {

@@ -68,8 +68,10 @@ unsigned ConvertJobs(unsigned requested, size_t conversions);
 // The run summary (`dfx-view summary <dfx_dir> --brief`, or the full table
 // when `full`) as a child process; its text, or a one-line note saying why
 // there is none (no swimlane records, the viewer failed). `view` is how the
-// printed "dig further" commands name dfx-view.
+// printed "dig further" commands name dfx-view. With a `report` path the same
+// process writes the run report there too (`--report`, from the summary it
+// computed anyway); a report that could not be written is not there after.
 std::string RunSummaryText(const std::filesystem::path& dfx_dir, bool full, const std::string& view,
-                           double timeout_s = 120);
+                           const std::filesystem::path& report = {}, double timeout_s = 120);
 
 }  // namespace dfx::coordinator

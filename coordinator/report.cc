@@ -30,11 +30,24 @@ void PrintArtifacts(std::FILE* out, const fs::path& dfx_dir, std::vector<std::st
 
 Status WriteArtifactsReadme(const fs::path& dfx_dir, std::vector<std::string> files,
                             const config::RunConfig& requested, const std::string& view) {
+  std::string head;
+  // The run report heads the listing: the one file to open.
+  const auto report = std::find(files.begin(), files.end(), collectors::kRunReportFile);
+  if (report != files.end()) {
+    files.erase(report);
+    head = fmt::format(
+        "The run report, to open in a browser: {}\n  (written again by: {} "
+        "report {})\n",
+        ShellQuote((dfx_dir / collectors::kRunReportFile).string()), view,
+        ShellQuote(dfx_dir.string()));
+  }
   const size_t n = files.size();
-  std::string text = fmt::format(
-      "The artifacts of this run ({} file{}), by directory, each with the command that renders "
-      "it.\nThe run summary: {} summary {}\n\n",
-      n, n == 1 ? "" : "s", view, ShellQuote(dfx_dir.string()));
+  std::string text =
+      head +
+      fmt::format(
+          "The artifacts of this run ({} file{}), by directory, each with the command that renders "
+          "it.\nThe run summary: {} summary {}\n\n",
+          n, n == 1 ? "" : "s", view, ShellQuote(dfx_dir.string()));
   // At L3 the run-level trace is written on demand (post_run.h SwimlaneTraces).
   const bool l3_records = std::any_of(files.begin(), files.end(), [](const std::string& f) {
     return collectors::DispatchDirOf(f).has_value() &&

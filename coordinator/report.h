@@ -26,7 +26,8 @@ void PrintArtifacts(std::FILE* out, const std::filesystem::path& dfx_dir,
                     const std::string& view = "dfx-view");
 
 // Writes FormatArtifacts' listing, under a header, to <dfx_dir>/README.txt
-// (collectors::kArtifactsReadmeFile; atomically).
+// (collectors::kArtifactsReadmeFile; atomically). When `files` holds the run
+// report (collectors::kRunReportFile) the header names it first.
 Status WriteArtifactsReadme(const std::filesystem::path& dfx_dir, std::vector<std::string> files,
                             const config::RunConfig& requested, const std::string& view);
 

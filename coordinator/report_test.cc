@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "common/subprocess.h"
 
@@ -65,6 +69,25 @@ TEST(ReportTest, DepsHintOnlyWhenAsked) {
   config::RunConfig c;  // dep_gen off (the graph pass made deps.json)
   std::string out = Capture({"deps.json"}, c, "/w/dfx_outputs");
   EXPECT_EQ(out.find("dfx-view deps"), std::string::npos);
+}
+
+TEST(ReportTest, ReadmeNamesTheRunReportFirst) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dfx_readme_report_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  config::RunConfig c;
+  ASSERT_TRUE(WriteArtifactsReadme(dir, {"rank0/d0/chip_swimlane_records.json", "report.html"}, c,
+                                   "dfx-view")
+                  .ok());
+  std::ifstream in(dir / "README.txt");
+  std::string first, second, third;
+  std::getline(in, first);
+  std::getline(in, second);
+  std::getline(in, third);
+  EXPECT_EQ(first, "The run report, to open in a browser: " + (dir / "report.html").string());
+  EXPECT_EQ(second, "  (written again by: dfx-view report " + dir.string() + ")");
+  EXPECT_EQ(third.rfind("The artifacts of this run (1 file)", 0), 0u) << third;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

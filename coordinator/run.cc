@@ -57,8 +57,16 @@ class RunPrinter {
   }
   // The summary first, the verdict last; -q keeps only the verdict.
   void PrintSummary(const std::vector<std::string>& artifacts) const {
-    if (request_.quiet || config_.enable_chip_swimlane == 0 || artifacts.empty()) return;
-    std::fputs(RunSummaryText(dfx_dir_, request_.verbose, view_).c_str(), stdout);
+    if (request_.quiet) return;
+    std::fputs(Summary(artifacts, {}).c_str(), stdout);
+  }
+  // The summary's text, computed once by one dfx-view, which writes the run
+  // report to `report` too when it is set (also under -q); "" without
+  // swimlane records.
+  std::string Summary(const std::vector<std::string>& artifacts, const fs::path& report) const {
+    if (config_.enable_chip_swimlane == 0 || artifacts.empty()) return "";
+    if (request_.quiet && report.empty()) return "";
+    return RunSummaryText(dfx_dir_, request_.verbose, view_, report);
   }
   void PrintCommon() const {
     if (config_.AnyDfx()) {
@@ -230,10 +238,12 @@ Result<double> RunPlainSession(const Plan& plan, const SessionOptions& so) {
 // What an L3 run prints before its verdict: the summary, where the paths
 // are, the swimlane hint, the makespan, the manifest.
 void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
-                     const SessionOutcome& outcome, const RunReport& report) {
+                     const SessionOutcome& outcome, const RunReport& report,
+                     const std::string& summary) {
   const SessionOptions& so = request.session;
-  print.PrintSummary(outcome.artifacts);
-  if (!outcome.artifacts.empty()) {
+  std::fputs(summary.c_str(), stdout);
+  // With a run report, its line (last before the verdict) points at README.txt too.
+  if (!outcome.artifacts.empty() && !report.run_report) {
     std::printf(
         "artifacts: %zu file(s) in %zu rank<N>/d<K> dir(s); every path with its render "
         "command: %s\n",
@@ -248,6 +258,14 @@ void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
   std::fputs(outcome.makespan.c_str(), stdout);
   std::printf("run manifest: %s\n", ShellQuote(outcome.manifest_path.string()).c_str());
   print.PrintCommon();
+  if (report.run_report) {
+    std::printf(
+        "open the run report in a browser: %s (%zu artifact file(s) in %zu rank<N>/d<K> dir(s), "
+        "every path with its render command: %s)\n",
+        ShellQuote(report.run_report->string()).c_str(), outcome.artifacts.size(),
+        report.dispatch_dirs,
+        ShellQuote((report.dfx_dir / collectors::kArtifactsReadmeFile).string()).c_str());
+  }
 }
 
 // L3: a plan (or one program on --ranks N) over rank agents.
@@ -273,7 +291,17 @@ RunReport RunLevel3(RunRequest& request, const Json& json, std::string text, boo
   if (!outcome.ok())
     return Stopped(std::move(report), outcome.status().message(), RunExit::kFailed);
   const RunPrinter print(request, report.dfx_dir);
-  print.WriteReadme(outcome->artifacts);
+  // One dfx-view computes the summary and writes the run report from it.
+  const fs::path report_path =
+      request.report ? report.dfx_dir / collectors::kRunReportFile : fs::path();
+  const std::string summary = print.Summary(outcome->artifacts, report_path);
+  std::vector<std::string> listed = outcome->artifacts;
+  std::error_code ec;
+  if (!report_path.empty() && fs::is_regular_file(report_path, ec)) {
+    report.run_report = report_path;
+    listed.push_back(collectors::kRunReportFile);
+  }
+  print.WriteReadme(listed);
   std::set<std::string> dispatch_dirs;
   for (const auto& a : outcome->artifacts) {
     if (auto d = collectors::DispatchDirOf(a)) {
@@ -285,7 +313,7 @@ RunReport RunLevel3(RunRequest& request, const Json& json, std::string text, boo
   report.manifest_path = outcome->manifest_path;
   report.dispatch_dirs = dispatch_dirs.size();
   report.summary = outcome->summary;
-  if (!request.quiet) PrintSessionEnd(request, print, *outcome, report);
+  if (!request.quiet) PrintSessionEnd(request, print, *outcome, report, summary);
   if (outcome->stop_signal != 0) {
     // Interrupted: no --bench run; the verdict says what stopped it.
     report.exit = RunExit::kFailed;

@@ -37,6 +37,7 @@ struct RunRequest {
   bool quiet = false;          // -q: only the verdict (and errors)
   bool verbose = false;        // -v: the full summary
   std::string swimlane_traces = "auto";  // --swimlane-traces: auto, eager or lazy
+  bool report = true;                    // L3: write dfx_outputs/report.html (--no-report: off)
   // --agent-log-level was given: the L2 exec child then uses
   // session.agent_log_level, else this process's level.
   bool agent_log_level_given = false;
@@ -78,6 +79,7 @@ struct RunReport {
   // L3: SIGINT / SIGTERM / SIGHUP stopped the run; the command then exits
   // 128 + signal (130 / 143 / 129), as a shell reports a process it ended.
   int stop_signal = 0;
+  std::optional<std::filesystem::path> run_report;  // L3: dfx_outputs/report.html, when written
 };
 
 // Runs what `request` describes; see the file comment.

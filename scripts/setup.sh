@@ -7,7 +7,7 @@ PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
       libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libsqlite3-dev zlib1g-dev
       graphviz protobuf-compiler
-      chromium
+      chromium libjs-chart.js
       pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev
       iproute2 util-linux)
 missing=()

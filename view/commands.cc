@@ -14,6 +14,7 @@
 #include "view/dump_viewer.h"
 #include "view/pmu_summary.h"
 #include "view/run_inputs.h"
+#include "view/run_report.h"
 #include "view/run_timeline.h"
 #include "view/sched_overhead.h"
 #include "view/scope_stats.h"
@@ -256,7 +257,37 @@ CommandResult<RunSummary> RunSummaryCommand(const SummaryRequest& r, std::ostrea
   o.top = r.top;
   o.view = r.view_command;
   PrintSummary(summary, o, out);
+  if (!r.report.empty()) {
+    RunReportOptions ro;
+    ro.output = r.report;
+    ro.view = r.view_command;
+    DFX_RETURN_IF_ERROR(WriteRunReport(summary, ro, err));
+  }
   return summary;
+}
+
+CommandResult<ReportResult> RunReportCommand(const ReportRequest& r, std::ostream& out,
+                                             std::ostream& err) {
+  DFX_ASSIGN_OR_RETURN(std::filesystem::path input, RunInput(r.input, r.run));
+  auto threshold = ParseThresholdPercent(r.straggler_threshold);
+  if (!threshold.ok()) return BadValue(threshold.status());
+  if (r.max_rows < 1) {
+    return CommandError::Usage(
+        fmt::format("--max-rows {}: expected a positive number of ranks\n", r.max_rows));
+  }
+  DFX_ASSIGN_OR_RETURN(RunSummary summary, SummarizeRun(input, *threshold, err));
+  RunReportOptions o;
+  o.output =
+      r.output.empty() ? input / collectors::kRunReportFile : std::filesystem::path(r.output);
+  o.view = r.view_command;
+  o.max_rows = static_cast<size_t>(r.max_rows);
+  DFX_RETURN_IF_ERROR(WriteRunReport(summary, o, err));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(o.output, ec);
+  out << "Wrote " << o.output.string() << " (" << (ec ? 0 : size) / 1024 << " KiB; "
+      << summary.ranks.size() << " rank(s), " << summary.steps.size() << " step(s)); "
+      << summary.verdict << "\n";
+  return ReportResult{o.output, std::move(summary)};
 }
 
 CommandResult<ExportResult> RunExportCommand(const ExportRequest& r, std::ostream& out,

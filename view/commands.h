@@ -198,9 +198,25 @@ struct SummaryRequest {
   // Check the artifacts read against the run manifest's checksums
   // (artifact_check.h); --no-verify: a mismatch only warns.
   Verify verify = Verify::kRefuse;
+  std::string report;  // --report FILE: the run report page too, from the same summary
 };
 CommandResult<RunSummary> RunSummaryCommand(const SummaryRequest& request, std::ostream& out,
                                             std::ostream& err);
+
+// --- report: the run as a self-contained HTML page of charts (run_report.h) ---------
+struct ReportRequest {
+  std::string input, run;  // as SummaryRequest
+  std::string output;      // "" = <input>/report.html
+  std::string straggler_threshold = "5%";
+  std::string view_command = "dfx-view";
+  int max_rows = 200;  // more ranks than this: aggregates plus the outliers
+};
+struct ReportResult {
+  std::filesystem::path output;
+  RunSummary summary;
+};
+CommandResult<ReportResult> RunReportCommand(const ReportRequest& request, std::ostream& out,
+                                             std::ostream& err);
 
 // --- export: the task table as CSV or SQLite (task_export.h) -------------------------
 struct ExportRequest {

@@ -241,7 +241,28 @@ CLI::App* AddSummary(CLI::App& app, view::SummaryRequest& r) {
   su->add_flag("--brief", r.brief, "table: ranks, steps, top kernels and the verdict only");
   su->add_option("--top", r.top, "kernels listed (default 5)")->check(CLI::Range(1, 1000));
   su->add_option("--view-command", r.view_command, "how printed commands name dfx-view")->group("");
+  su->add_option("--report", r.report,
+                 "also write the run report (an HTML page, as `dfx-view report`) to this file");
   return su;
+}
+
+CLI::App* AddReport(CLI::App& app, view::ReportRequest& r) {
+  auto* re = app.add_subcommand(
+      "report",
+      "the run as one self-contained HTML page of charts (offline): skew heatmaps, stragglers, "
+      "per-rank time and kernels, ring occupancy, host lane, clock offsets, trace commands");
+  re->add_option("input", r.input, kRunInputHelp);
+  re->add_option("--run", r.run, "the same as the positional input");
+  re->add_option("-o,--output", r.output, "the page (default: <input>/report.html)");
+  re->add_option("--straggler-threshold", r.straggler_threshold,
+                 "as for summary: the skew over the step's median that marks a straggler "
+                 "(default 5%)");
+  re->add_option("--max-rows", r.max_rows,
+                 "above this many ranks the per-rank charts show the min/median/p90/max rank "
+                 "plus the outliers (default 200)");
+  re->add_option("--view-command", r.view_command, "how the page's commands name dfx-view")
+      ->group("");
+  return re;
 }
 
 CLI::App* AddExport(CLI::App& app, view::ExportRequest& r) {
@@ -274,8 +295,10 @@ int Run(int argc, char** argv) {
   CLI::App* su = AddSummary(app, su_request);
   view::ExportRequest ex_request;
   CLI::App* ex = AddExport(app, ex_request);
+  view::ReportRequest re_request;
+  CLI::App* re = AddReport(app, re_request);
 
-  for (CLI::App* a : {&app, sw.command, dp.command, du.command, ss.command, so, pm, su, ex}) {
+  for (CLI::App* a : {&app, sw.command, dp.command, du.command, ss.command, so, pm, su, ex, re}) {
     a->set_version_flag("--version", dfx::VersionLine("dfx-view"));
   }
   bool no_verify = false, skip_verify = false;
@@ -289,7 +312,8 @@ int Run(int argc, char** argv) {
   app.footer(
       "Exit status: 0 ok, 1 error, 2 usage error. Without an input, each viewer takes the newest "
       "artifact under ./outputs/*/ (the reference's layout), ./dfx_outputs/ and its "
-      "rank<N>/d<K>/, or the current directory and its rank<N>/d<K>/; summary and export take "
+      "rank<N>/d<K>/, or the current directory and its rank<N>/d<K>/; summary, report and export "
+      "take "
       "./dfx_outputs or the current directory.");
   try {
     app.parse(argc, argv);
@@ -315,6 +339,7 @@ int Run(int argc, char** argv) {
   if (pm->parsed()) return Exit(view::RunPmuCommand(pm_request, out, err));
   if (su->parsed()) return Exit(view::RunSummaryCommand(su_request, out, err));
   if (ex->parsed()) return Exit(view::RunExportCommand(ex_request, out, err));
+  if (re->parsed()) return Exit(view::RunReportCommand(re_request, out, err));
   return 2;
 }
 

@@ -45,7 +45,8 @@ std::vector<KernelTime> SortedKernels(const std::map<std::string, KernelTime>& b
 }
 
 // The timing of one dispatch from its records (see the header's definitions).
-Status SummarizeTiming(const RunDispatch& d, DispatchSummary& s, std::ostream& err) {
+Status SummarizeTiming(const RunDispatch& d, DispatchSummary& s, collectors::NameMap& names,
+                       std::ostream& err) {
   auto loaded = LoadDispatch(d, err);
   if (!loaded.ok()) {
     if (loaded.status().code() == Code::kNotFound) return Status::Ok();  // has_records = false
@@ -80,10 +81,12 @@ Status SummarizeTiming(const RunDispatch& d, DispatchSummary& s, std::ostream& e
   s.span_us = s.rows == 0 ? 0 : last - first;
   s.idle_us = std::max(0.0, s.cores * s.span_us - s.busy_us);
   s.kernels = SortedKernels(kernels);
+  names = std::move(loaded->names);
   return Status::Ok();
 }
 
-void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, std::ostream& err) {
+void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, const collectors::NameMap& names,
+                        std::ostream& err) {
   std::error_code ec;
   const fs::path scope = d.dir / collectors::kScopeStatsFile;
   if (fs::is_regular_file(scope, ec)) {
@@ -113,6 +116,10 @@ void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, std::ostream& 
       for (const auto& [key, group] : summary->groups) {
         for (size_t c = 0; c < summary->counters.size() && c < group.sums.size(); ++c) {
           s.pmu_totals[summary->counters[c]] += group.sums[c];
+          if (summary->counters[c] == collectors::pmu_columns::kTotalCycles.c_str()) {
+            const int func = static_cast<int>(key.first);
+            s.pmu_cycles_by_kernel[func < 0 ? "task" : KernelName(names, func)] += group.sums[c];
+          }
         }
       }
     }
@@ -392,8 +399,9 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
     ds.rank = d.rank;
     ds.k = d.k;
     ds.program = d.program;
-    DFX_RETURN_IF_ERROR(SummarizeTiming(d, ds, err));
-    SummarizeSideFiles(d, ds, err);
+    collectors::NameMap names;
+    DFX_RETURN_IF_ERROR(SummarizeTiming(d, ds, names, err));
+    SummarizeSideFiles(d, ds, names, err);
     s.dispatches.push_back(std::move(ds));
   }
   bool any_records = false;

@@ -53,6 +53,8 @@ struct DispatchSummary {
   std::string ring_peak_what;  // e.g. "task_window ring 1"
   // PMU: column -> total over every row of pmu.csv.
   std::map<std::string, double> pmu_totals;
+  // PMU: kernel name -> pmu_total_cycles over its rows (names as in `kernels`).
+  std::map<std::string, double> pmu_cycles_by_kernel;
 };
 
 struct StepSummary {  // one dispatch index d<K> across ranks

@@ -25,7 +25,8 @@ bool WriteVecPlan(const fs::path& dir, const std::string& steps) {
 }
 
 std::set<std::string> ExpectedFourRankTree() {
-  std::set<std::string> files = {"run_manifest.json", ".session.json", "README.txt"};
+  // report.html: the run report, written after every L3 run with swimlane records.
+  std::set<std::string> files = {"run_manifest.json", ".session.json", "README.txt", "report.html"};
   for (int r = 0; r < 4; ++r) {
     for (int k = 0; k < 3; ++k) {
       const std::string d = "rank" + std::to_string(r) + "/d" + std::to_string(k) + "/";
