@@ -25,11 +25,14 @@ inline constexpr int kMaxJsonDepth = 256;
 // The largest JSON file ReadJsonFile reads (callers may ask for less).
 inline constexpr uint64_t kMaxJsonFileBytes = 1ull << 30;
 
-// Parses `path` (at most `max_bytes`); a syntax error names the file, line
-// and column, nesting deeper than kMaxJsonDepth names the JSON path.
+// Parses `path` (at most `max_bytes`, read once by ReadInputFile of
+// common/input_file.h: a directory, named FIFO or device is refused by what
+// it is); a syntax error names the file, line and column, nesting deeper
+// than kMaxJsonDepth names the JSON path.
 Result<Json> ReadJsonFile(const std::filesystem::path& path,
                           uint64_t max_bytes = kMaxJsonFileBytes);
-// The text of `path`, unparsed, refused as ReadJsonFile refuses a larger file.
+// The text of `path`, unparsed, read and refused as ReadJsonFile reads and
+// refuses it.
 Result<std::string> ReadJsonText(const std::filesystem::path& path,
                                  uint64_t max_bytes = kMaxJsonFileBytes);
 // Parses text; `origin` names the source in errors. Depth is checked first.

@@ -58,8 +58,8 @@ Status CheckOne(const PlanProgram& program, const fs::path& scratch, size_t inde
         ShellCommand(argv),
         run.exit_code < 0 ? "killed by a signal" : fmt::format("exit code {}", run.exit_code)));
   }
-  return InvalidArgument(said +
-                         " (refused before the run started: nothing of an earlier run was touched)");
+  return InvalidArgument(
+      said + " (refused before the run started: nothing of an earlier run was touched)");
 }
 
 }  // namespace

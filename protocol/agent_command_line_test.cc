@@ -89,6 +89,9 @@ TEST(AgentCommandLineTest, ExecReadsBackWithItsRunConfig) {
   line.chip.virtual_clock = true;
   line.chip.aiv_cores = 2;
   line.chip.log_level = "debug";
+  line.program_origin = "plan.json's attn";
+  line.check_only = true;
+  line.check_host_memory = true;
   ASSERT_EQ(line.ToArgv().front(), "exec");
   auto parsed = ParseAgentCommandLine(line.ToArgv());
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();

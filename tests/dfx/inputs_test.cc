@@ -208,6 +208,19 @@ TEST(InputsTest, ThirtyGiBOfTensorsAreRefusedByTheBudgetAtL2AndL3) {
     EXPECT_LT(s, 5.0) << "refused before anything is allocated";
     if (l3) EXPECT_FALSE(fs::exists(dir / "l3/.dfx_spool")) << "no agent was started";
   }
+  // Under mpirun the agents may run on other hosts: the pre-check leaves
+  // their memory to them, and each refuses the dispatch by its budget before
+  // allocating, by name, not by a signal.
+  if (n == 30) {
+    auto r = Coordinator(dir / "big.json", dir / "mpi",
+                         {"--ranks", "2", "--launcher", "mpirun", "--enable-dep-gen"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("rank 1 d0 (big) failed: big: needs 30.2 GiB of host memory"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("signal"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("connection closed"), std::string::npos) << r.err;
+  }
   fs::remove_all(dir);
 }
 
