@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "coordinator/idle_collectors.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
@@ -122,6 +123,11 @@ RunReport RunLevel2(const RunRequest& request, RunReport report) {
   report.success = true;
   report.artifacts = out->artifacts;
   report.bench_wall_s = out->bench_wall_s;
+  report.manifest_path = out->manifest_path;
+  for (const std::string& line :
+       IdleCollectorLines(out->manifest.dispatches, request.session.config, /*l3=*/false)) {
+    DFX_LOG_INFO("{}", line);
+  }
   print.WriteReadme(out->artifacts);
   if (!request.quiet) {
     // The summary first, as at L3; then, one dispatch's paths fit the
@@ -224,6 +230,7 @@ Result<double> RunPlainSession(const Plan& plan, const SessionOptions& so) {
 void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
                      const SessionOutcome& outcome, const RunReport& report) {
   const SessionOptions& so = request.session;
+  for (const std::string& line : outcome.idle_collectors) DFX_LOG_INFO("{}", line);
   print.PrintSummary(outcome.artifacts);
   if (!outcome.artifacts.empty()) {
     std::printf(

@@ -88,6 +88,7 @@ struct SessionOutcome {
   std::vector<std::string> artifacts;  // relative to <work_dir>/dfx_outputs, verified
   std::string summary;                 // one line per failure, for the user
   std::string makespan;                // MakespanSummary(): "" when no dispatch reported one
+  std::vector<std::string> idle_collectors;  // IdleCollectorLines(): said once, at info
 };
 
 // Runs `plan` once. Returns an error status only when the run could not
@@ -95,5 +96,12 @@ struct SessionOutcome {
 // not exist); failures of ranks and dispatches are reported in the outcome
 // and the manifest.
 Result<SessionOutcome> RunSession(const Plan& plan, const SessionOptions& options);
+
+// A new run's session id: random, never 0.
+uint64_t RandomSessionId();
+// Removes the rank<N>/d<K> directories an earlier run left in `dfx_dir`
+// (real directories only: a link is never followed); their emptied
+// rank<N>/ too.
+void ClearStaleDispatchDirs(const std::filesystem::path& dfx_dir);
 
 }  // namespace dfx::coordinator
