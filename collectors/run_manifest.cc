@@ -216,8 +216,8 @@ Json DispatchToJson(const DispatchEntry& d, RunLevel level) {
   Json e;
   e[keys::kRank.c_str()] = d.rank;
   e[keys::kK.c_str()] = d.k;
-  e[keys::kDir.c_str()] =
-      level == RunLevel::kL2 ? std::string(keys::kL2DispatchDir.c_str()) : DispatchDirPath(d.rank, d.k);
+  e[keys::kDir.c_str()] = level == RunLevel::kL2 ? std::string(keys::kL2DispatchDir.c_str())
+                                                 : DispatchDirPath(d.rank, d.k);
   e[keys::kProgram.c_str()] = d.program;
   e[keys::kPass.c_str()] = config::PassKindName(d.pass);
   e[keys::kStatus.c_str()] = DispatchStateName(d.status);

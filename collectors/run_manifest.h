@@ -145,9 +145,9 @@ struct RunManifest {
   uint64_t session = 0;  // written as 16 hex digits
   RunState status = RunState::kStarting;
   RunLevel level = RunLevel::kL3;  // "L2" | "L3" (a manifest without it is L3's)
-  std::string plan;  // the plan's name (L2: the program file's stem)
-  std::string work_dir;  // absolute
-  std::string launcher;  // "local" | "mpirun" | "srun" | "attach"; L2: "exec"
+  std::string plan;                // the plan's name (L2: the program file's stem)
+  std::string work_dir;            // absolute
+  std::string launcher;            // "local" | "mpirun" | "srun" | "attach"; L2: "exec"
   std::string endpoint;  // what agents were told to dial (--advertise or derived from --bind)
   std::string bind;      // what the coordinator listened on, with its real port
   // Coordinator clock: when it started launching agents (attach: waiting for them).

@@ -13,7 +13,7 @@ namespace {
 
 struct Collector {
   bool (*armed)(const config::RunConfig&);
-  const char* file;  // its file in a dispatch's directory
+  const char* file;     // its file in a dispatch's directory
   const char* nothing;  // what it found none of
 };
 
@@ -55,7 +55,8 @@ std::vector<std::string> IdleCollectorLines(
         break;
       }
     }
-    if (idle > 0) lines.push_back(fmt::format("{} in {} of {} dispatch(es)", c.nothing, idle, armed));
+    if (idle > 0)
+      lines.push_back(fmt::format("{} in {} of {} dispatch(es)", c.nothing, idle, armed));
   }
   return lines;
 }

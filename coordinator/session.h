@@ -85,9 +85,9 @@ struct SessionOutcome {
   bool success = false;
   uint64_t session_id = 0;
   std::filesystem::path manifest_path;
-  std::vector<std::string> artifacts;  // relative to <work_dir>/dfx_outputs, verified
-  std::string summary;                 // one line per failure, for the user
-  std::string makespan;                // MakespanSummary(): "" when no dispatch reported one
+  std::vector<std::string> artifacts;        // relative to <work_dir>/dfx_outputs, verified
+  std::string summary;                       // one line per failure, for the user
+  std::string makespan;                      // MakespanSummary(): "" when no dispatch reported one
   std::vector<std::string> idle_collectors;  // IdleCollectorLines(): said once, at info
 };
 

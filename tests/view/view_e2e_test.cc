@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -237,6 +238,44 @@ TEST_F(ViewTest, SwimlaneFlagsHappensBeforeViolations) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TraceSummary s = Summarize(ReadJson("out.json"));
   EXPECT_GT(s.flow_names.count("hb_violation"), 0u);
+}
+
+// --overhead writes what the reference writes (docs/formats.md §4.8): the
+// counter tracks have no thread_name, the state at the window's end is not
+// sampled (the reference stops at len(order) - 1), and below level 3 pid 2
+// gets no process_name / process_sort_index.
+TEST_F(ViewTest, SwimlaneOverheadCountersAreTheReferences) {
+  RunResult r = Run("swimlane l4/chip_swimlane_records.json --overhead");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json trace = ReadJson("l4/merged_swimlane.json");
+  double window_end = 0, last_sample = -1;
+  size_t samples = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 2) {
+      EXPECT_LT(e["tid"].get<int>(), 9101) << e.dump();  // no counter track named
+    }
+    if (e["ph"] == "X" && e["pid"] == 4) {
+      window_end = std::max(window_end, e["ts"].get<double>() + e["dur"].get<double>());
+    }
+    if (e["ph"] == "C" && e["cat"] == "overhead") {
+      ++samples;
+      last_sample = std::max(last_sample, e["ts"].get<double>());
+    }
+  }
+  EXPECT_GT(samples, 0u);
+  EXPECT_LT(last_sample, window_end - 1e-6);  // no sample at the window's end
+
+  // Level 2 (no scheduler phases): the counters, but pid 2 stays unnamed.
+  fs::copy_file(dir_ / "l4/deps.json", dir_ / "l2/deps.json");
+  r = Run("swimlane l2/chip_swimlane_records.json --overhead");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  trace = ReadJson("l2/merged_swimlane.json");
+  TraceSummary s = Summarize(trace);
+  EXPECT_TRUE(s.counters.count("oh_has_overhead"));
+  EXPECT_EQ(s.process_names.count(2), 0u);
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") EXPECT_NE(e["pid"], 2) << e.dump();
+  }
 }
 
 TEST_F(ViewTest, SwimlaneWithoutDepsWarnsAndDrawsNoArrows) {
