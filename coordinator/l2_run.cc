@@ -40,7 +40,10 @@ Result<L2Outcome> RunL2(const L2Options& options) {
                        L2Manifest::Begin(work_dir, options.program, options.config, passes));
   // Every return below ends the manifest: ok, or failed with what ran.
   auto fail = [&](Status s) {
-    manifest.Finish(false, collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true), {});
+    std::vector<std::string> written = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
+    std::erase(written, std::string(collectors::kArtifactsReadmeFile));
+    std::erase(written, std::string(collectors::kRunManifestFile));
+    manifest.Finish(false, written, {});
     return s;
   };
   for (size_t index = 0; index < passes.size(); ++index) {
@@ -100,8 +103,10 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     manifest.PassEnded(index, "");
   }
   out.artifacts = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
-  // The listing of an earlier run is not an artifact of this one.
+  // The listing of an earlier run is not an artifact of this one, nor is
+  // the run's own manifest.
   std::erase(out.artifacts, std::string(collectors::kArtifactsReadmeFile));
+  std::erase(out.artifacts, std::string(collectors::kRunManifestFile));
   std::vector<std::string> merged;
   if (options.config.enable_chip_swimlane > 0) {
     merged = ConvertSwimlanes(stdout, dfx_dir, out.artifacts, options.timeouts.convert);
