@@ -224,7 +224,7 @@ TEST(MultiHostTest, ServeAgentLogsItsWaitHonoursConnectTimeoutAndSaysWhyItExits)
 // The run-level trace states how well ranks line up (each rank's clock
 // offset and its round-trip bound), and dfx-view warns only when that bound
 // changes what the trace shows (README "Reading a run trace across ranks":
-// over 10% of the time the trace spans): not on an ordinary run of
+// over a quarter of the time the trace spans): not on an ordinary run of
 // vector_pipeline, whose ~1 µs tasks are far shorter than any loopback
 // round trip, but for a 10 s round trip.
 TEST(MultiHostTest, RunTimelineStatesClockUncertaintyAndWarnsWhenItMatters) {
