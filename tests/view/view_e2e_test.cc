@@ -264,6 +264,20 @@ TEST_F(ViewTest, SwimlaneOverheadCountersAreTheReferences) {
   }
   EXPECT_GT(samples, 0u);
   EXPECT_LT(last_sample, window_end - 1e-6);  // no sample at the window's end
+  // The reference's slice args: no pop_hit / pop_miss on the scheduler's
+  // dispatch slices; hints in deps.json's edge order (t3's producers are
+  // listed t2 then t1 there).
+  size_t t3_bars = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_FALSE(e["args"].contains("pop_hit")) << e.dump();
+    EXPECT_FALSE(e["args"].contains("pop_miss")) << e.dump();
+    if (e["pid"] == 4 && e["name"] == "func_5_f(t3)") {
+      ++t3_bars;
+      EXPECT_EQ(e["args"]["fanin-hint"], "2: [t2, t1]");
+    }
+  }
+  EXPECT_GT(t3_bars, 0u);
 
   // Level 2 (no scheduler phases): the counters, but pid 2 stays unnamed.
   fs::copy_file(dir_ / "l4/deps.json", dir_ / "l2/deps.json");
