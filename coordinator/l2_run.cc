@@ -18,6 +18,19 @@ namespace dfx::coordinator {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// What the passes wrote into dfx_outputs/: the listing of an earlier run
+// (README.txt) is not an artifact of this one, nor is the run's manifest.
+std::vector<std::string> ListRunArtifacts(const fs::path& dfx_dir) {
+  std::vector<std::string> files = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
+  std::erase(files, std::string(collectors::kArtifactsReadmeFile));
+  std::erase(files, std::string(collectors::kRunManifestFile));
+  return files;
+}
+
+}  // namespace
+
 Result<L2Outcome> RunL2(const L2Options& options) {
   const fs::path& work_dir = options.work_dir;
   const fs::path dfx_dir = collectors::DfxOutputsDir(work_dir);
@@ -40,10 +53,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
                        L2Manifest::Begin(work_dir, options.program, options.config, passes));
   // Every return below ends the manifest: ok, or failed with what ran.
   auto fail = [&](Status s) {
-    std::vector<std::string> written = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
-    std::erase(written, std::string(collectors::kArtifactsReadmeFile));
-    std::erase(written, std::string(collectors::kRunManifestFile));
-    manifest.Finish(false, written, {});
+    manifest.Finish(false, ListRunArtifacts(dfx_dir), {});
     return s;
   };
   for (size_t index = 0; index < passes.size(); ++index) {
@@ -102,11 +112,7 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     }
     manifest.PassEnded(index, "");
   }
-  out.artifacts = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
-  // The listing of an earlier run is not an artifact of this one, nor is
-  // the run's own manifest.
-  std::erase(out.artifacts, std::string(collectors::kArtifactsReadmeFile));
-  std::erase(out.artifacts, std::string(collectors::kRunManifestFile));
+  out.artifacts = ListRunArtifacts(dfx_dir);
   std::vector<std::string> merged;
   if (options.config.enable_chip_swimlane > 0) {
     merged = ConvertSwimlanes(stdout, dfx_dir, out.artifacts, options.timeouts.convert);

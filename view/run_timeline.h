@@ -39,9 +39,10 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
 // ranks, it exceeds this share of the time the trace spans (time zero to the
 // last end drawn): then it moves a rank against the others visibly at the
 // zoom the trace opens at. A quarter, not less: a loaded 2-core host
-// measured best round trips of 50 ms on a 0.3 s run. Below that, cross-rank order finer than the bound
-// (e.g. of 1 µs tasks) is not to be read, and the trace's
-// metadata.clock_alignment says so without a warning on every run.
+// measured best round trips of 50 ms on a 0.3 s run. Below that, cross-rank
+// order finer than the bound (e.g. of 1 µs tasks) is not to be read, and
+// the trace's metadata.clock_alignment says so without a warning on every
+// run.
 inline constexpr double kClockBoundShareOfRun = 0.25;
 inline bool ClockBoundMatters(double uncertainty_us, double trace_span_us, size_t ranks) {
   return ranks >= 2 && uncertainty_us > kClockBoundShareOfRun * trace_span_us;
