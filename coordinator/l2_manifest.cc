@@ -34,7 +34,6 @@ Result<L2Manifest> L2Manifest::Begin(const fs::path& work_dir, const fs::path& p
     fs::remove(dir / collectors::kSessionFile, ec);
   }
   ClearStaleDispatchDirs(out.dfx_dir_);
-  DFX_RETURN_IF_ERROR(MakeDirs(out.dir_));
 
   collectors::RunManifest& m = out.manifest_;
   m.session = RandomSessionId();
@@ -59,7 +58,12 @@ Result<L2Manifest> L2Manifest::Begin(const fs::path& work_dir, const fs::path& p
     d.pass = pass.kind;
     m.dispatches.push_back(std::move(d));
   }
-  DFX_RETURN_IF_ERROR(collectors::WriteRunManifest(out.dir_, m));
+  // Written where a directory is: a run that fails before its chip wrote
+  // anything leaves no dfx_outputs/ behind (Write).
+  std::error_code dir_ec;
+  if (fs::is_directory(out.dir_, dir_ec)) {
+    DFX_RETURN_IF_ERROR(collectors::WriteRunManifest(out.dir_, m));
+  }
   return out;
 }
 
@@ -111,10 +115,17 @@ void L2Manifest::Finish(bool ok, const std::vector<std::string>& artifacts,
     if (!ok && m.ranks.front().error.empty()) m.ranks.front().error = d.error;
   }
   m.status = ok ? RunState::kOk : RunState::kFailed;
+  // A run that succeeded says so even when no collector wrote a file.
+  if (ok) {
+    Status made = MakeDirs(dir_);
+    if (!made.ok()) DFX_LOG_WARN("cannot write {}: {}", path_.string(), made.message());
+  }
   Write();
 }
 
 void L2Manifest::Write() {
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return;  // nothing of the run is there yet
   Status s = collectors::WriteRunManifest(dir_, manifest_);
   if (!s.ok()) DFX_LOG_WARN("cannot write {}: {}", path_.string(), s.message());
 }

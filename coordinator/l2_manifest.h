@@ -26,8 +26,11 @@ namespace dfx::coordinator {
 class L2Manifest {
  public:
   // Clears the earlier run's records under `work_dir` and writes this run's
-  // manifest (status running). Error: the manifest cannot be written (the
-  // message names the file).
+  // manifest (status running). The manifest is written only into a
+  // directory that exists (dfx_outputs/ appears when the chip writes), so a
+  // run that fails before that leaves none; Finish of a run that succeeded
+  // always writes it. Error: the manifest cannot be written (the message
+  // names the file).
   static Result<L2Manifest> Begin(const std::filesystem::path& work_dir,
                                   const std::filesystem::path& program,
                                   const config::RunConfig& config,
