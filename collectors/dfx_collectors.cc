@@ -97,7 +97,9 @@ Status DfxCollectors::ExportAll(bool run_succeeded, std::vector<std::string>* wr
     if (s.ok()) {
       if (written != nullptr) written->push_back(rel);
     } else if (s.code() == Code::kNotFound) {
-      DFX_LOG_INFO("{} not produced: {}", rel, s.message());
+      // Nothing to write is normal; the coordinator counts such dispatches
+      // and says so once per run (coordinator/idle_collectors.h).
+      DFX_LOG_DEBUG("{} not produced: {}", rel, s.message());
     } else if (first_error.ok()) {
       first_error = s.WithContext(std::string("exporting ") + rel);
     }

@@ -18,6 +18,10 @@ namespace keys = run_manifest_keys;
 
 namespace {
 
+constexpr auto kRunLevelText = MakeEnumTable<RunLevel>({
+    {RunLevel::kL2, keys::kLevelL2.c_str()},
+    {RunLevel::kL3, keys::kLevelL3.c_str()},
+});
 constexpr auto kRunStateText = MakeEnumTable<RunState>({
     {RunState::kStarting, keys::kStarting.c_str()},
     {RunState::kRunning, keys::kRunning.c_str()},
@@ -191,6 +195,8 @@ Result<ArtifactEntry> ArtifactFromJson(const Json& j, const std::string& origin,
 
 }  // namespace
 
+const char* RunLevelName(RunLevel l) { return kRunLevelText.Name(l); }
+std::optional<RunLevel> ParseRunLevel(std::string_view n) { return kRunLevelText.Parse(n); }
 const char* RunStateName(RunState s) { return kRunStateText.Name(s); }
 const char* RankStateName(RankState s) { return kRankStateText.Name(s); }
 const char* DispatchStateName(DispatchState s) { return kDispatchStateText.Name(s); }
@@ -207,11 +213,12 @@ std::optional<ArtifactState> ParseArtifactState(std::string_view n) {
 
 namespace {
 
-Json DispatchToJson(const DispatchEntry& d) {
+Json DispatchToJson(const DispatchEntry& d, RunLevel level) {
   Json e;
   e[keys::kRank.c_str()] = d.rank;
   e[keys::kK.c_str()] = d.k;
-  e[keys::kDir.c_str()] = DispatchDirPath(d.rank, d.k);
+  e[keys::kDir.c_str()] = level == RunLevel::kL2 ? std::string(keys::kL2DispatchDir.c_str())
+                                                 : DispatchDirPath(d.rank, d.k);
   e[keys::kProgram.c_str()] = d.program;
   e[keys::kPass.c_str()] = config::PassKindName(d.pass);
   e[keys::kStatus.c_str()] = DispatchStateName(d.status);
@@ -239,7 +246,7 @@ Json RunManifestHead(const RunManifest& m);
 Json RunManifestToJson(const RunManifest& m) {
   Json j = RunManifestHead(m);
   Json& dispatches = j[keys::kDispatches.c_str()];
-  for (const DispatchEntry& d : m.dispatches) dispatches.push_back(DispatchToJson(d));
+  for (const DispatchEntry& d : m.dispatches) dispatches.push_back(DispatchToJson(d, m.level));
   return j;
 }
 
@@ -258,7 +265,7 @@ std::string RunManifestText(const RunManifest& m) {
   text.append(head, 0, at);
   text += "\n  \"dispatches\": [";
   for (size_t i = 0; i < m.dispatches.size(); ++i) {
-    const std::string row = DispatchToJson(m.dispatches[i]).dump(2);
+    const std::string row = DispatchToJson(m.dispatches[i], m.level).dump(2);
     text += i == 0 ? "\n    " : ",\n    ";
     for (char c : row) {
       text.push_back(c);
@@ -277,6 +284,7 @@ Json RunManifestHead(const RunManifest& m) {
   Json j;
   j[keys::kSession.c_str()] = Hex64(m.session);
   j[keys::kStatus.c_str()] = RunStateName(m.status);
+  j[keys::kLevel.c_str()] = RunLevelName(m.level);
   j[keys::kPlan.c_str()] = m.plan;
   j[keys::kWorkDir.c_str()] = m.work_dir;
   j[keys::kLauncher.c_str()] = m.launcher;
@@ -427,6 +435,10 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
   DFX_RETURN_IF_ERROR(SessionFromJson(f, j, origin, &m.session));
   DFX_RETURN_IF_ERROR(
       f.Enum(keys::kStatus.c_str(), &m.status, ParseRunState, OneOf(kRunStateText).c_str()));
+  if (const Json* level = f.Find(keys::kLevel.c_str()); level != nullptr && !level->is_null()) {
+    DFX_RETURN_IF_ERROR(
+        f.Enum(keys::kLevel.c_str(), &m.level, ParseRunLevel, OneOf(kRunLevelText).c_str()));
+  }
   DFX_RETURN_IF_ERROR(f.String(keys::kPlan.c_str(), &m.plan, false));
   DFX_RETURN_IF_ERROR(f.String(keys::kWorkDir.c_str(), &m.work_dir, false));
   DFX_RETURN_IF_ERROR(f.String(keys::kLauncher.c_str(), &m.launcher, false));

@@ -1,5 +1,5 @@
 // The run manifest (<dfx_outputs>/run_manifest.json; docs/design.md §1 step 5,
-// §9): what an L3 run did, rank by rank and dispatch by dispatch, and every
+// §9): what an L2 or L3 run did, rank by rank and dispatch by dispatch, and every
 // artifact with its size, checksum and status — including what is missing
 // and why. One typed struct, one writer (WriteRunManifest), one reader
 // (ReadRunManifest), used by the coordinator while it runs, by `gather` when
@@ -24,6 +24,10 @@
 
 namespace dfx::collectors {
 
+// What kind of run wrote the manifest: an L2 run (one program on one local
+// chip, its artifacts flat in dfx_outputs/; one rank 0 and one dispatch
+// entry per pass, each with dir ".") or an L3 run (rank<N>/d<K>/).
+enum class RunLevel { kL2, kL3 };
 // The run as a whole.
 enum class RunState {
   kStarting,     // agents are being launched / attached
@@ -63,6 +67,8 @@ enum class ArtifactState {
   kRecovered,  // stored later by `dfx-coordinator gather`
 };
 
+const char* RunLevelName(RunLevel l);
+std::optional<RunLevel> ParseRunLevel(std::string_view name);
 const char* RunStateName(RunState s);
 const char* RankStateName(RankState s);
 const char* DispatchStateName(DispatchState s);
@@ -102,7 +108,7 @@ struct RankEntry {
 
 struct DispatchEntry {
   int32_t rank = 0;
-  uint32_t k = 0;  // its directory is DispatchDirPath(rank, k) (written as "dir")
+  uint32_t k = 0;  // its directory is DispatchDirPath(rank, k) (written as "dir"; L2: ".")
   std::string program;
   config::PassKind pass = config::PassKind::kSingle;
   DispatchState status = DispatchState::kPending;
@@ -142,9 +148,10 @@ struct GatherEntry {
 struct RunManifest {
   uint64_t session = 0;  // written as 16 hex digits
   RunState status = RunState::kStarting;
-  std::string plan;
-  std::string work_dir;  // absolute
-  std::string launcher;  // "local" | "mpirun" | "attach"
+  RunLevel level = RunLevel::kL3;  // "L2" | "L3" (a manifest without it is L3's)
+  std::string plan;                // the plan's name (L2: the program file's stem)
+  std::string work_dir;            // absolute
+  std::string launcher;            // "local" | "mpirun" | "srun" | "attach"; L2: "exec"
   std::string endpoint;  // what agents were told to dial (--advertise or derived from --bind)
   std::string bind;      // what the coordinator listened on, with its real port
   // Coordinator clock: when it started launching agents (attach: waiting for them).

@@ -10,6 +10,7 @@ namespace dfx::collectors::run_manifest_keys {
 // The top-level object.
 inline constexpr KeyText kSession = "session";
 inline constexpr KeyText kStatus = "status";  // also ranks[], dispatches[], artifacts, gather
+inline constexpr KeyText kLevel = "level";
 inline constexpr KeyText kPlan = "plan";
 inline constexpr KeyText kWorkDir = "work_dir";
 inline constexpr KeyText kLauncher = "launcher";
@@ -63,6 +64,11 @@ inline constexpr KeyText kRecovered = "recovered";  // also an artifact state
 inline constexpr KeyText kFailed = "failed";        // also every state enum
 
 // The state names (RunState, RankState, DispatchState, ArtifactState).
+// level.
+inline constexpr KeyText kLevelL2 = "L2";
+inline constexpr KeyText kLevelL3 = "L3";
+// Dispatch dir of an L2 run: the artifacts lie in dfx_outputs/ itself.
+inline constexpr KeyText kL2DispatchDir = ".";
 inline constexpr KeyText kStarting = "starting";
 inline constexpr KeyText kRunning = "running";
 inline constexpr KeyText kOk = "ok";

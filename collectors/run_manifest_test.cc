@@ -92,8 +92,8 @@ TEST(RunManifestTest, TheWrittenTextIsTheDocumentByteForByte) {
 TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   Json j = RunManifestToJson(Sample());
   EXPECT_EQ(testing::Keys(j), (std::vector<std::string>{
-                                  "session", "status", "plan", "work_dir", "launcher", "endpoint",
-                                  "bind", "launch_ns", "run_config", "passes", "ranks",
+                                  "session", "status", "level", "plan", "work_dir", "launcher",
+                                  "endpoint", "bind", "launch_ns", "run_config", "passes", "ranks",
                                   "dispatches", "bytes_gathered", "merged_swimlane", "gather"}));
   // The host lane's times: null until known.
   EXPECT_EQ(j["ranks"][0]["hello_ns"], 5);
@@ -112,6 +112,30 @@ TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   // "sent" is a state like the others.
   EXPECT_EQ(ParseDispatchState("sent"), DispatchState::kSent);
   EXPECT_EQ(ParseRunState("interrupted"), RunState::kInterrupted);
+}
+
+// An L2 run's manifest (level "L2"): its dispatches' dir is "." (the
+// artifacts lie flat in dfx_outputs/); a manifest without "level" is an L3
+// run's (written before the key existed).
+TEST(RunManifestTest, LevelSaysL2OrL3AndAnL2DispatchLiesInDfxOutputs) {
+  RunManifest m = Sample();
+  EXPECT_EQ(RunManifestToJson(m)["level"], "L3");
+  m.level = RunLevel::kL2;
+  Json j = RunManifestToJson(m);
+  EXPECT_EQ(j["level"], "L2");
+  EXPECT_EQ(j["dispatches"][0]["dir"], ".");
+  auto read = RunManifestFromJson(j, "m.json");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, m);
+  j.erase("level");
+  read = RunManifestFromJson(j, "m.json");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->level, RunLevel::kL3);
+  j["level"] = "L4";
+  read = RunManifestFromJson(j, "m.json");
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find(R"($.level)"), std::string::npos)
+      << read.status().message();
 }
 
 TEST(RunManifestTest, ErrorsNameTheFileAndThePath) {

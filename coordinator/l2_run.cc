@@ -12,11 +12,25 @@
 #include "common/subprocess.h"
 #include "config/pass_plan.h"
 #include "config/run_config.h"
+#include "coordinator/l2_manifest.h"
 #include "coordinator/post_run.h"
 
 namespace dfx::coordinator {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// What the passes wrote into dfx_outputs/: the listing of an earlier run
+// (README.txt) is not an artifact of this one, nor is the run's manifest.
+std::vector<std::string> ListRunArtifacts(const fs::path& dfx_dir) {
+  std::vector<std::string> files = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
+  std::erase(files, std::string(collectors::kArtifactsReadmeFile));
+  std::erase(files, std::string(collectors::kRunManifestFile));
+  return files;
+}
+
+}  // namespace
 
 Result<L2Outcome> RunL2(const L2Options& options) {
   const fs::path& work_dir = options.work_dir;
@@ -50,7 +64,15 @@ Result<L2Outcome> RunL2(const L2Options& options) {
       if (options.program_text) fs::remove(file, ec);
     }
   } remove_copy{options, program_file};
-  for (const config::PassPlan& pass : passes) {
+  DFX_ASSIGN_OR_RETURN(L2Manifest manifest,
+                       L2Manifest::Begin(work_dir, options.program, options.config, passes));
+  // Every return below ends the manifest: ok, or failed with what ran.
+  auto fail = [&](Status s) {
+    manifest.Finish(false, ListRunArtifacts(dfx_dir), {});
+    return s;
+  };
+  for (size_t index = 0; index < passes.size(); ++index) {
+    const config::PassPlan& pass = passes[index];
     protocol::AgentExecCommandLine exec = options.agent;
     exec.program = program_file.string();
     if (options.program_text) exec.program_origin = options.program.string();
@@ -72,13 +94,17 @@ Result<L2Outcome> RunL2(const L2Options& options) {
     // reaches only this process group: the child runs in its own).
     SpawnOptions spawn;
     spawn.parent_death_signal = SIGKILL;
-    DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, spawn));
+    manifest.PassStarted(index);
+    auto spawned = ChildProcess::Spawn(argv, spawn);
+    if (!spawned.ok()) return fail(spawned.status());
+    ChildProcess& child = *spawned;
     if (!child.Wait(ToPollMs(options.timeouts.dispatch))) {
       child.Terminate(2000);
       std::string text =
           fmt::format("{}: the {} pass did not finish within --dispatch-timeout {:g} s",
                       options.program.string(), config::PassKindName(pass.kind),
                       ToSeconds(options.timeouts.dispatch));
+      manifest.PassEnded(index, text);
       if (pass.kind == config::PassKind::kGraph) {
         std::printf("%s\n", GraphPassWarning(options.program.string(), text,
                                              dfx_dir / collectors::kDepsFile)
@@ -86,12 +112,13 @@ Result<L2Outcome> RunL2(const L2Options& options) {
         out.graph_pass_failed = true;
         continue;
       }
-      return DeadlineExceeded(text);
+      return fail(DeadlineExceeded(text));
     }
     if (!child.succeeded()) {
       std::string text =
           fmt::format("{}: the {} pass failed ({}); its error is printed above",
                       options.program.string(), config::PassKindName(pass.kind), child.Describe());
+      manifest.PassEnded(index, text);
       if (pass.kind == config::PassKind::kGraph) {
         // Best effort, like the reference: the timing pass still runs.
         std::printf("%s\n", GraphPassWarning(options.program.string(), text,
@@ -101,16 +128,20 @@ Result<L2Outcome> RunL2(const L2Options& options) {
         out.graph_pass_failed = true;
         continue;
       }
-      return Internal(text);
+      return fail(Internal(text));
     }
+    manifest.PassEnded(index, "");
   }
-  out.artifacts = collectors::ListArtifactFiles(dfx_dir, /*skip_hidden=*/true);
-  // The listing of an earlier run is not an artifact of this one.
-  std::erase(out.artifacts, std::string(collectors::kArtifactsReadmeFile));
+  out.artifacts = ListRunArtifacts(dfx_dir);
+  std::vector<std::string> merged;
   if (options.config.enable_chip_swimlane > 0) {
-    for (auto& merged : ConvertSwimlanes(stdout, dfx_dir, out.artifacts, options.timeouts.convert))
-      out.artifacts.push_back(merged);
+    merged = ConvertSwimlanes(stdout, dfx_dir, out.artifacts, options.timeouts.convert);
+    for (const auto& m : merged) out.artifacts.push_back(m);
   }
+  // A failed graph pass is best effort: the run still succeeded.
+  manifest.Finish(true, out.artifacts, merged);
+  out.manifest_path = manifest.path();
+  out.manifest = manifest.manifest();
   if (options.bench) {
     // A separate plain run: no DFX flag, fresh device state, its own process.
     config::RunConfig plain;

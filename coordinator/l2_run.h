@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/run_manifest.h"
 #include "common/status.h"
 #include "common/timeouts.h"
 #include "config/run_config.h"
@@ -40,12 +41,16 @@ struct L2Outcome {
   bool two_pass = false;               // the workload ran twice (onboard swimlane)
   bool graph_pass_failed = false;
   std::optional<double> bench_wall_s;  // the plain run's wall time
+  // The run manifest it wrote (docs/formats.md §16.1, level "L2").
+  std::filesystem::path manifest_path;
+  collectors::RunManifest manifest;
 };
 
 // Runs the passes (each its own `exec` process; device-resident tensors
 // persist between them in W/device_state/, reset at the start of the run),
 // then converts the swimlane records into merged_swimlane_<ts>.json (onboard
-// and sim; a converter failure is printed, not returned). Prints the pass
+// and sim; a converter failure is printed, not returned). Writes the run
+// manifest as it goes (L2Manifest), failed runs included. Prints the pass
 // banners and warnings. Error: the program or
 // the timing/single pass failed (message names the program and the reason).
 Result<L2Outcome> RunL2(const L2Options& options);

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/timeouts.h"
+#include "common/unknown_arguments.h"
 #include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/access.h"
@@ -469,6 +470,8 @@ int Main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A mistyped flag, not the required one it displaced, is the error.
+    if (auto unknown = dfx::UnknownArgumentsOf(app, "dfx-coordinator")) return Fail(*unknown, 2);
     app.exit(e);
     return 2;
   }

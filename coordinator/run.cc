@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "coordinator/idle_collectors.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
@@ -138,6 +139,11 @@ RunReport RunLevel2(const RunRequest& request, std::string text, RunReport repor
   report.success = true;
   report.artifacts = out->artifacts;
   report.bench_wall_s = out->bench_wall_s;
+  report.manifest_path = out->manifest_path;
+  for (const std::string& line :
+       IdleCollectorLines(out->manifest.dispatches, request.session.config, /*l3=*/false)) {
+    DFX_LOG_INFO("{}", line);
+  }
   print.WriteReadme(out->artifacts);
   if (!request.quiet) {
     // The summary first, as at L3; then, one dispatch's paths fit the
@@ -241,6 +247,7 @@ void PrintSessionEnd(const RunRequest& request, const RunPrinter& print,
                      const SessionOutcome& outcome, const RunReport& report,
                      const std::string& summary) {
   const SessionOptions& so = request.session;
+  for (const std::string& line : outcome.idle_collectors) DFX_LOG_INFO("{}", line);
   std::fputs(summary.c_str(), stdout);
   // With a run report, its line (last before the verdict) points at README.txt too.
   if (!outcome.artifacts.empty() && !report.run_report) {

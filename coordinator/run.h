@@ -71,7 +71,7 @@ struct RunReport {
   RunLevel level = RunLevel::kL2;
   bool success = false;
   std::filesystem::path dfx_dir;        // <work_dir>/dfx_outputs
-  std::filesystem::path manifest_path;  // L3: the run manifest
+  std::filesystem::path manifest_path;  // the run manifest (L2 and L3)
   std::vector<std::string> artifacts;   // relative to dfx_dir, verified
   size_t dispatch_dirs = 0;             // L3: rank<N>/d<K> directories with artifacts
   std::string summary;                  // L3: one line per failure

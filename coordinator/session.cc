@@ -24,6 +24,7 @@
 #include "config/pass_plan.h"
 #include "coordinator/dispatch_scheduler.h"
 #include "coordinator/event_loop.h"
+#include "coordinator/idle_collectors.h"
 #include "coordinator/manifest_writer.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
@@ -40,16 +41,16 @@ using collectors::ArtifactState;
 using collectors::DispatchState;
 using collectors::RankState;
 
-namespace {
-
-constexpr uint64_t kMs = 1000000;
-
 uint64_t RandomSessionId() {
   std::random_device rd;
   uint64_t id = 0;
   while (id == 0) id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   return id;
 }
+
+namespace {
+
+constexpr uint64_t kMs = 1000000;
 
 // One run: the PeerHandler of the event loop, the scheduler, the launcher.
 class RunCoordinator final : public PeerHandler, public ArtifactLedger {
@@ -729,6 +730,7 @@ Result<SessionOutcome> RunCoordinator::Run() {
                                         dfx_dir_, options_.config.AnyDfx(), stdout);
   out.session_id = session_;
   out.manifest_path = dfx_dir_ / collectors::kRunManifestFile;
+  out.idle_collectors = IdleCollectorLines(scheduler_->dispatches(), options_.config, /*l3=*/true);
   // 4. Post-run: one merged trace per rank<N>/d<K>/ when eager (onboard, as
   // the reference); a lazy run leaves the records, and main prints how to
   // convert them on demand.

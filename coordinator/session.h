@@ -91,6 +91,7 @@ struct SessionOutcome {
   std::string summary;                 // one line per failure, for the user
   std::string makespan;                // MakespanSummary(): "" when no dispatch reported one
   int stop_signal = 0;  // SIGINT / SIGTERM / SIGHUP stopped the run (stop_signals.h); 0: none
+  std::vector<std::string> idle_collectors;  // IdleCollectorLines(): said once, at info
 };
 
 // Runs `plan` once. Returns an error status only when the run could not
@@ -98,5 +99,8 @@ struct SessionOutcome {
 // not exist); failures of ranks and dispatches are reported in the outcome
 // and the manifest.
 Result<SessionOutcome> RunSession(const Plan& plan, const SessionOptions& options);
+
+// A new run's session id: random, never 0.
+uint64_t RandomSessionId();
 
 }  // namespace dfx::coordinator

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "common/json.h"
+#include "common/unknown_arguments.h"
 #include "common/version.h"
 #include "device/generators.h"
 #include "device/program_loader.h"
@@ -63,6 +64,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A mistyped flag, not the required one it displaced, is the error.
+    if (auto unknown = dfx::UnknownArgumentsOf(app, "dfx-gen-program")) {
+      std::fprintf(stderr, "dfx-gen-program: %s\n", unknown->c_str());
+      return 2;
+    }
     // CLI11 names the flag and the bad value; a usage error exits 2 like
     // every other dfx binary (not CLI11's own 105, 106, 109 ...).
     (void)app.exit(e);

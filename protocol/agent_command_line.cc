@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "common/file_util.h"
+#include "common/unknown_arguments.h"
 #include "common/version.h"
 
 namespace dfx::protocol {
@@ -483,6 +484,8 @@ Result<ParsedAgentCommandLine> ParseAgentCommandLine(const std::vector<std::stri
     out.help = std::string(e.what()) + "\n";
     return out;
   } catch (const CLI::ParseError& e) {
+    // A mistyped flag, not the required one it displaced, is the error.
+    if (auto unknown = UnknownArgumentsOf(app, "dfx-rank-agent")) return InvalidArgument(*unknown);
     std::string message = e.what();
     if (dynamic_cast<const CLI::ValidationError*>(&e) == nullptr)
       message += " (dfx-rank-agent --help lists the options)";

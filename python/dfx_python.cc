@@ -156,40 +156,25 @@ std::string Repr(const PyRunConfig& self) {
   return out + ")";
 }
 
-// The run manifest of the last L3 run in `work_dir`, as JSON objects; None
-// when the work dir holds none (an L2 run writes none).
+// The run manifest of the last run in `work_dir` (L2 or L3), as JSON
+// objects; None when the work dir holds none. Where the session record is
+// (an L3 run), else dfx_outputs/, else the work dir itself (no DFX flag).
 py::object ReadRunManifest(const std::string& work_dir) {
-  auto dir = dfx::collectors::FindRunRecordDir(work_dir);
-  if (!dir) return py::none();
-  const fs::path path = *dir / dfx::collectors::kRunManifestFile;
+  std::vector<fs::path> dirs;
+  if (auto dir = dfx::collectors::FindRunRecordDir(work_dir)) dirs.push_back(*dir);
+  dirs.push_back(dfx::collectors::DfxOutputsDir(work_dir));
+  dirs.push_back(work_dir);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return py::none();
-  auto manifest = dfx::collectors::ReadRunManifest(path);
-  if (!manifest.ok()) throw std::runtime_error(manifest.status().message());
-  py::dict out = FromJson(dfx::collectors::RunManifestToJson(*manifest)).cast<py::dict>();
-  out["manifest_path"] = path.string();
-  return out;
-}
-
-// The artifacts an L2 run left flat in <work_dir>/dfx_outputs/: path
-// (relative), size and checksum in the manifest's spelling.
-py::list L2Artifacts(const std::string& work_dir) {
-  const fs::path root = dfx::collectors::DfxOutputsDir(work_dir);
-  py::list out;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return out;
-  for (const auto& rel : dfx::collectors::ListArtifactFiles(root, /*skip_hidden=*/true)) {
-    if (rel == dfx::collectors::kArtifactsReadmeFile) continue;  // the listing, not an artifact
-    auto sum = dfx::ChecksumFile(root / rel);
-    if (!sum.ok()) throw std::runtime_error(sum.status().message());
-    py::dict a;
-    a["path"] = rel;
-    a["size"] = static_cast<uint64_t>(fs::file_size(root / rel, ec));
-    a["checksum"] = "xxh64:" + dfx::Hex64(*sum);
-    a["status"] = "ok";
-    out.append(std::move(a));
+  for (const fs::path& dir : dirs) {
+    const fs::path path = dir / dfx::collectors::kRunManifestFile;
+    if (!fs::is_regular_file(path, ec)) continue;
+    auto manifest = dfx::collectors::ReadRunManifest(path);
+    if (!manifest.ok()) throw std::runtime_error(manifest.status().message());
+    py::dict out = FromJson(dfx::collectors::RunManifestToJson(*manifest)).cast<py::dict>();
+    out["manifest_path"] = path.string();
+    return out;
   }
-  return out;
+  return py::none();
 }
 
 }  // namespace
@@ -254,7 +239,6 @@ value raises ValueError naming the field and the allowed values.)");
 
   m.def("run_config_flags_help", &dfx::config::RunConfigFlagsHelp);
   m.def("read_run_manifest", &ReadRunManifest, py::arg("work_dir"));
-  m.def("l2_artifacts", &L2Artifacts, py::arg("work_dir"));
   m.def("dfx_outputs_dir", [](const std::string& work_dir) {
     return dfx::collectors::DfxOutputsDir(work_dir).string();
   });

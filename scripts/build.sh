@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds into ${BUILD_DIR:-build}. Extra args go to cmake.
+# BUILD_TARGETS="a b" builds only those targets (and what they need), not
+# every test, fuzz driver and benchmark (scripts/quickstart.sh).
 # Uses ccache when it is installed (scripts/setup.sh installs it): its cache
 # lives outside the checkout, so a fresh clone on the same machine rebuilds
 # from cache.
@@ -15,4 +17,6 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
   "${launcher[@]}" "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}"

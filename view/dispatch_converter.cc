@@ -149,9 +149,10 @@ const DispatchConverter::LabelText& DispatchConverter::LabelHead(int func_id, bo
   return it->second;
 }
 
+// The peers in deps.json's edge order, as the reference lists them.
 void DispatchConverter::PeerHint(uint64_t id, bool fanout, std::string* s) const {
   s->clear();
-  auto list = [&](const auto& peers) {
+  auto list = [&](const std::vector<uint64_t>& peers) {
     char buf[kTaskDisplayChars + 2];  // ", " and a display; first the count (at most 20 digits)
     char count[24];
     s->append(count,
@@ -163,17 +164,21 @@ void DispatchConverter::PeerHint(uint64_t id, bool fanout, std::string* s) const
         *p++ = ',';
         *p++ = ' ';
       }
-      s->append(buf, static_cast<size_t>(TaskDisplayTo(p, peers[i].second) - buf));
+      s->append(buf, static_cast<size_t>(TaskDisplayTo(p, peers[i]) - buf));
     }
     s->push_back(']');
   };
   if (deps_ == nullptr) {
     s->append("0: []");
-  } else if (fanout) {
-    list(deps_->Succs(id));
-  } else {
-    list(deps_->Preds(id));
+    return;
   }
+  thread_local std::vector<uint64_t> peers;
+  if (fanout) {
+    deps_->SuccsInFileOrder(id, &peers);
+  } else {
+    deps_->PredsInFileOrder(id, &peers);
+  }
+  list(peers);
 }
 
 void DispatchConverter::EmitProcessMetadata() {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collectors/artifact_layout.h"
+#include "common/unknown_arguments.h"
 #include "common/version.h"
 #include "view/commands.h"
 #include "view/discovery.h"
@@ -320,6 +321,11 @@ int Run(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A mistyped flag, not the required one it displaced, is the error.
+    if (auto unknown = dfx::UnknownArgumentsOf(app, "dfx-view")) {
+      std::cerr << "dfx-view: " << *unknown << "\n";
+      return 2;
+    }
     app.exit(e);
     return 2;
   }

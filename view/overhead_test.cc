@@ -59,19 +59,25 @@ TEST(OverheadTest, VerdictThresholds) {
   EXPECT_NE(std::string(OverheadVerdict(7.99)).find("COMPUTE/DEPENDENCY-BOUND"), std::string::npos);
 }
 
-TEST(SchedOverheadTest, PercentilesAreNearestRankAsTheReference) {
-  // Nearest rank of 1..10: P10 = 1, P25 = 3 (rank ceil(2.5)), P50 = 5, P75 = 8,
-  // P90 = 9, P95 = P99 = 10. Linear interpolation would give 1.9, 3.25, 5.5, ...
+TEST(SchedOverheadTest, PercentilesTakeTheReferencesIndex) {
+  // The reference's vals[min(int(n*p/100), n-1)] of 1..10: P10 = v[1] = 2,
+  // P25 = v[2] = 3, P50 = v[5] = 6, P75 = v[7] = 8, P90 = P95 = P99 = v[9] =
+  // 10. Nearest rank (ceil(p*n/100)-th) would give 1, 3, 5, 8, 9, 10, 10.
   std::vector<double> v = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
-  EXPECT_EQ(NearestRankPercentile(v, 10), 1);
-  EXPECT_EQ(NearestRankPercentile(v, 25), 3);
-  EXPECT_EQ(NearestRankPercentile(v, 50), 5);
-  EXPECT_EQ(NearestRankPercentile(v, 75), 8);
-  EXPECT_EQ(NearestRankPercentile(v, 90), 9);
-  EXPECT_EQ(NearestRankPercentile(v, 95), 10);
-  EXPECT_EQ(NearestRankPercentile(v, 99), 10);
-  EXPECT_EQ(NearestRankPercentile({4.5}, 10), 4.5);
-  EXPECT_EQ(NearestRankPercentile({}, 50), 0);
+  EXPECT_EQ(ReferencePercentile(v, 10), 2);
+  EXPECT_EQ(ReferencePercentile(v, 25), 3);
+  EXPECT_EQ(ReferencePercentile(v, 50), 6);
+  EXPECT_EQ(ReferencePercentile(v, 75), 8);
+  EXPECT_EQ(ReferencePercentile(v, 90), 10);
+  EXPECT_EQ(ReferencePercentile(v, 95), 10);
+  EXPECT_EQ(ReferencePercentile(v, 99), 10);
+  // N = 22 (the example): P50 is v[11], the 12th value, not the 11th.
+  std::vector<double> w;
+  for (int i = 1; i <= 22; ++i) w.push_back(i);
+  EXPECT_EQ(ReferencePercentile(w, 50), 12);
+  EXPECT_EQ(ReferencePercentile(w, 10), 3);  // int(2.2) = 2
+  EXPECT_EQ(ReferencePercentile({4.5}, 10), 4.5);
+  EXPECT_EQ(ReferencePercentile({}, 50), 0);
 }
 
 }  // namespace

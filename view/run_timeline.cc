@@ -261,6 +261,8 @@ class RunMerger {
     return Status::Ok();
   }
   size_t dispatches() const { return dispatches_; }
+  // The latest end drawn on any rank (µs from the trace's time zero).
+  double run_end_us() const { return run_end_us_; }
 
  private:
   Status Merge(int rank, int k, const std::filesystem::path& path, double* rank_cursor);
@@ -273,6 +275,7 @@ class RunMerger {
   std::ostream& out_;
   std::ostream& err_;
   size_t dispatches_ = 0;
+  double run_end_us_ = 0.0;
   bool warned_ = false;
 };
 
@@ -305,6 +308,7 @@ Status RunMerger::Merge(int rank, int k, const std::filesystem::path& path, doub
   DFX_RETURN_IF_ERROR(conv.Run());
   // The boundary of the dispatch on the rank's own lane: "d<K>: <program>".
   const double extent = trace_.max_ts() - ts_offset;
+  run_end_us_ = std::max(run_end_us_, trace_.max_ts());
   const std::string program = placed ? it->second.program : "?";
   trace_.ProcessName(0, "Dispatches", 0);
   trace_.ThreadName(0, 1, "dispatches");
@@ -407,13 +411,20 @@ Status RunSwimlaneForRun(const RunTimelineOptions& options, std::ostream& out, s
       "from the heartbeat with the shortest round trip (good to +- half of it)";
   metadata["clock_alignment"]["ranks"] = info.clock_ranks;
   metadata["clock_alignment"]["max_uncertainty_us"] = info.max_uncertainty_us;
-  const double shortest = trace.shortest_task_us();
-  if (!info.clock_ranks.empty() && shortest < info.max_uncertainty_us) {
+  // The rule (ClockBoundMatters; README "Reading a run trace across ranks"):
+  // warned when the bound could move a rank against the others by a
+  // visible share of the run drawn, not whenever a task is shorter than it
+  // (1 µs kernels are normal; no loopback round trip orders them).
+  const double span = merger.run_end_us();
+  metadata["clock_alignment"]["trace_span_us"] = span;
+  metadata["clock_alignment"]["warned_above_us"] = kClockBoundShareOfRun * span;
+  if (!info.clock_ranks.empty() && ClockBoundMatters(info.max_uncertainty_us, span, files.size())) {
     err << fmt::format(
         "Warning: ranks are aligned only to within +- {:.1f} us (half the best heartbeat round "
-        "trip, run_manifest.json ranks[].clock_offset_rtt_ns), longer than the shortest task "
-        "drawn ({:.1f} us): do not read cross-rank order of tasks shorter than that\n",
-        info.max_uncertainty_us, shortest);
+        "trip, run_manifest.json ranks[].clock_offset_rtt_ns), more than {:.0f}% of the {:.1f} us "
+        "the trace spans: where one rank runs against another may be off by that much; compare "
+        "spans (dfx-view summary), not positions\n",
+        info.max_uncertainty_us, kClockBoundShareOfRun * 100, span);
   }
   DFX_RETURN_IF_ERROR(trace.Finish(metadata));
   std::error_code ec;

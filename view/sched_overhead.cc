@@ -28,12 +28,12 @@ using collectors::SchedPhase;
 using collectors::SwimlaneRecords;
 using collectors::TaskGraph;
 using collectors::TaskRow;
-double NearestRankPercentile(std::vector<double> v, double p) {
+double ReferencePercentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  // The smallest value with at least p% of the values at or below it.
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(v.size()));
-  const size_t index = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  // int(n*p/100) truncates; p is whole, so n*p is exact and so is the floor.
+  const double at = std::floor(static_cast<double>(v.size()) * p / 100.0);
+  const size_t index = at < 0 ? 0 : static_cast<size_t>(at);
   return v[std::min(index, v.size() - 1)];
 }
 
@@ -47,7 +47,7 @@ void Distribution(std::ostream& out, const std::vector<double>& v) {
   }
   out << fmt::format("  tasks: {}\n", v.size());
   for (double p : {10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0}) {
-    out << fmt::format("  P{:<3} {:>12.3f} us\n", static_cast<int>(p), NearestRankPercentile(v, p));
+    out << fmt::format("  P{:<3} {:>12.3f} us\n", static_cast<int>(p), ReferencePercentile(v, p));
   }
   out << fmt::format("  max  {:>12.3f} us\n  mean {:>12.3f} us\n  total {:>11.3f} us\n", mx,
                      v.empty() ? 0.0 : sum / static_cast<double>(v.size()), sum);

@@ -20,10 +20,11 @@ struct SchedOverheadOptions {
 // Writes the six-part report to `out`. Errors are the §5 messages without the "Error: " prefix.
 Status RunSchedOverhead(const SchedOverheadOptions& options, std::ostream& out);
 
-// The head/tail overhead percentiles as the reference computes them:
-// nearest rank (the value at rank ceil(p/100 * N) of the sorted values), no
-// interpolation. 0 for no values.
-double NearestRankPercentile(std::vector<double> values, double p);
+// The head/tail overhead percentiles as the reference computes them: the
+// sorted values' element at index floor(N * p / 100), capped at N - 1
+// (`vals[min(int(n*p/100), n-1)]`), no interpolation; one above the
+// nearest rank when N * p / 100 is whole. 0 for no values.
+double ReferencePercentile(std::vector<double> values, double p);
 
 // The verdict line for a has_overhead percentage (≥25% / ≥8% thresholds).
 const char* OverheadVerdict(double has_overhead_pct);

@@ -249,7 +249,6 @@ Status DispatchConverter::EmitSchedPhases() {
       if (p.kind == PhaseKind::kComplete) {
         e.Int("finishes_processed", p.tasks_processed).Int("finish_rows_attributed", attributed);
       }
-      if (p.kind == PhaseKind::kDispatch) e.Int("pop_hit", p.pop_hit).Int("pop_miss", p.pop_miss);
     });
     trace_.CountSlice();
     SeeEnd(end);
@@ -289,13 +288,15 @@ void DispatchConverter::EmitOverhead() {
   // tasks has no oh_aic_*); the two run-level tracks always exist.
   bool emit[8];
   for (int k = 0; k < 8; ++k) emit[k] = k >= 6 || oh.engine_present[k / 3];
-  trace_.ProcessName(2, "AICPU Scheduler", 2);
-  for (int k = 0; k < 8; ++k) {
-    if (emit[k]) trace_.ThreadName(2, tracks[k].tid, tracks[k].name);
-  }
+  // As the reference: pid 2 is named by the scheduler lanes (level >= 3)
+  // only, the counter tracks get no thread_name (a counter track is named
+  // by its event), and the state at the last instant, the window's end, is
+  // not written (it samples order[0 .. len(order) - 2]).
   long last[8];
   std::fill(std::begin(last), std::end(last), std::numeric_limits<long>::min());
-  for (const auto& s : oh.timeline) {
+  const size_t samples = oh.timeline.empty() ? 0 : oh.timeline.size() - 1;
+  for (size_t i = 0; i < samples; ++i) {
+    const OverheadState& s = oh.timeline[i];
     long v[8] = {s.idle[0],  s.ready[0],    s.overhead[0],  s.idle[1],
                  s.ready[1], s.overhead[1], s.all_overhead, s.has_overhead};
     for (int k = 0; k < 8; ++k) {

@@ -138,11 +138,6 @@ class TraceWriter {
   uint64_t bytes_pending() const {
     return proto_ ? proto_->bytes_written() : writer_.bytes_written();
   }
-  // A task slice of `dur_us` was drawn (the shortest is compared with the
-  // run timeline's clock uncertainty).
-  void NoteTaskDuration(double dur_us) { shortest_task_us_ = std::min(shortest_task_us_, dur_us); }
-  // +infinity when no task was drawn.
-  double shortest_task_us() const { return shortest_task_us_; }
 
   // Process / thread names and sort indices (§4.3), each written once.
   void ProcessName(int pid, const std::string& name, int sort);
@@ -176,7 +171,6 @@ class TraceWriter {
   std::set<std::string> named_processes_;
   uint64_t flow_events_ = 0;
   uint64_t slice_events_ = 0;
-  double shortest_task_us_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace dfx::view

@@ -35,7 +35,6 @@ void DispatchConverter::EmitWorkerView() {
             .Int("taskId", g.task_id);
       });
       trace_.CountSlice();
-      trace_.NoteTaskDuration(end - ts);
       SeeEnd(end);
     }
   }

@@ -338,9 +338,10 @@ Status ArgsDumpRecorder::Export() {
                  m.truncated_args, m.dropped_records);
   }
   if (m.num_entries == 0) {
+    // Normal for a program that tags nothing: no warning per dispatch; the
+    // coordinator says once per run how many dispatches dumped nothing.
     m.bin.Abort();
-    DFX_LOG_WARN("No args dump data to export");
-    return NotFound("No args dump data to export (" + m.dir.string() + " not written)");
+    return NotFound("no tensor tagged for dump (" + m.dir.string() + " not written)");
   }
   DFX_RETURN_IF_ERROR(m.drain_status);
   const int level = m.options.level;

@@ -153,6 +153,31 @@ TEST(DepsReader, TaskGraphKeepsTasksAndUniqueEdgesIndexedBothWays) {
   EXPECT_EQ(preds[2], (std::pair<uint64_t, uint64_t>{4294967296ull, 7}));
 }
 
+// The trace's fanin-hint / fanout-hint list peers as the reference does: in
+// deps.json's edge order, each unique edge where it first appears.
+TEST(DepsReader, TaskGraphListsPeersInTheFilesEdgeOrder) {
+  TaskGraph g;
+  for (uint64_t id : {1, 2, 3, 4}) g.AddTask(id, TaskInfo{});
+  for (auto [pred, succ] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{3, 4}, {1, 4}, {2, 4}, {1, 4}, {1, 3}, {1, 2}}) {
+    g.AddEdge(pred, succ);
+  }
+  g.Finalize();
+  std::vector<uint64_t> peers;
+  g.PredsInFileOrder(4, &peers);
+  EXPECT_EQ(peers, (std::vector<uint64_t>{3, 1, 2}));  // sorted would be 1, 2, 3
+  g.SuccsInFileOrder(1, &peers);
+  EXPECT_EQ(peers, (std::vector<uint64_t>{4, 3, 2}));
+  g.SuccsInFileOrder(4, &peers);
+  EXPECT_TRUE(peers.empty());
+  g.PredsInFileOrder(99, &peers);
+  EXPECT_TRUE(peers.empty());
+  // The sorted views are unchanged.
+  auto preds = g.Preds(4);
+  ASSERT_EQ(preds.size(), 3u);
+  EXPECT_EQ(preds[0].second, 1u);
+}
+
 TEST(DepsReader, IdsAreStringsOrNumbersAndNegativesAreMasked) {
   TempDir dir;
   auto path = dir.path() / "deps.json";

@@ -141,14 +141,73 @@ void TaskGraph::Finalize() {
   intern_ = {};
   num_tasks_ = static_cast<size_t>(
       std::count_if(info_of_.begin(), info_of_.end(), [](uint32_t k) { return k != kNoInfo; }));
-  if (!std::is_sorted(edges_.begin(), edges_.end())) std::sort(edges_.begin(), edges_.end());
-  edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
+  SortEdges();
   by_succ_.resize(edges_.size());
   for (size_t i = 0; i < edges_.size(); ++i) by_succ_[i] = static_cast<uint32_t>(i);
   std::sort(by_succ_.begin(), by_succ_.end(), [this](uint32_t a, uint32_t b) {
     return edges_[a].second != edges_[b].second ? edges_[a].second < edges_[b].second
                                                 : edges_[a].first < edges_[b].first;
   });
+}
+
+void TaskGraph::SortEdges() {
+  file_position_ = {};
+  if (std::is_sorted(edges_.begin(), edges_.end())) {
+    edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
+    return;
+  }
+  // Sorted through a permutation, stable so that a repeated edge keeps its
+  // first position.
+  std::vector<uint32_t> order(edges_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [this](uint32_t a, uint32_t b) { return edges_[a] < edges_[b]; });
+  std::vector<std::pair<uint32_t, uint32_t>> sorted;
+  sorted.reserve(edges_.size());
+  file_position_.reserve(edges_.size());
+  for (uint32_t i : order) {
+    if (!sorted.empty() && sorted.back() == edges_[i]) continue;
+    sorted.push_back(edges_[i]);
+    file_position_.push_back(i);
+  }
+  edges_ = std::move(sorted);
+}
+
+void TaskGraph::InFileOrder(size_t b, size_t e, const uint32_t* perm, bool succs,
+                            std::vector<uint64_t>* out) const {
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> picked;  // (position, peer index)
+  picked.clear();
+  for (size_t k = b; k < e; ++k) {
+    const uint32_t edge = perm == nullptr ? static_cast<uint32_t>(k) : perm[k];
+    const uint32_t position = file_position_.empty() ? edge : file_position_[edge];
+    picked.emplace_back(position, succs ? edges_[edge].second : edges_[edge].first);
+  }
+  std::sort(picked.begin(), picked.end());
+  out->clear();
+  for (const auto& [position, peer] : picked) out->push_back(IdAt(peer));
+}
+
+void TaskGraph::SuccsInFileOrder(uint64_t id, std::vector<uint64_t>* out) const {
+  const uint32_t i = IndexOf(id);
+  out->clear();
+  if (i == kNoInfo) return;
+  auto lo = std::lower_bound(edges_.begin(), edges_.end(), i,
+                             [](const auto& e, uint32_t x) { return e.first < x; });
+  auto hi = lo;
+  while (hi != edges_.end() && hi->first == i) ++hi;
+  InFileOrder(static_cast<size_t>(lo - edges_.begin()), static_cast<size_t>(hi - edges_.begin()),
+              nullptr, /*succs=*/true, out);
+}
+
+void TaskGraph::PredsInFileOrder(uint64_t id, std::vector<uint64_t>* out) const {
+  const EdgeRange preds = Preds(id);
+  out->clear();
+  if (preds.size() == 0) return;
+  const uint32_t i = IndexOf(id);
+  auto lo = std::lower_bound(by_succ_.begin(), by_succ_.end(), i,
+                             [this](uint32_t e, uint32_t x) { return edges_[e].second < x; });
+  const size_t b = static_cast<size_t>(lo - by_succ_.begin());
+  InFileOrder(b, b + preds.size(), by_succ_.data(), /*succs=*/false, out);
 }
 
 const TaskInfo* TaskGraph::FindTask(uint64_t id) const {

@@ -85,6 +85,12 @@ class TaskGraph {
   // Successor (id, succ) / predecessor (id, pred) pairs of `id`.
   EdgeRange Succs(uint64_t id) const;
   EdgeRange Preds(uint64_t id) const;
+  // The successor / predecessor ids of `id` in deps.json's edge order (each
+  // unique edge where it first appears), as the reference lists them in a
+  // trace slice's fanout-hint / fanin-hint. `out` is replaced (reused to
+  // spare an allocation per task).
+  void SuccsInFileOrder(uint64_t id, std::vector<uint64_t>* out) const;
+  void PredsInFileOrder(uint64_t id, std::vector<uint64_t>* out) const;
 
  private:
   static constexpr uint32_t kNoInfo = 0xFFFFFFFFu;
@@ -93,7 +99,10 @@ class TaskGraph {
   uint32_t StageIndex(uint64_t id);
   uint32_t Intern(const TaskInfo& info);
   void Seal();
-  void SetDense();  // dense_, first_id_ and num_ids_ from ids_
+  void SetDense();   // dense_, first_id_ and num_ids_ from ids_
+  void SortEdges();  // sorted, unique, file_position_ kept
+  void InFileOrder(size_t b, size_t e, const uint32_t* perm, bool succs,
+                   std::vector<uint64_t>* out) const;
 
   std::map<std::array<int, 5>, uint32_t> intern_;  // TaskInfo -> index into infos_ (building)
 
@@ -110,6 +119,9 @@ class TaskGraph {
   std::vector<TaskInfo> infos_;                       // distinct values
   std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (pred, succ) indices, sorted, unique
   std::vector<uint32_t> by_succ_;                     // edge indices sorted by (succ, pred)
+  // Per edge (sorted index): where it first appeared among AddEdge's calls;
+  // empty when they came sorted (the sorted index is the file's order).
+  std::vector<uint32_t> file_position_;
   size_t num_tasks_ = 0;
   // Building state.
   bool sealed_ = false;

@@ -238,7 +238,8 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
   for (const auto& s : m.orch) orch_total += s.size();
   any = any || orch_total > 0;
   if (!any) {
-    DFX_LOG_WARN("Warning: No performance data to export.");
+    // Said once per run by the coordinator (a dispatch that ran no task), not
+    // as a warning per dispatch.
     return NotFound("No performance data to export (" + path.string() + " not written)");
   }
 

@@ -86,18 +86,16 @@ def _coordinator_message(stderr, returncode):
 
 
 def _manifest(work_dir):
-    """The L3 run manifest of `work_dir`, or for an L2 run (which writes
-    none) the same shape built from dfx_outputs/: status and artifacts."""
+    """The run manifest of the last run in `work_dir` (docs/formats.md §16.1),
+    L2 or L3: the coordinator writes one for both. An L2 manifest also has
+    `artifacts`, every artifact of its dispatch entries (one per pass)."""
     manifest = _dfx.read_run_manifest(str(work_dir))
-    if manifest is not None:
-        manifest["level"] = "L3"
-    else:
-        manifest = {
-            "level": "L2",
-            "status": "ok",
-            "work_dir": str(Path(work_dir).resolve()),
-            "artifacts": _dfx.l2_artifacts(str(work_dir)),
-        }
+    if manifest is None:
+        raise FileNotFoundError(
+            f"{work_dir}: no run_manifest.json in dfx_outputs/ or the work dir "
+            "(not a dfx-coordinator run's work dir)")
+    if manifest["level"] == "L2":
+        manifest["artifacts"] = [a for d in manifest["dispatches"] for a in d["artifacts"]]
     manifest["dfx_outputs"] = _dfx.dfx_outputs_dir(str(Path(work_dir).resolve()))
     return _records(manifest)
 
@@ -106,9 +104,9 @@ def run(program_or_plan, config=None, work_dir=None, ranks=None, launcher=None, 
         timeout=None):
     """Runs a program (L2: one chip) or a plan (L3; also a program with
     `ranks` or `launcher`) with dfx-coordinator and returns its manifest as a
-    Record: for L3 every rank (status, clock_offset_ns, ...) and dispatch
-    (dir, status, error, artifacts with path, size, checksum, status); for L2
-    status and artifacts. `launcher` is "local" or "mpirun" (default: mpirun
+    Record: every rank (status, clock_offset_ns, ...) and dispatch (dir,
+    status, error, artifacts with path, size, checksum, status); `level` is
+    "L2" or "L3", and an L2 manifest also lists `artifacts` at the top. `launcher` is "local" or "mpirun" (default: mpirun
     when on PATH); `args` are extra dfx-coordinator run flags. Raises
     RunError with the coordinator's message when the run does not succeed
     (ValueError for a bad RunConfig)."""

@@ -80,8 +80,17 @@ TEST_P(FlagMatrixTest, L2ProducesExactlyItsArtifacts) {
   std::set<std::string> tree = Tree(dir / "w/dfx_outputs");
   auto merged = TakeMerged(&tree);
   std::set<std::string> expected = LeafArtifacts(mask, false, "name_map_w.json");
-  expected.insert("README.txt");  // every artifact with its render command
+  expected.insert("README.txt");         // every artifact with its render command
+  expected.insert("run_manifest.json");  // what the run did, as at L3 (docs/formats.md §16.1)
   EXPECT_EQ(tree, expected) << Describe(mask);
+  Json m = LoadJson(dir / "w/dfx_outputs/run_manifest.json");
+  EXPECT_EQ(m["level"], "L2");
+  EXPECT_EQ(m["status"], "ok");
+  ASSERT_EQ(m["dispatches"].size(), 1u) << m.dump();
+  EXPECT_EQ(m["dispatches"][0]["dir"], ".");
+  // Every leaf artifact is listed with its size (the merged trace is not one).
+  EXPECT_EQ(m["dispatches"][0]["artifacts"].size(), LeafArtifacts(mask, false, "x").size())
+      << m.dump();
   const std::map<std::string, int> expected_merged =
       (mask & kSwimlane) ? std::map<std::string, int>{{"", 1}} : std::map<std::string, int>{};
   EXPECT_EQ(merged, expected_merged);

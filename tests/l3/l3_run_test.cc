@@ -282,6 +282,28 @@ TEST(L3RunTest, EveryRunReportsTheChipMakespanWithOrWithoutCollectors) {
   fs::remove_all(dir);
 }
 
+// A collector with nothing to do (a level-1 args dump of a program that
+// tags no tensor) is said once per run at info level, with the count, not
+// as a warning per dispatch: the quickstart's nine warnings (issue 45).
+TEST(L3RunTest, ACollectorWithNothingToDoIsSaidOncePerRun) {
+  fs::path dir = TestDir("l3_idle_collector");
+  auto r = RunCommand(
+      {Bin("dfx-coordinator"), "run", kPlan.string(), "--ranks", "4", "--launcher", "local",
+       "--work-dir", (dir / "w").string(), "--dump-args", "1", "--agent-log-level", "info"},
+      dir, 300);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_EQ(all.find("No args dump data"), std::string::npos) << all;
+  EXPECT_EQ(all.find("[warning]"), std::string::npos) << all;
+  // attn tags tensors (3 dispatches), vec does not (9 of the 12).
+  const std::string line = "[info] args dump: no tensor tagged for dump in 9 of 12 dispatch(es)";
+  const size_t at = r.err.find(line);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << r.err;  // once
+  fs::remove_all(dir);
+}
+
 TEST(L3RunTest, OnboardSwimlaneRunsBothPassesIntoTheSameDirectories) {
   fs::path dir = TestDir("l3_onboard");
   auto r = RunCommand(

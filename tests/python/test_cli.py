@@ -46,7 +46,21 @@ def test_a_bad_flag_exits_2(command):
     binary, sub = command
     r = run([BIN[binary]] + sub + ["--no-such-flag"])
     assert r.returncode == 2, (r.stdout, r.stderr)
-    assert r.stderr.strip()
+    # The error names the flag and where the accepted ones are listed.
+    assert "unknown flag --no-such-flag" in r.stderr, r.stderr
+    assert f"`{' '.join([binary] + sub)} --help`" in r.stderr, r.stderr
+
+
+def test_an_unknown_flag_is_named_before_a_missing_required_one():
+    # CLI11 checks required options first: this used to say "--work-dir is required".
+    r = run([BIN["dfx-coordinator"], "run", "--bogus", "x"])
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "dfx-coordinator: run: unknown flag --bogus" in r.stderr, r.stderr
+    assert "required" not in r.stderr, r.stderr
+    r = run([BIN["dfx-view"], "sched-overhead", "--deps-jsn", "d.json"])
+    assert r.returncode == 2 and "unknown flag --deps-jsn" in r.stderr, r.stderr
+    r = run([BIN["dfx-rank-agent"], "exec", "--program", "p.json", "--output-dri", "o"])
+    assert r.returncode == 2 and "unknown flag --output-dri" in r.stderr, r.stderr
 
 
 def test_bad_values_exit_2_with_the_reason(tmp_path):

@@ -78,3 +78,25 @@ def test_a_fresh_manifest_validates(tmp_path):
     doc["dispatches"][0]["status"] = "done"
     with pytest.raises(jsonschema.ValidationError):
         validator("run_manifest").validate(doc)
+
+
+def test_an_l2_manifest_validates_and_replaces_an_l3_runs(tmp_path):
+    # First an L3 run into the work dir, then an L2 run into the same one: the
+    # L2 run writes its own manifest (level L2, one dispatch per pass, dir ".")
+    # and leaves nothing of the L3 run for a reader to take as its own.
+    cfg = dfx.RunConfig(enable_chip_swimlane=2, enable_dump_args=1)
+    l3 = dfx.run(SOURCE_DIR / "tests/python/testdata/two_ranks.json", cfg, work_dir=tmp_path,
+                 ranks=2, launcher="local")
+    assert l3.level == "L3"
+    assert (tmp_path / "dfx_outputs/rank1").is_dir()
+    m = dfx.run(SOURCE_DIR / "examples/vector_pipeline.json", cfg, work_dir=tmp_path)
+    assert m.level == "L2" and m.status == "ok" and m.launcher == "exec"
+    assert m.session != l3.session
+    assert [d.dir for d in m.dispatches] == ["."] and m.dispatches[0].status == "ok"
+    assert [r.rank for r in m.ranks] == [0]
+    assert "chip_swimlane_records.json" in {a.path for a in m.artifacts}
+    assert not (tmp_path / "dfx_outputs/rank1").exists()
+    assert not (tmp_path / "dfx_outputs/.session.json").exists()
+    doc = json.loads(Path(m.manifest_path).read_text())
+    validator("run_manifest").validate(doc)
+    assert dfx.manifest(tmp_path) == m
