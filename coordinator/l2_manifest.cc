@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "coordinator/session.h"
+#include "coordinator/stale_dirs.h"
 
 namespace dfx::coordinator {
 
