@@ -83,8 +83,17 @@ void L2Manifest::PassEnded(size_t index, const std::string& error) {
   Write();
 }
 
-void L2Manifest::Finish(bool ok, const std::vector<std::string>& artifacts,
+void L2Manifest::Interrupt(size_t index, const std::string& why) {
+  collectors::DispatchEntry& d = manifest_.dispatches.at(index);
+  d.status = DispatchState::kInterrupted;
+  d.error = why;
+  d.end_ns = clock_->NowNs();
+  Write();
+}
+
+void L2Manifest::Finish(collectors::RunState status, const std::vector<std::string>& artifacts,
                         const std::vector<std::string>& merged) {
+  const bool ok = status == RunState::kOk;
   collectors::RunManifest& m = manifest_;
   const bool two_pass = m.dispatches.size() > 1;
   for (const std::string& rel : artifacts) {
@@ -111,13 +120,16 @@ void L2Manifest::Finish(bool ok, const std::vector<std::string>& artifacts,
     if (d.status == DispatchState::kPending) d.status = DispatchState::kNotRun;
   }
   m.merged_swimlane = merged;
-  m.ranks.front().status = ok ? RankState::kOk : RankState::kFailed;
+  m.ranks.front().status = ok                                 ? RankState::kOk
+                           : status == RunState::kInterrupted ? RankState::kInterrupted
+                                                              : RankState::kFailed;
   for (const collectors::DispatchEntry& d : m.dispatches) {
     if (!ok && m.ranks.front().error.empty()) m.ranks.front().error = d.error;
   }
-  m.status = ok ? RunState::kOk : RunState::kFailed;
-  // A run that succeeded says so even when no collector wrote a file.
-  if (ok) {
+  m.status = status;
+  // A run that succeeded or was interrupted says so even when no collector
+  // wrote a file (one that failed to start leaves nothing behind).
+  if (ok || status == RunState::kInterrupted) {
     Status made = MakeDirs(dir_);
     if (!made.ok()) DFX_LOG_WARN("cannot write {}: {}", path_.string(), made.message());
   }

@@ -40,11 +40,13 @@ class L2Manifest {
   // Pass `index` (of Begin's passes) started / ended; `error` empty = ok.
   void PassStarted(size_t index);
   void PassEnded(size_t index, const std::string& error);
-  // The run ended: `artifacts` (relative to dfx_outputs/, as listed after
-  // the run) are checksummed and listed under the pass that wrote them
-  // (deps.json under the graph pass of a two-pass run, the rest under the
-  // last pass); `merged` are the converted traces. ok = the run succeeded.
-  void Finish(bool ok, const std::vector<std::string>& artifacts,
+  // A stop signal ended pass `index`: it is "interrupted", with `why`.
+  void Interrupt(size_t index, const std::string& why);
+  // The run ended (`status`: ok, failed or interrupted): `artifacts` (relative to dfx_outputs/, as
+  // listed after the run) are checksummed and listed under the pass that wrote them (deps.json
+  // under the graph pass of a two-pass run, the rest under the last pass); `merged` are the
+  // converted traces.
+  void Finish(collectors::RunState status, const std::vector<std::string>& artifacts,
               const std::vector<std::string>& merged);
 
   const std::filesystem::path& path() const { return path_; }

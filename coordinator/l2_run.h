@@ -44,6 +44,9 @@ struct L2Outcome {
   // The run manifest it wrote (docs/formats.md §16.1, level "L2").
   std::filesystem::path manifest_path;
   collectors::RunManifest manifest;
+  // SIGINT / SIGTERM / SIGHUP stopped the run (its pass was ended, the
+  // manifest says "interrupted"); 0: none.
+  int stop_signal = 0;
 };
 
 // Runs the passes (each its own `exec` process; device-resident tensors

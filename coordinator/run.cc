@@ -128,12 +128,36 @@ RunReport RunLevel2(const RunRequest& request, std::string text, RunReport repor
   L2Options l2 = MakeL2Options(request);
   // The exec passes read a regular file themselves; anything else (a pipe)
   // was read once here, and they read what was read.
+  // Validate before you clear: the run replaces an earlier run's manifest
+  // and rank<N>/d<K>/ (l2_manifest.h) only for a program the agent accepts.
   std::error_code ec;
+  const fs::path dfx_dir = collectors::DfxOutputsDir(request.session.work_dir);
+  if (fs::exists(dfx_dir / collectors::kRunManifestFile, ec) ||
+      fs::exists(request.session.work_dir / collectors::kRunManifestFile, ec) ||
+      !collectors::ListDispatchDirs(dfx_dir).empty()) {
+    Plan one;
+    one.programs["program"] = PlanProgram{"program", request.file, text};
+    if (Status s = CheckPlanPrograms(one, request.session); !s.ok()) {
+      report = Stopped(std::move(report), s.message(), RunExit::kFailed);
+      report.verdict = VerdictLine(false, "the run failed: " + s.message());
+      return report;
+    }
+  }
   if (!fs::is_regular_file(request.file, ec)) l2.program_text = std::move(text);
   auto out = RunL2(l2);
   if (!out.ok()) {
     report = Stopped(std::move(report), out.status().message(), RunExit::kFailed);
     report.verdict = VerdictLine(false, "the run failed: " + out.status().message());
+    return report;
+  }
+  if (out->stop_signal != 0) {
+    report.exit = RunExit::kFailed;
+    report.stop_signal = out->stop_signal;
+    report.manifest_path = out->manifest_path;
+    report.verdict =
+        VerdictLine(false, fmt::format("interrupted by {}; the manifest says what ran: {}",
+                                       StopSignalName(out->stop_signal),
+                                       ShellQuote(out->manifest_path.string())));
     return report;
   }
   report.success = true;

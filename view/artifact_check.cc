@@ -101,6 +101,7 @@ std::optional<RunHealth> ReadRunHealth(const fs::path& input, std::ostream& err)
   }
   RunHealth health;
   health.status = collectors::RunStateName(manifest->status);
+  health.work_dir = manifest->work_dir;
   for (const collectors::RankEntry& r : manifest->ranks) {
     if (r.status == collectors::RankState::kOk) continue;
     health.not_ok.push_back(

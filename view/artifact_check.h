@@ -55,6 +55,7 @@ struct NotOk {
 struct RunHealth {
   std::string status;  // the run's status ("ok", "failed", ...)
   std::vector<NotOk> not_ok;
+  std::string work_dir;  // the run's work dir, as the manifest names it (for `gather`)
 };
 
 // From the manifest above `input`; nullopt when there is none (or it

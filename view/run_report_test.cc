@@ -55,6 +55,59 @@ TEST(RunReportTest, AboveMaxRowsAggregatesPlusOutliers) {
   EXPECT_EQ(d["rows"][3]["kind"], "aggregate");
 }
 
+// 1,000 ranks x 100 dispatch steps (a summary built in memory: the browser
+// test reads real files at 1,000 x 10): aggregates plus outliers, under 5 MB.
+TEST(RunReportTest, ThousandRanksHundredStepsPageStaysUnderFiveMegabytes) {
+  TempDir tmp;
+  RunSummary s;
+  s.input = tmp.path() / "dfx_outputs";
+  constexpr int kRanks = 1000, kSteps = 100, kSlow = 777;
+  for (int r = 0; r < kRanks; ++r) {
+    RankSummary rank;
+    rank.rank = r;
+    rank.dispatches = kSteps;
+    for (int k = 0; k < kSteps; ++k) {
+      DispatchSummary d;
+      d.rank = r;
+      d.k = static_cast<uint32_t>(k);
+      d.program = "layered";
+      d.has_records = true;
+      d.level = 2;
+      d.rows = 64;
+      d.cores = 2;
+      d.span_us = (100 + (r * 7 + k * 13) % 5) * (r == kSlow ? 3.0 : 1.0);
+      d.busy_us = d.span_us * 0.8;
+      d.idle_us = d.span_us * 0.15;
+      d.sched_us = d.span_us * 0.05;
+      d.kernels = {{"matmul", 32, d.busy_us * 0.7}, {"add", 32, d.busy_us * 0.3}};
+      rank.span_us += d.span_us;
+      rank.busy_us += d.busy_us;
+      s.dispatches.push_back(std::move(d));
+    }
+    rank.straggler_steps = r == kSlow ? kSteps : 0;
+    s.ranks.push_back(rank);
+  }
+  for (int k = 0; k < kSteps; ++k) {
+    StepSummary step;
+    step.k = static_cast<uint32_t>(k);
+    step.ranks = kRanks;
+    step.slowest_rank = kSlow;
+    step.slowest_span_us = 300;
+    step.median_span_us = 102;
+    step.straggler = true;
+    s.steps.push_back(step);
+  }
+  s.stragglers = {kSlow};
+  std::ostringstream err;
+  RunReportOptions o;
+  o.output = tmp.path() / "report.html";
+  ASSERT_TRUE(WriteRunReport(s, o, err).ok()) << err.str();
+  const Json d = RunReportData(s, o, err);
+  EXPECT_TRUE(d["aggregated"].get<bool>());
+  EXPECT_LT(d["rows"].size(), 100u);
+  EXPECT_LT(std::filesystem::file_size(o.output), 5u << 20);
+}
+
 TEST(RunReportTest, PageHoldsLibraryDataAndAStrictPolicy) {
   TempDir tmp;
   std::ostringstream err;

@@ -138,6 +138,18 @@ std::string HealthText(const std::optional<RunHealth>& health) {
     text += fmt::format("  !! {:<12} {:<10} {}\n", status, n.what,
                         n.error.empty() ? std::string("(no error text)") : n.error);
   }
+  if (health->status == "interrupted") {
+    text +=
+        "  the coordinator stopped before the run ended (a signal or a crash); what is missing "
+        "is listed in run_manifest.json\n";
+  }
+  const auto in_spool = std::count_if(health->not_ok.begin(), health->not_ok.end(),
+                                      [](const NotOk& n) { return n.status == "in_spool"; });
+  if (in_spool > 0) {
+    text += fmt::format(
+        "  in_spool: the files of {} dispatch(es) are in an agent's spool, not here: {}\n",
+        in_spool, ShellCommand({"dfx-coordinator", "gather", "--work-dir", health->work_dir}));
+  }
   return text;
 }
 
@@ -237,7 +249,6 @@ void PrintTable(const RunSummary& s, const SummaryPrintOptions& o, std::ostream&
     out << "top kernels by time: " << line << "\n";
   }
   out << s.verdict << "\n";
-  for (const std::string& note : s.notes) out << note << "\n";
   // Pasteable whatever the path holds (spaces, quotes); o.view is already a
   // shell word (the coordinator passes its ViewCommand()).
   const std::string run = ShellQuote(s.input.string());
@@ -338,7 +349,6 @@ void PrintJson(const RunSummary& s, const SummaryPrintOptions& o, std::ostream& 
   j["top_kernels"] = KernelsJson(s.top_kernels, static_cast<size_t>(o.top));
   j["stragglers"] = s.stragglers;
   j["verdict"] = s.verdict;
-  j["notes"] = s.notes;
   if (s.health) {
     j["run_status"] = s.health->status;
     Json not_ok = Json::array();
@@ -362,26 +372,6 @@ Result<double> ParseThresholdPercent(const std::string& text) {
         "--straggler-threshold {}: expected a percentage in (0, 1000], e.g. 5 or 5%", text));
   }
   return v;
-}
-
-// What the run manifest in `dir` (if any) says the files alone do not.
-std::vector<std::string> ManifestNotes(const fs::path& dir) {
-  std::vector<std::string> notes;
-  auto m = collectors::ReadRunManifest(dir / collectors::kRunManifestFile);
-  if (!m.ok()) return notes;
-  const std::string gather = ShellCommand({"dfx-coordinator", "gather", "--work-dir", m->work_dir});
-  if (m->status == collectors::RunState::kInterrupted) {
-    notes.push_back(
-        "run interrupted: the coordinator stopped before the run ended (a signal or a crash); "
-        "what is missing is listed in run_manifest.json");
-  }
-  for (const collectors::DispatchEntry& d : m->dispatches) {
-    if (d.status != collectors::DispatchState::kInSpool) continue;
-    notes.push_back(
-        fmt::format("rank {} d{}: in_spool: its files are in an agent's spool, not here: {}",
-                    d.rank, d.k, gather));
-  }
-  return notes;
 }
 
 Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std::ostream& err) {
@@ -467,7 +457,6 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
     return ranks[a].straggler_steps > ranks[b].straggler_steps;
   });
   s.top_kernels = SortedKernels(kernels);
-  s.notes = ManifestNotes(input);
   int compared = 0;
   for (const auto& st : s.steps) compared += st.ranks > 1 ? 1 : 0;
   if (compared == 0) {

@@ -86,10 +86,6 @@ struct RunSummary {
   std::vector<KernelTime> top_kernels;      // whole run, longest first
   std::vector<int32_t> stragglers;          // ranks with straggler_steps > 0, most first
   std::string verdict;                      // one line
-  // From the run manifest beside the dispatches, when there is one: a run
-  // stopped before it ended, and each dispatch whose files are still in an
-  // agent's spool ("in_spool") with the gather command that fetches them.
-  std::vector<std::string> notes;
   // The run manifest's word (artifact_check.h): the run's status and every
   // rank and dispatch that is not ok, with its error; unset without a
   // manifest. Printed first, marked, whatever the status text is.

@@ -83,6 +83,13 @@ TEST(InputsTest, TypoAfterAGoodRunLeavesTheGoodRunsFiles) {
   EXPECT_NE(typo.err.find("FLOAT16"), std::string::npos) << "what is accepted: " << typo.err;
   EXPECT_NE(typo.err.find("nothing of an earlier run was touched"), std::string::npos) << typo.err;
   EXPECT_EQ(Contents(work / "dfx_outputs"), before) << "every file of the good run, unchanged";
+  // An L2 run of the typo in the same work dir (an L2 run replaces an L3
+  // run's records, l2_manifest.h) leaves them too.
+  auto l2_over_l3 = Coordinator(dir / "typo.json", work, {"--enable-dep-gen"});
+  EXPECT_NE(l2_over_l3.exit_code, 0);
+  EXPECT_NE(l2_over_l3.err.find("typo.json: at $.tensors[0].dtype"), std::string::npos)
+      << l2_over_l3.err;
+  EXPECT_EQ(Contents(work / "dfx_outputs"), before) << "the L3 run's files, after an L2 typo";
 
   // L2 too: its outputs are flat in dfx_outputs/ and stay as they were.
   const fs::path l2 = dir / "l2";

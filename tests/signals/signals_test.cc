@@ -319,6 +319,40 @@ TEST(SignalsTest, SigtermEndsAnMpirunRunAndMpirunWithIt) {
   StopWith(SIGTERM, "mpirun", "sigterm_mpi");
 }
 
+// L2: a stop signal ends the exec pass; the run's manifest says
+// "interrupted" and the exec child does not outlive the coordinator.
+TEST(SignalsTest, SigtermEndsAnL2RunInterrupted) {
+  fs::path dir = TestDir("sigterm_l2");
+  const fs::path work = dir / "w";
+  Process coordinator(
+      {Bin("dfx-coordinator"), "run", kBusy.string(), "--work-dir", work.string(), "--enable-pmu"},
+      dir);
+  const std::string exec_marker = work.string();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return !FindProcesses({"dfx-rank-agent", exec_marker}).empty();
+      },
+      60))
+      << coordinator.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  coordinator.Signal(SIGTERM);
+  ASSERT_TRUE(coordinator.Wait(30)) << coordinator.err();
+  EXPECT_EQ(coordinator.exit_code(), 128 + SIGTERM) << coordinator.err() << coordinator.out();
+  EXPECT_NE(coordinator.out().find("interrupted by SIGTERM"), std::string::npos)
+      << coordinator.out();
+  const Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  ASSERT_TRUE(m.is_object()) << coordinator.err();
+  EXPECT_EQ(m["status"], "interrupted");
+  EXPECT_EQ(m["dispatches"][0]["status"], "interrupted");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return FindProcesses({"dfx-rank-agent", exec_marker}).empty();
+      },
+      3))
+      << "the exec child outlived its coordinator by 3 s";
+  fs::remove_all(dir);
+}
+
 // No handler can run on SIGKILL: the agents (a parent-death signal) and
 // mpirun (the same, then it ends its ranks) go with the coordinator.
 void KillCoordinator(const std::string& launcher, const std::string& name) {
@@ -376,7 +410,8 @@ TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
   // The viewer says so too, with the command that fetches it.
   auto summary = RunCommand({Bin("dfx-view"), "summary", (work / "dfx_outputs").string()}, dir, 60);
   EXPECT_EQ(summary.exit_code, 0) << summary.err;
-  EXPECT_NE(summary.out.find("in_spool: its files are in an agent's spool, not here: "
+  EXPECT_NE(summary.out.find("IN_SPOOL"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("dispatch(es) are in an agent's spool, not here: "
                              "dfx-coordinator gather --work-dir"),
             std::string::npos)
       << summary.out;

@@ -282,11 +282,15 @@ void WriteSyntheticRun(const fs::path& out, int ranks, int steps, int slow) {
   ASSERT_TRUE(collectors::WriteRunManifest(out, m).ok());
 }
 
-TEST(ReportBrowserTest, ThousandRanksHundredDispatchesStaysSmallAndReadable) {
+// 1,000 ranks x 10 dispatches of real files: the summary reads 10,000
+// dispatch directories (the page size at 100 dispatches is checked on an
+// in-memory summary in view/run_report_test.cc; reading 100,000 directories
+// under ASan takes minutes).
+TEST(ReportBrowserTest, ThousandRanksStaysSmallAndReadable) {
   if (!HaveChromium()) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
   const fs::path dir = TestDir("report_1000");
   const fs::path run = dir / "dfx_outputs";
-  WriteSyntheticRun(run, 1000, 100, 777);
+  WriteSyntheticRun(run, 1000, 10, 777);
   ASSERT_FALSE(HasFailure());
   const fs::path report = dir / "report.html";
   auto r = RunCommand({Bin("dfx-view"), "report", run.string(), "-o", report.string()},
@@ -294,7 +298,7 @@ TEST(ReportBrowserTest, ThousandRanksHundredDispatchesStaysSmallAndReadable) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_TRUE(fs::is_regular_file(report));
   const auto size = fs::file_size(report);
-  std::cout << "1,000 ranks x 100 dispatches: report " << size << " bytes\n";
+  std::cout << "1,000 ranks x 10 dispatches: report " << size << " bytes\n";
   EXPECT_LT(size, 5u << 20);
   PageCheck c = OpenReport(report, dir, "report_1000_ranks.png");
   ExpectDrawn(c, kAllCharts);
@@ -306,12 +310,12 @@ TEST(ReportBrowserTest, ThousandRanksHundredDispatchesStaysSmallAndReadable) {
   for (const Json& row : c.data["rows"]) {
     if (row["rank"] == 777) {
       slow_row = true;
-      EXPECT_EQ(row["marks"].size(), 100u);
+      EXPECT_EQ(row["marks"].size(), 10u);
     }
   }
   EXPECT_TRUE(slow_row);
   EXPECT_EQ(c.data["clock"]["measured"], 1000);
-  EXPECT_EQ(c.data["host"]["rows"].size(), 101u);  // start-up and d0..d99
+  EXPECT_EQ(c.data["host"]["rows"].size(), 11u);  // start-up and d0..d9
 }
 
 }  // namespace
