@@ -20,7 +20,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFX_FUZZ
   >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target dfx_fuzz_targets
 targets=("$@")
-if ((${#targets[@]} == 0)); then targets=(fuzz_protocol fuzz_program fuzz_plan fuzz_run_config fuzz_deps fuzz_swimlane); fi
+if ((${#targets[@]} == 0)); then targets=(fuzz_protocol fuzz_program fuzz_plan fuzz_run_config fuzz_deps fuzz_swimlane fuzz_args_dump); fi
 regex=$(IFS='|'; echo "${targets[*]}")
 ctest --test-dir "$BUILD_DIR" -L fuzz -R "^(${regex})_smoke$" --output-on-failure -j "$(nproc)" \
   --timeout $((seconds + 120))

@@ -38,6 +38,18 @@ inline std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
+// In a forked child: adds `env` (NAME=value) and replaces the process with
+// argv (looked up on PATH); exit 127 when it cannot.
+[[noreturn]] inline void ExecInChild(const std::vector<std::string>& argv,
+                                     const std::vector<std::string>& env) {
+  for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  ::_exit(127);
+}
+
 // A child process with stdout/stderr captured to files. Killed (SIGKILL, its
 // whole process group) on destruction if still running.
 class Process {
@@ -56,12 +68,7 @@ class Process {
       int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(out, 1);
       ::dup2(err, 2);
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
+      ExecInChild(argv, env);
     }
   }
   ~Process() {

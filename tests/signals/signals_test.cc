@@ -85,12 +85,7 @@ class PtyProcess {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::close(master_);
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
+      ExecInChild(argv, env);
     }
     ::fcntl(master_, F_SETFL, O_NONBLOCK);
   }
