@@ -4,7 +4,7 @@
 # all five DFX collectors on. Artifacts land in ${WORK_DIR:-out/quickstart}/dfx_outputs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+SETUP_FOR=run scripts/setup.sh
 export BUILD_DIR=${BUILD_DIR:-build}
 # Only the three programs the run uses (and the libraries they link): the
 # tests, fuzz drivers, benchmarks and the Python module are for

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages a fresh machine lacks. Idempotent; needs root
-# (or sudo) and Debian's package registry.
+# (or sudo) and Debian's package registry. SETUP_FOR=run (scripts/quickstart.sh)
+# leaves out the browser, which only the tests use.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
       libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libsqlite3-dev zlib1g-dev
       graphviz protobuf-compiler
-      chromium libjs-chart.js
+      libjs-chart.js
       pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev
       iproute2 util-linux)
+[ "${SETUP_FOR:-test}" = run ] || PKGS+=(chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
