@@ -30,10 +30,13 @@ struct SpawnOptions {
   // Extra "NAME=value" entries on top of this process's environment
   // (how launched agents get their secrets: never on the command line).
   std::vector<std::string> extra_env;
-  // Linux: the signal the child gets when this thread's process dies
+  // Linux: the signal the child gets when its parent dies
   // (PR_SET_PDEATHSIG, set in the child before exec; a child whose parent
   // is already gone by then exits 127 at once). 0 = none. The coordinator's
-  // agents, mpirun and srun end with it even when it is SIGKILLed.
+  // agents, mpirun and srun end with it even when it is SIGKILLed. Linux
+  // ties this to the thread that spawned the child, not the process: spawn
+  // from a thread that lives as long as the child (the coordinator spawns
+  // from the thread that runs its loop).
   int parent_death_signal = 0;
 };
 

@@ -424,10 +424,15 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
     }
   }
   if (!any_records) {
-    return NotFound(fmt::format(
-        "{}: no {} in any dispatch; run with --enable-chip-swimlane{}", input.string(),
-        collectors::kSwimlaneRecordsFile,
-        s.health && !s.health->not_ok.empty() ? "\n" + HealthText(s.health) : std::string()));
+    // The manifest's word first: records that did not arrive (in a spool,
+    // never run) are not records that were never asked for.
+    if (s.health && !s.health->not_ok.empty()) {
+      return NotFound(fmt::format("{}: no {} here; the run manifest says what did not arrive:\n{}",
+                                  input.string(), collectors::kSwimlaneRecordsFile,
+                                  HealthText(s.health)));
+    }
+    return NotFound(fmt::format("{}: no {} in any dispatch; run with --enable-chip-swimlane",
+                                input.string(), collectors::kSwimlaneRecordsFile));
   }
   for (const auto& [k, members] : by_step) {
     StepSummary st;
