@@ -326,6 +326,10 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
                    r.last);
     }
   }
+  // A stop that came after the poll returned (while frames were handled) is
+  // noticed before any agent is declared gone: an agent that gave up while
+  // this process was stopped must not read as one that died on its own.
+  CheckPaused(handler);
   DeclareDisconnected(handler, /*read_monitor=*/false);
   const Timeouts& t = options_.timeouts;
   for (AgentState* silent : registry_.Tick(ToNs(t.heartbeat_interval), ToNs(t.heartbeat_timeout))) {

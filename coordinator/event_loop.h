@@ -119,6 +119,10 @@ class EventLoop {
   Status Pump(int timeout_ms, PeerHandler& handler);
   // Declares `agent` dead: fails its open streams, tells the handler.
   void DeclareDead(AgentState& agent, const std::string& why, PeerHandler& handler);
+  // Whether this process was stopped since the last check (a turn's poll, or
+  // this): says so and calls handler.OnPaused. Called before an agent is
+  // declared gone, so that one that gave up during the stop is not blamed.
+  void CheckPaused(PeerHandler& handler) { NotePause(NowNs(), 0, handler); }
   // Pumps until every queued file is written and acknowledged (or the deadline).
   void DrainWriter(uint64_t deadline_ns, PeerHandler& handler);
   // Tells every live agent to go (serve agents wait for the next session).

@@ -287,7 +287,9 @@ void RunCoordinator::OnTick() {
 }
 
 void RunCoordinator::ReapChildren() {
-  for (const AgentLauncher::Exit& exit : launcher_.Reap()) {
+  const std::vector<AgentLauncher::Exit> exits = launcher_.Reap();
+  if (!exits.empty()) loop_.CheckPaused(*this);  // an agent that gave up while this was stopped
+  for (const AgentLauncher::Exit& exit : exits) {
     if (options_.launcher == Launcher::kMpirun || options_.launcher == Launcher::kSrun) {
       const char* name = LauncherName(options_.launcher);
       for (auto& [id, agent] : loop_.registry().agents()) {
