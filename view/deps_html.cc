@@ -17,6 +17,7 @@
 #include "common/file_util.h"
 #include "common/json.h"
 #include "common/subprocess.h"
+#include "view/html_page.h"
 #include "view/task_label.h"
 
 namespace dfx::view {
@@ -36,29 +37,6 @@ std::string DotEscape(const std::string& s) {
   for (char c : s) {
     if (c == '"' || c == '\\') o.push_back('\\');
     o.push_back(c);
-  }
-  return o;
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o.push_back(c);
-    }
   }
   return o;
 }
@@ -288,15 +266,6 @@ Result<LayoutRun> RunLayout(const std::vector<std::string>& argv,
   }
   std::filesystem::remove(err_path, ec);
   return run;
-}
-
-std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
-  size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-  return s;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/subprocess.h"
+#include "view/html_page.h"
 #include "view/run_report_manifest.h"
 
 namespace dfx::view {
@@ -282,37 +283,6 @@ Json CommandsJson(const RunSummary& s, const std::string& view) {
   return j;
 }
 
-std::string Replace(std::string text, std::string_view marker, std::string_view with) {
-  for (size_t at = text.find(marker); at != std::string::npos;
-       at = text.find(marker, at + with.size())) {
-    text.replace(at, marker.size(), with);
-  }
-  return text;
-}
-
-std::string HtmlText(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string ScriptSafeJson(const Json& data) {
@@ -387,12 +357,12 @@ Status WriteRunReport(const RunSummary& s, const RunReportOptions& options, std:
   if (lib_at == std::string_view::npos || data_at == std::string_view::npos || data_at < lib_at) {
     return Internal("the report page template lacks %CHARTJS% or %DATA% (a build problem)");
   }
-  std::string html = Replace(Replace(std::string(page.substr(0, lib_at)), "%NONCE%", nonce),
-                             "%TITLE%", HtmlText(title));
+  std::string html = ReplaceAll(ReplaceAll(std::string(page.substr(0, lib_at)), "%NONCE%", nonce),
+                                "%TITLE%", HtmlEscape(title));
   html += ChartJsLibrary();
-  html += Replace(std::string(page.substr(lib_at + 9, data_at - lib_at - 9)), "%NONCE%", nonce);
+  html += ReplaceAll(std::string(page.substr(lib_at + 9, data_at - lib_at - 9)), "%NONCE%", nonce);
   html += ScriptSafeJson(data);
-  html += Replace(std::string(page.substr(data_at + 6)), "%NONCE%", nonce);
+  html += ReplaceAll(std::string(page.substr(data_at + 6)), "%NONCE%", nonce);
   return WriteFileAtomic(options.output, html);
 }
 
