@@ -65,6 +65,8 @@ Result<ChildProcess> ChildProcess::ForkExec(const std::vector<std::string>& argv
     }
     if (options.stderr_to_stdout) {
       ::dup2(1, 2);
+    } else if (options.stderr_fd >= 0) {
+      ok &= ::dup2(options.stderr_fd, 2) == 2;
     } else if (options.stderr_path) {
       ok &= redirect(2, options.stderr_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC);
     }
@@ -123,6 +125,8 @@ Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
   }
   if (options.stderr_to_stdout) {
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  } else if (options.stderr_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, options.stderr_fd, 2);
   } else if (options.stderr_path) {
     posix_spawn_file_actions_addopen(&actions, 2, options.stderr_path->c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -26,6 +26,9 @@ struct SpawnOptions {
   std::optional<std::filesystem::path> stdout_path;
   std::optional<std::filesystem::path> stderr_path;
   bool stderr_to_stdout = false;
+  // A descriptor of this process (a pipe's write end) to become the child's
+  // stderr; -1 = none. The caller keeps and closes its own copy.
+  int stderr_fd = -1;
   bool stdin_from_dev_null = false;
   // Extra "NAME=value" entries on top of this process's environment
   // (how launched agents get their secrets: never on the command line).

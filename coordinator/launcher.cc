@@ -99,6 +99,10 @@ std::vector<std::string> LauncherArgv(Launcher launcher, int agents, const Agent
     argv.insert(argv.end(), {"-np", std::to_string(agents)});
   }
   argv.insert(argv.end(), launch.launcher_args.begin(), launch.launcher_args.end());
+  // mpirun says nothing when a rank ends: the wrapper does (launcher_report.h).
+  if (launcher == Launcher::kMpirun) {
+    for (std::string& word : RankWrapperArgv()) argv.push_back(std::move(word));
+  }
   argv.push_back(launch.agent_command.empty() ? launch.agent_binary.string()
                                               : launch.agent_command);
   argv.insert(argv.end(), agent_args.begin(), agent_args.end());
@@ -121,11 +125,13 @@ protocol::AgentCommandLine AgentLauncher::CommandLine(const AgentLaunch& l) cons
 }
 
 Status AgentLauncher::Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch,
-                            int parent_death_signal) {
+                            int parent_death_signal, LauncherOutput* output) {
   SpawnOptions options;
   options.parent_death_signal = parent_death_signal;
+  if (output != nullptr) options.stderr_fd = output->write_fd();
   if (launch.curve) options.extra_env = protocol::CurveClientEnvironment(*launch.curve);
   DFX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, options));
+  if (output != nullptr) output->Start();
   children_.push_back(std::move(child));
   reported_.push_back(false);
   return Status::Ok();
@@ -139,8 +145,10 @@ Status AgentLauncher::StartRun(Launcher launcher, int ranks, const AgentLaunch& 
     // No --rank: each agent reads it from the launcher's environment.
     std::vector<std::string> argv = LauncherArgv(launcher, agents, launch, line.ToArgv());
     DFX_LOG_INFO("starting {}", fmt::join(argv, " "));
+    // Its stderr comes through a pipe: what it says about ranks that ended.
+    DFX_ASSIGN_OR_RETURN(launcher_output_, LauncherOutput::Open(agents));
     // SIGTERM: mpirun / srun then take their ranks down with them.
-    return Spawn(argv, launch, SIGTERM);
+    return Spawn(argv, launch, SIGTERM, launcher_output_.get());
   }
   for (int i = 0; i < agents; ++i) {
     protocol::AgentCommandLine local = line;
@@ -183,6 +191,10 @@ std::vector<AgentLauncher::Exit> AgentLauncher::Reap() {
     exits.push_back({i, children_[i].pid(), children_[i].Describe()});
   }
   return exits;
+}
+
+std::vector<RankExitReport> AgentLauncher::TakeRankExits() {
+  return launcher_output_ ? launcher_output_->Take() : std::vector<RankExitReport>();
 }
 
 bool AgentLauncher::AnyRunning() {

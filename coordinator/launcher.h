@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "common/status.h"
 #include "common/subprocess.h"
 #include "common/timeouts.h"
+#include "coordinator/launcher_report.h"
 #include "protocol/agent_command_line.h"
 #include "protocol/curve.h"
 
@@ -69,7 +71,8 @@ struct AgentLaunch {
 
 // The launcher's command line for `agents` agents (mpirun / srun; pure,
 // so tests check it): launcher program, its flags for the flavour, the
-// user's launcher arguments, then the agent command and its arguments.
+// user's launcher arguments, then (mpirun) the rank wrapper of
+// launcher_report.h, the agent command and its arguments.
 std::vector<std::string> LauncherArgv(Launcher launcher, int agents, const AgentLaunch& launch,
                                       const std::vector<std::string>& agent_args);
 
@@ -91,6 +94,9 @@ class AgentLauncher {
   Status StartRecovery(const AgentLaunch& launch, int32_t rank);
 
   std::vector<Exit> Reap();
+  // What mpirun / srun reported since the last call: ranks' processes
+  // that ended (launcher_report.h); empty for the other launchers.
+  std::vector<RankExitReport> TakeRankExits();
   bool AnyRunning();
   size_t size() const { return children_.size(); }
   size_t exited() const;
@@ -102,9 +108,13 @@ class AgentLauncher {
 
  private:
   protocol::AgentCommandLine CommandLine(const AgentLaunch& launch) const;
-  // `parent_death_signal`: what the child gets when this process dies.
+  // `parent_death_signal`: what the child gets when this process dies;
+  // `output`: where its stderr goes (nullptr: inherited).
   Status Spawn(const std::vector<std::string>& argv, const AgentLaunch& launch,
-               int parent_death_signal);
+               int parent_death_signal, LauncherOutput* output = nullptr);
+  // mpirun's / srun's stderr, read for its reports; destroyed after the
+  // children (declared before them) so its reader sees their last lines.
+  std::unique_ptr<LauncherOutput> launcher_output_;
   std::vector<ChildProcess> children_;
   std::vector<bool> reported_;
 };

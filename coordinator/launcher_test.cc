@@ -38,8 +38,10 @@ TEST(LauncherTest, OpenMpiGetsItsFlagsOthersDoNot) {
   for (const std::string& name : protocol::CurveClientEnvironmentNames()) {
     expected.insert(expected.end(), {"-x", name});
   }
-  expected.insert(expected.end(), {"-np", "4", "--hostfile", "hosts", "/opt/dfx/bin/dfx-rank-agent",
-                                   "--coordinator", "tcp://h:1"});
+  expected.insert(expected.end(), {"-np", "4", "--hostfile", "hosts"});
+  // Each rank runs under the wrapper that reports its end (launcher_report.h).
+  for (const std::string& word : RankWrapperArgv()) expected.push_back(word);
+  expected.insert(expected.end(), {"/opt/dfx/bin/dfx-rank-agent", "--coordinator", "tcp://h:1"});
   EXPECT_EQ(argv, expected);
 
   l.mpi_flavour = MpiFlavour::kMpich;
@@ -56,8 +58,10 @@ TEST(LauncherTest, OpenMpiGetsItsFlagsOthersDoNot) {
   l.mpi_flavour = MpiFlavour::kUnknown;
   l.launcher_binary.clear();
   argv = LauncherArgv(Launcher::kMpirun, 2, l, agent_args);
-  EXPECT_EQ(argv, (V{"mpirun", "-np", "2", "--hostfile", "hosts", "dfx-rank-agent", "--coordinator",
-                     "tcp://h:1"}));
+  V plain = {"mpirun", "-np", "2", "--hostfile", "hosts"};
+  for (const std::string& word : RankWrapperArgv()) plain.push_back(word);
+  plain.insert(plain.end(), {"dfx-rank-agent", "--coordinator", "tcp://h:1"});
+  EXPECT_EQ(argv, plain);
 }
 
 TEST(LauncherTest, SrunKeepsTheOtherTasksAndTheEnvironment) {

@@ -133,6 +133,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   Status FanOut();
   void WriteFinalManifest(collectors::RunState state);
   void ReapChildren();
+  // What mpirun / srun said about ranks' processes that ended (launcher_report.h).
+  void OnRankExits();
   Status SendDispatch(size_t index, const config::PassPlan& pass);
   // The agent did not keep the program its in-flight dispatch named by
   // hash: the dispatch goes again with the program (or fails).
@@ -271,6 +273,7 @@ void RunCoordinator::OnTick() {
       loop_.registry().Send(*agent, rank, protocol::Cancel{rank, k, "dispatch timeout"});
     }
   }
+  OnRankExits();
   ReapChildren();
   if (options_.live_progress) DrawProgress(false);
   // At most every 0.5 s (less often when a rewrite takes more than 1/18 s:
@@ -330,6 +333,31 @@ void RunCoordinator::ReapChildren() {
                       : fmt::format("its agent process (pid {}) exited before HELLO: {}", exit.pid,
                                     exit.how));
       }
+    }
+  }
+}
+
+void RunCoordinator::OnRankExits() {
+  const char* name = LauncherName(options_.launcher);
+  for (const RankExitReport& exit : launcher_.TakeRankExits()) {
+    // Launcher rank i runs the agent of ranks i*chips ...
+    const int first = exit.launcher_rank * options_.chips_per_agent;
+    const std::string ended =
+        fmt::format("{} reports its process (launcher rank {} on {}) ended: {}", name,
+                    exit.launcher_rank, exit.host, exit.how);
+    for (int c = 0; c < options_.chips_per_agent && first + c < options_.ranks; ++c) {
+      const int32_t rank = first + c;
+      if (AgentState* agent = loop_.registry().OwnerOf(rank)) {
+        // After HELLO: a clean end is the end of the run; any other is a death.
+        if (!agent->dead && !agent->shutdown_sent && !exit.clean) {
+          loop_.DeclareDead(*agent, ended, *this);
+        }
+        continue;
+      }
+      if (finishing_ || scheduler_->rank_status(rank) == RankState::kFailed) continue;
+      DFX_LOG_ERROR("rank {}: {} before it said HELLO", rank, ended);
+      scheduler_->FailRank(rank, ended + " before it said HELLO");
+      manifest_dirty_ = true;
     }
   }
 }

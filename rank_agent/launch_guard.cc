@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "protocol/channel.h"
@@ -61,6 +62,30 @@ void Report(const LaunchGuardOptions& o, pid_t child, const std::string& how) {
   // Closing the channel, then the context, waits up to the linger for the send.
 }
 
+// Under mpirun the guard's parent is the rank wrapper (a shell,
+// coordinator/launcher_report.h), which outlives mpirun when mpirun is
+// SIGKILLed; the wrapper names mpirun's pid in DFX_LAUNCHER_PID, and the
+// guard ends the agent when that process is gone.
+void WaitWatchingLauncher(pid_t child, int* status) {
+  const char* text = std::getenv("DFX_LAUNCHER_PID");
+  const long launcher = text != nullptr ? std::strtol(text, nullptr, 10) : 0;
+  if (launcher <= 1) {
+    while (::waitpid(child, status, 0) < 0 && errno == EINTR) {
+    }
+    return;
+  }
+  bool killed = false;
+  for (;;) {
+    const pid_t r = ::waitpid(child, status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    if (!killed && ::kill(static_cast<pid_t>(launcher), 0) != 0 && errno == ESRCH) {
+      ::kill(child, SIGKILL);  // the launcher died: so does its rank
+      killed = true;
+    }
+    ::usleep(100 * 1000);
+  }
+}
+
 }  // namespace
 
 std::optional<int> RunLaunchGuard(const LaunchGuardOptions& options) {
@@ -92,8 +117,7 @@ std::optional<int> RunLaunchGuard(const LaunchGuardOptions& options) {
   sigemptyset(&forward.sa_mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &forward, nullptr);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  WaitWatchingLauncher(child, &status);
   char byte = 0;
   const bool said_hello = ::read(fds[0], &byte, 1) == 1;
   ::close(fds[0]);
