@@ -26,16 +26,13 @@ constexpr size_t kMaxLine = 4096;
 // launcher's pid goes to the launch guard (DFX_LAUNCHER_PID), which ends
 // the agent if the launcher dies while this shell lives on.
 constexpr const char* kWrapperScript =
-    "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-unknown}}}}\n"
-    "p=\n"
-    "for s in TERM INT HUP; do trap \"[ -n \\\"\\$p\\\" ] && kill -$s \\$p 2>/dev/null\" $s; "
-    "done\n"
-    "DFX_LAUNCHER_PID=$PPID; export DFX_LAUNCHER_PID\n"
-    "\"$@\" &\n"
-    "p=$!\n"
-    "while :; do wait \"$p\"; c=$?; kill -0 \"$p\" 2>/dev/null || break; done\n"
-    "echo \"dfx-rank-exit: rank=$r host=$(uname -n) status=$c\" >&2\n"
-    "exit \"$c\"\n";
+    "r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-unknown}}}}; p=; "
+    "for s in TERM INT HUP; do trap \"[ -n \\\"\\$p\\\" ] && kill -$s \\$p 2>/dev/null\" $s; done; "
+    "DFX_LAUNCHER_PID=$PPID; export DFX_LAUNCHER_PID; "
+    "\"$@\" & p=$!; "
+    "while :; do wait \"$p\"; c=$?; kill -0 \"$p\" 2>/dev/null || break; done; "
+    "echo \"dfx-rank-exit: rank=$r host=$(uname -n) status=$c\" >&2; "
+    "exit \"$c\"";
 
 std::optional<int> ToInt(std::string_view text) {
   int value = 0;

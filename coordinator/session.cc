@@ -342,21 +342,21 @@ void RunCoordinator::OnRankExits() {
   for (const RankExitReport& exit : launcher_.TakeRankExits()) {
     // Launcher rank i runs the agent of ranks i*chips ...
     const int first = exit.launcher_rank * options_.chips_per_agent;
-    const std::string ended =
-        fmt::format("{} reports its process (launcher rank {} on {}) ended: {}", name,
-                    exit.launcher_rank, exit.host, exit.how);
+    const std::string process = fmt::format("{} reports its process (launcher rank {} on {}) ended",
+                                            name, exit.launcher_rank, exit.host);
     for (int c = 0; c < options_.chips_per_agent && first + c < options_.ranks; ++c) {
       const int32_t rank = first + c;
       if (AgentState* agent = loop_.registry().OwnerOf(rank)) {
         // After HELLO: a clean end is the end of the run; any other is a death.
         if (!agent->dead && !agent->shutdown_sent && !exit.clean) {
-          loop_.DeclareDead(*agent, ended, *this);
+          loop_.DeclareDead(*agent, fmt::format("{}: {}", process, exit.how), *this);
         }
         continue;
       }
       if (finishing_ || scheduler_->rank_status(rank) == RankState::kFailed) continue;
-      DFX_LOG_ERROR("rank {}: {} before it said HELLO", rank, ended);
-      scheduler_->FailRank(rank, ended + " before it said HELLO");
+      const std::string why = fmt::format("{} before it said HELLO: {}", process, exit.how);
+      DFX_LOG_ERROR("rank {}: {}", rank, why);
+      scheduler_->FailRank(rank, why);
       manifest_dirty_ = true;
     }
   }

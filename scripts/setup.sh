@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages a fresh machine lacks. Idempotent; needs root
 # (or sudo) and Debian's package registry. SETUP_FOR=run (scripts/quickstart.sh)
-# leaves out the browser, which only the tests use.
+# leaves out what only the tests use: the browser, and MPICH's mpiexec and
+# Slurm (tests/launchers start a one-node cluster; Open MPI stays the
+# default mpirun and the MPI the agent links).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev
@@ -11,7 +13,7 @@ PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-
       libjs-chart.js
       pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev
       iproute2 util-linux)
-[ "${SETUP_FOR:-test}" = run ] || PKGS+=(chromium)
+[ "${SETUP_FOR:-test}" = run ] || PKGS+=(chromium mpich slurm-wlm munge)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
