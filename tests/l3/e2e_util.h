@@ -192,6 +192,29 @@ bool WaitFor(F condition, int timeout_s) {
   return true;
 }
 
+// The agents among `pids` that run under a launch guard
+// (rank_agent/launch_guard.h): a dfx-rank-agent process whose parent is a
+// dfx-rank-agent too (not the guard, nor mpirun's sh rank wrapper).
+inline std::vector<pid_t> GuardedAgents(const std::vector<pid_t>& pids) {
+  const auto is_agent = [](pid_t pid) {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink(fs::path("/proc") / std::to_string(pid) / "exe", ec);
+    return !ec && exe.filename() == "dfx-rank-agent";
+  };
+  std::vector<pid_t> out;
+  for (pid_t pid : pids) {
+    const std::string stat = Slurp(fs::path("/proc") / std::to_string(pid) / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (is_agent(pid) && ppid > 1 && is_agent(ppid)) out.push_back(pid);
+  }
+  return out;
+}
+
 inline Json LoadJson(const fs::path& p) {
   auto j = ReadJsonFile(p);
   return j.ok() ? *j : Json();

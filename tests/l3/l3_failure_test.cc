@@ -90,28 +90,6 @@ std::vector<pid_t> MpiRankProcesses(const std::vector<pid_t>& pids, int rank) {
   return out;
 }
 
-// The agents among `pids` (not their launch guards, rank_agent/launch_guard.h,
-// nor mpirun's rank wrappers, coordinator/launcher_report.h): those that
-// are no other one's parent.
-std::vector<pid_t> GuardedAgents(const std::vector<pid_t>& pids) {
-  std::vector<pid_t> parents;
-  for (pid_t pid : pids) {
-    const std::string stat = Slurp(fs::path("/proc") / std::to_string(pid) / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    parents.push_back(ppid);
-  }
-  std::vector<pid_t> out;
-  for (pid_t pid : pids) {
-    if (std::find(parents.begin(), parents.end(), pid) == parents.end()) out.push_back(pid);
-  }
-  return out;
-}
-
 // Under mpirun (Open MPI 4.1 aborts every rank when one dies unless it runs
 // with --enable-recovery): a SIGKILLed agent fails its rank only, at once
 // (its connection closed), not at the heartbeat deadline.

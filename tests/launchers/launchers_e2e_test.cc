@@ -28,6 +28,9 @@ struct LauncherCase {
   std::string rank_var;  // the variable that carries a task's rank
 };
 
+// What gtest prints for a case (in test names and failures): its name.
+void PrintTo(const LauncherCase& c, std::ostream* os) { *os << c.name; }
+
 // The Slurm cluster of the whole test program, started for the first srun
 // case and stopped (by its helper, by pid) when the program ends.
 class SlurmCluster {
@@ -87,37 +90,24 @@ class LaunchersTest : public ::testing::TestWithParam<LauncherCase> {
     return argv;
   }
 
-  // Every process of the run (`hex`) whose environment says it is launcher
-  // rank `rank` and that has no such process below it: the agent itself,
-  // not its launch guard nor the mpirun rank wrapper.
+  // The agent (not its launch guard, nor mpirun's rank wrapper) of the
+  // run `hex` whose environment says it is launcher rank `rank`.
   std::vector<pid_t> AgentOfRank(const std::string& hex, int rank) const {
     const std::string needle = GetParam().rank_var + "=" + std::to_string(rank);
-    std::vector<pid_t> ranked;
-    for (pid_t pid : FindProcesses({"dfx-rank-agent", hex})) {
+    std::vector<pid_t> out;
+    for (pid_t pid : GuardedAgents(FindProcesses({"dfx-rank-agent", hex}))) {
       const std::string env = Slurp(fs::path("/proc") / std::to_string(pid) / "environ");
-      if (("\0" + env).find(std::string(1, '\0') + needle + '\0') != std::string::npos ||
-          env.rfind(needle + '\0', 0) == 0) {
-        ranked.push_back(pid);
+      size_t start = 0;
+      bool match = false;
+      while (start < env.size()) {
+        size_t end = env.find('\0', start);
+        if (end == std::string::npos) end = env.size();
+        match |= env.compare(start, end - start, needle) == 0;
+        start = end + 1;
       }
+      if (match) out.push_back(pid);
     }
-    std::vector<pid_t> leaves;
-    for (pid_t pid : ranked) {
-      bool parent = false;
-      for (pid_t other : ranked) parent |= ParentOf(other) == pid;
-      if (!parent) leaves.push_back(pid);
-    }
-    return leaves;
-  }
-
-  static pid_t ParentOf(pid_t pid) {
-    const std::string stat = Slurp(fs::path("/proc") / std::to_string(pid) / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) return 0;
-    std::istringstream fields(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    return ppid;
+    return out;
   }
 
   std::string Name(const std::string& what) const { return what + "_" + GetParam().name; }

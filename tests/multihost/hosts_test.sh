@@ -174,8 +174,9 @@ fi
 # --- 1b. mpirun with a hostfile, and srun, across the hosts -------------------
 # mpirun reaches the other "hosts" through its rsh agent: here a FAKE ssh
 # that enters the host's namespace (and gives it its name and TMPDIR), where
-# a real cluster has ssh. srun is a FAKE too (Slurm is not installed): it
-# starts task i on host i+1 with SLURM_PROCID / SLURM_NTASKS set.
+# a real cluster has ssh. srun is a FAKE too (the one-node Slurm of
+# tests/launchers cannot span these namespaces): it starts task i on host
+# i+1 with SLURM_PROCID / SLURM_NTASKS set.
 cat >"$T/ssh" <<END_SSH
 #!/bin/sh
 # FAKE ssh for this test: options (mpirun passes -x), a host name, a command.
@@ -188,7 +189,7 @@ exec env TMPDIR="$T/\$h/tmp" sh -c "\$*"
 END_SSH
 cat >"$T/srun" <<END_SRUN
 #!/bin/sh
-# FAKE srun for this test (Slurm is not installed): task i runs on host i+1.
+# FAKE srun for this test (a one-node Slurm cannot span the hosts): task i runs on host i+1.
 n=1
 while [ \$# -gt 0 ]; do
   case "\$1" in --ntasks=*) n=\${1#--ntasks=}; shift ;; --nodes) shift 2 ;; --*) shift ;; *) break ;; esac

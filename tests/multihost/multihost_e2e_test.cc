@@ -1,8 +1,9 @@
 // Runs that span hosts, end to end with the real binaries on
 // loopback: --bind by host name, --advertise, the manifest's endpoints;
 // mpirun with launcher arguments and a rank that dies before HELLO; srun
-// (a FAKE srun script: Slurm is not installed here; it starts the tasks
-// with SLURM_PROCID / SLURM_NTASKS set, as srun does); serve agents that
+// (a FAKE srun script that records the exact command line it gets and
+// starts the tasks with SLURM_PROCID / SLURM_NTASKS set, as srun does; the
+// real srun, against a one-node Slurm, is in tests/launchers); serve agents that
 // wait with a limit and say why they exit. The several-"host" runs are in
 // hosts_test.sh.
 #include <gtest/gtest.h>
@@ -133,11 +134,12 @@ TEST(MultiHostTest, MpirunTakesLauncherArgumentsAndBinary) {
   fs::remove_all(dir);
 }
 
-// A FAKE srun (Slurm is not installed): records its arguments, then starts
+// A FAKE srun (what a real one cannot show: the exact argv it was given):
+// records its arguments, then starts
 // --ntasks copies of the command with SLURM_PROCID / SLURM_NTASKS set.
 void WriteFakeSrun(const fs::path& path, const fs::path& log) {
   ASSERT_TRUE(WriteFileAtomic(path, R"(#!/bin/sh
-# FAKE srun for tests: Slurm is not installed on the test machines.
+# FAKE srun for tests: it records its exact argv (tests/launchers runs the real one).
 echo "$@" > ")" + log.string() + R"("
 n=1
 while [ $# -gt 0 ]; do
