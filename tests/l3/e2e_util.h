@@ -192,6 +192,13 @@ bool WaitFor(F condition, int timeout_s) {
   return true;
 }
 
+// A test's launcher as the coordinator's flags: "mpich" is mpirun played
+// by MPICH's mpiexec (Hydra), installed beside Open MPI's mpirun.
+inline std::vector<std::string> LauncherFlags(const std::string& launcher) {
+  if (launcher == "mpich") return {"--launcher", "mpirun", "--launcher-binary", "mpiexec.mpich"};
+  return {"--launcher", launcher};
+}
+
 // The agents among `pids` that run under a launch guard
 // (rank_agent/launch_guard.h): a dfx-rank-agent process whose parent is a
 // dfx-rank-agent too (not the guard, nor mpirun's sh rank wrapper).

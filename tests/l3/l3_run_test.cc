@@ -80,8 +80,9 @@ void RunFourRanks(const std::string& launcher, bool eager) {
   // A stale dispatch directory of an earlier run must be cleared.
   ASSERT_TRUE(WriteFileAtomic(dir / "w/dfx_outputs/rank7/d9/deps.json", "{}").ok());
   std::vector<std::string> argv = {
-      Bin("dfx-coordinator"), "run",    kPlan.string(), "--ranks",           "4",
-      "--launcher",           launcher, "--work-dir",   (dir / "w").string()};
+      Bin("dfx-coordinator"), "run", kPlan.string(), "--ranks", "4", "--work-dir",
+      (dir / "w").string()};
+  for (const std::string& flag : LauncherFlags(launcher)) argv.push_back(flag);
   argv.insert(argv.end(), kAllFlags.begin(), kAllFlags.end());
   if (eager) {
     argv.push_back("--swimlane-traces");
@@ -128,6 +129,9 @@ void RunFourRanks(const std::string& launcher, bool eager) {
 }
 
 TEST(L3RunTest, MpirunFourRanksProduceTheExactTree) { RunFourRanks("mpirun", /*eager=*/true); }
+
+// The same under MPICH's mpiexec (Hydra), picked with --launcher-binary.
+TEST(L3RunTest, MpichFourRanksProduceTheExactTree) { RunFourRanks("mpich", /*eager=*/true); }
 
 TEST(L3RunTest, LocalLauncherFourRanksProduceTheExactTree) {
   RunFourRanks("local", /*eager=*/false);

@@ -44,18 +44,12 @@ fs::path WritePlan(const fs::path& dir, int ranks, int per_rank, const fs::path&
 // dispatch several artifacts to stream.
 std::vector<std::string> RunArgv(const fs::path& plan, const fs::path& work, int ranks,
                                  const std::string& launcher) {
-  return {Bin("dfx-coordinator"),
-          "run",
-          plan.string(),
-          "--ranks",
-          std::to_string(ranks),
-          "--launcher",
-          launcher,
-          "--work-dir",
-          work.string(),
-          "--enable-dep-gen",
-          "--enable-chip-swimlane",
-          "--enable-pmu"};
+  std::vector<std::string> argv = {Bin("dfx-coordinator"), "run", plan.string(), "--ranks",
+                                   std::to_string(ranks)};
+  for (const std::string& flag : LauncherFlags(launcher)) argv.push_back(flag);
+  argv.insert(argv.end(), {"--work-dir", work.string(), "--enable-dep-gen",
+                           "--enable-chip-swimlane", "--enable-pmu"});
+  return argv;
 }
 
 // A slow disk on the coordinator's side: every chunk write takes 250 ms, so
@@ -314,6 +308,10 @@ TEST(SignalsTest, SigtermEndsAnMpirunRunAndMpirunWithIt) {
   StopWith(SIGTERM, "mpirun", "sigterm_mpi");
 }
 
+TEST(SignalsTest, SigtermEndsAnMpichRunAndMpiexecWithIt) {
+  StopWith(SIGTERM, "mpich", "sigterm_mpich");
+}
+
 // L2: a stop signal ends the exec pass; the run's manifest says
 // "interrupted" and the exec child does not outlive the coordinator.
 TEST(SignalsTest, SigtermEndsAnL2RunInterrupted) {
@@ -371,6 +369,10 @@ TEST(SignalsTest, SigkilledCoordinatorLeavesNoLocalAgent) { KillCoordinator("loc
 
 TEST(SignalsTest, SigkilledCoordinatorLeavesNoMpirunNorAgent) {
   KillCoordinator("mpirun", "kill9_mpi");
+}
+
+TEST(SignalsTest, SigkilledCoordinatorLeavesNoMpiexecNorAgent) {
+  KillCoordinator("mpich", "kill9_mpich");
 }
 
 // SIGSTOP for 15 s while a dispatch streams: the agent runs the next one,
