@@ -205,7 +205,11 @@ void LauncherOutput::Line(std::string_view line) {
 void LauncherOutput::ReadLoop() {
   std::string pending;
   char buffer[16384];
+  // Once the owner is going, at most three more reads, each waiting at most
+  // 0.1 s (a rank that outlived its launcher could write forever).
+  int turns_after_stop = 0;
   for (;;) {
+    if (stop_ && ++turns_after_stop > 3) break;
     pollfd p{read_fd_, POLLIN, 0};
     const int ready = ::poll(&p, 1, 100);
     if (ready < 0 && errno != EINTR) break;
