@@ -74,9 +74,10 @@ print('ratio artifact_bytes=%d wire_bytes=%d ratio=%.2f chosen=\"%s\"' % (w['art
 
 # The same dispatch left in an agent's spool: its coordinator killed after
 # one chunk (test-only fault injection), the agent exits keeping the files.
-DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS=1 "$BIN/dfx-coordinator" run "$T/prog.json" --ranks 1 \
-  --launcher local --work-dir "$T/crash" --virtual-clock "${ALL[@]}" --wire-compression off \
-  --no-report --heartbeat-interval 0.1 --heartbeat-timeout 2 >"$T/crash.log" 2>&1
+(DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS=1 "$BIN/dfx-coordinator" run "$T/prog.json" \
+  --ranks 1 --launcher local --work-dir "$T/crash" --virtual-clock "${ALL[@]}" \
+  --wire-compression off --no-report --heartbeat-interval 0.1 --heartbeat-timeout 2 \
+  >"$T/crash.log" 2>&1) 2>/dev/null
 HEX=$(manifest "$T/crash/dfx_outputs/.session.json" "print(m['session'])") || die "no session record"
 for _ in $(seq 600); do pgrep -f "dfx-rank-agent.*$HEX" >/dev/null || break; sleep 0.1; done
 SRC_SPOOL="$T/crash/.dfx_spool/$HEX/rank0"
@@ -123,12 +124,9 @@ fi
   >"$T/keygen.log" 2>&1 || die "keygen"
 
 shape() {  # rate: the same tbf on both ends of the link
-  local burst=$((${1%gbit} * 1024 * 1024))
-  for side in "$NS_C vc" "$NS_A va"; do
-    set -- $side "$1"
-    ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 50ms ||
-      return 1
-  done
+  local rate=$1 burst=$((${1%gbit} * 1024 * 1024))
+  ip netns exec "$NS_C" tc qdisc replace dev vc root tbf rate "$rate" burst "$burst" latency 50ms &&
+    ip netns exec "$NS_A" tc qdisc replace dev va root tbf rate "$rate" burst "$burst" latency 50ms
 }
 
 PORT=$((21000 + ID % 20000))
