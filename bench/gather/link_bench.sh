@@ -84,6 +84,8 @@ SRC_SPOOL="$T/crash/.dfx_spool/$HEX/rank0"
 [ -d "$SRC_SPOOL" ] || die "the crashed run left no spool"
 BYTES_EACH=$(find "$SRC_SPOOL" -type f -not -path '*/.xxh64/*' -printf '%s\n' | awk '{s+=$1} END {print s}')
 log "spool of one dispatch: $BYTES_EACH bytes; $AGENTS agents"
+# The raw senders send whole 1 MiB frames: each sends this many bytes.
+RAW_EACH=$(((BYTES_EACH + 1048575) / 1048576 * 1048576))
 # The session record of an AGENTS-rank run whose every rank spooled that dispatch.
 python3 - "$T/crash/dfx_outputs/.session.json" "$AGENTS" <<'EOF' || die "session record"
 import json, sys
@@ -132,14 +134,14 @@ shape() {  # rate: the same tbf on both ends of the link
 PORT=$((21000 + ID % 20000))
 raw_once() {
   local t0 t1 p s
-  ip netns exec "$NS_C" "$RAW" --raw-receive "tcp://$C_IP:$PORT" $((BYTES_EACH * AGENTS)) \
+  ip netns exec "$NS_C" "$RAW" --raw-receive "tcp://$C_IP:$PORT" $((RAW_EACH * AGENTS)) \
     >"$T/raw_recv.log" 2>&1 &
   p=$!; PIDS+=("$p")
   sleep 0.3
   t0=$(now)
   local senders=()
   for i in $(seq 0 $((AGENTS - 1))); do
-    ip netns exec "$NS_A" "$RAW" --raw-sender "tcp://$C_IP:$PORT" "raw-$i" "$BYTES_EACH" \
+    ip netns exec "$NS_A" "$RAW" --raw-sender "tcp://$C_IP:$PORT" "raw-$i" "$RAW_EACH" \
       >>"$T/raw_send.log" 2>&1 &
     senders+=($!); PIDS+=("$!")
   done
@@ -193,3 +195,4 @@ for rate in 1gbit 10gbit; do
   printf 'link rate=%s agents=%d bytes_each=%d raw_s=%.2f gather_s=%.2f ratio=%.2f wire=%s\n' \
     "$rate" "$AGENTS" "$BYTES_EACH" "$r" "$g" "$(awk -v a="$r" -v b="$g" 'BEGIN {print a / b}')" "${WIRE:-?}"
 done
+exit 0
