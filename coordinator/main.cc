@@ -337,7 +337,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
 struct GatherFlags {
   std::string work_dir, spool, log_level = "info";
   std::string wire_compression = "auto";  // --wire-compression
-  bool no_report = false;  // --no-report
+  bool no_report = false;                 // --no-report
 };
 
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {

@@ -21,10 +21,22 @@ const fs::path kVector = Source("examples/vector_pipeline.json");
 // swimlane records and PMU; `extra` flags appended.
 CommandResult RunVector(const fs::path& dir, const fs::path& work,
                         const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {Bin("dfx-coordinator"), "run", kVector.string(), "--ranks",
-                                   "2", "--launcher", "local", "--work-dir", work.string(),
-                                   "--virtual-clock", "--enable-dep-gen", "--enable-chip-swimlane",
-                                   "--enable-pmu", "--no-report", "--swimlane-traces", "lazy"};
+  std::vector<std::string> argv = {Bin("dfx-coordinator"),
+                                   "run",
+                                   kVector.string(),
+                                   "--ranks",
+                                   "2",
+                                   "--launcher",
+                                   "local",
+                                   "--work-dir",
+                                   work.string(),
+                                   "--virtual-clock",
+                                   "--enable-dep-gen",
+                                   "--enable-chip-swimlane",
+                                   "--enable-pmu",
+                                   "--no-report",
+                                   "--swimlane-traces",
+                                   "lazy"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return RunCommand(argv, dir, 180);
 }
@@ -118,9 +130,9 @@ TEST(L3WireTest, ABudgetStopsAStreamAndAGatherWithALargerOneFetchesIt) {
 
   // A gather within the same budget fetches nothing more; one with room
   // for everything fetches the rest, compressed on the wire.
-  auto tight = RunCommand({Bin("dfx-coordinator"), "gather", "--work-dir", work.string(),
-                           "--max-run-bytes", "1"},
-                          dir, 120);
+  auto tight = RunCommand(
+      {Bin("dfx-coordinator"), "gather", "--work-dir", work.string(), "--max-run-bytes", "1"}, dir,
+      120);
   EXPECT_NE(tight.exit_code, 0) << tight.err << tight.out;
   EXPECT_NE((tight.out + tight.err).find("over budget"), std::string::npos) << tight.err;
   for (const std::string& path : refused) EXPECT_TRUE(fs::exists(spool / path)) << path;
