@@ -134,8 +134,47 @@ if run gather "$BUILD/bench/gather/gather_bench" "${GATHER[@]}"; then
   row "gather ${GATHER[1]} agents x $mib MiB" \
     "raw ZeroMQ over ipc, same processes: $raw MB/s (median of ${GATHER[5]}; min ratio ${rmin//[\[\]]/}x; vs raw+disk $rawdisk MB/s: ${RD}x, min ${rdmin//[\[\]]/}x; gather over CURVE: $gcurve MB/s; with warm pages: $WARM)" \
     "$gathered MB/s" "${R}x" ">= 0.9x" "$(met "$R" '>=' 0.9)"
+  # Its recovery agents run --wire-compression auto, which sends raw on
+  # this host: the like-with-like ratio (raw+disk) is the loopback wire row.
+  row "gather on loopback (--wire-compression auto: raw here)" \
+    "raw ZeroMQ whose receiver writes the same bytes to the same disk: $rawdisk MB/s" \
+    "$gathered MB/s" "${RD}x" ">= 0.9x" "$(met "$RD" '>=' 0.9)"
 else
   row "gather" "-" "FAILED" "-" "-" "-"
+fi
+
+# Wire compression (bench/gather/link_bench.sh): the ratio of a real
+# 100k-task dispatch with all five collectors, and a gather from 8 serve
+# agents over a tc-limited veth link between two network namespaces against
+# raw ZeroMQ over the same link (not measured where namespaces cannot be made).
+LINK_ARGS=()
+((TINY)) && LINK_ARGS=(--tiny)
+if run link bench/gather/link_bench.sh "$BUILD" "${LINK_ARGS[@]}"; then
+  L="$LOGS/link.log"
+  grep '^ratio ' "$L" >"$LOGS/link_ratio.log"
+  A=$(field artifact_bytes "$LOGS/link_ratio.log") W=$(field wire_bytes "$LOGS/link_ratio.log")
+  R=$(field ratio "$LOGS/link_ratio.log")
+  row "artifact bytes / wire bytes, one $( ((TINY)) && echo 2000 || echo 100000 )-task dispatch, all five (zstd)" "-" \
+    "$A bytes -> $W on the wire" "${R}x" ">= 8x" "$(met "$R" '>=' 8)"
+  for rate in 1gbit 10gbit; do
+    line=$(grep "^link rate=$rate " "$L" | tail -1)
+    target=$([[ $rate == 1gbit ]] && echo 5 || echo 1.5)
+    if [[ $line == *not_measured=* ]]; then
+      row "gather over a ${rate/gbit/ Gbit/s} link" "raw ZeroMQ over the same link" \
+        "$NOT: ${line#*not_measured=}" "-" ">= ${target}x" "-"
+    else
+      n=$(sed -nE 's/.* agents=([0-9]+).*/\1/p' <<<"$line")
+      rs=$(sed -nE 's/.* raw_s=([0-9.]+).*/\1/p' <<<"$line")
+      gs=$(sed -nE 's/.* gather_s=([0-9.]+).*/\1/p' <<<"$line")
+      lr=$(sed -nE 's/.* ratio=([0-9.]+).*/\1/p' <<<"$line")
+      wire=$(sed -nE 's/.* wire=(.*)$/\1/p' <<<"$line")
+      row "gather from $n agents over a ${rate/gbit/ Gbit/s} link (tc tbf, veth, netns)" \
+        "raw ZeroMQ over the same link: $rs s" "$gs s (${wire//_/ })" "$(printf %.2f "$lr")x" \
+        ">= ${target}x" "$(met "$lr" '>=' "$target")"
+    fi
+  done
+else
+  row "wire compression / link gather" "-" "FAILED" "-" "-" "-"
 fi
 
 # Dispatch round trip (row 6): p99 of a dispatch against a bare ZeroMQ round

@@ -51,6 +51,7 @@ constexpr auto kArtifactStateText = MakeEnumTable<ArtifactState>({
     {ArtifactState::kOk, keys::kOk.c_str()},
     {ArtifactState::kFailed, keys::kFailed.c_str()},
     {ArtifactState::kRecovered, keys::kRecovered.c_str()},
+    {ArtifactState::kInSpool, keys::kInSpool.c_str()},
 });
 
 // `one of "a", "b", ...` of a table's names, for an error message.
@@ -73,6 +74,7 @@ Json ArtifactToJson(const ArtifactEntry& a) {
       a.checksum ? Json(keys::kChecksumPrefix.c_str() + Hex64(*a.checksum)) : Json(nullptr);
   j[keys::kStatus.c_str()] = ArtifactStateName(a.status);
   j[keys::kError.c_str()] = NullOr(a.error);
+  j[keys::kWireBytes.c_str()] = NullOr(a.wire_bytes);
   return j;
 }
 
@@ -176,6 +178,7 @@ Result<ArtifactEntry> ArtifactFromJson(const Json& j, const std::string& origin,
   DFX_RETURN_IF_ERROR(f.Enum(keys::kStatus.c_str(), &a.status, ParseArtifactState,
                              OneOf(kArtifactStateText).c_str()));
   DFX_RETURN_IF_ERROR(f.String(keys::kError.c_str(), &a.error, /*required=*/false));
+  DFX_RETURN_IF_ERROR(f.OptionalInt(keys::kWireBytes.c_str(), &a.wire_bytes));
   if (const Json* c = f.Find(keys::kChecksum.c_str()); c != nullptr && !c->is_null()) {
     const std::string expected =
         std::string(JoinedText<"\"", keys::kChecksumPrefix, "\" and 16 hex digits">);
@@ -325,6 +328,21 @@ Json RunManifestHead(const RunManifest& m) {
     g[keys::kFailed.c_str()] = m.gather->failed;
     j[keys::kGather.c_str()] = std::move(g);
   }
+  if (m.wire) {
+    Json w;
+    w[keys::kCompression.c_str()] = m.wire->compression;
+    w[keys::kChosen.c_str()] = m.wire->chosen;
+    w[keys::kArtifactBytes.c_str()] = m.wire->artifact_bytes;
+    w[keys::kWireBytes.c_str()] = m.wire->wire_bytes;
+    j[keys::kWire.c_str()] = std::move(w);
+  }
+  if (m.budget) {
+    Json b;
+    b[keys::kMaxRunBytes.c_str()] = m.budget->max_run_bytes;
+    b[keys::kOverBudget.c_str()] = m.budget->over_budget;
+    b[keys::kNote.c_str()] = NullOr(m.budget->note);
+    j[keys::kBudget.c_str()] = std::move(b);
+  }
   return j;
 }
 
@@ -382,6 +400,35 @@ Result<DispatchEntry> DispatchFromJson(const Json& e, const std::string& origin,
         return Status::Ok();
       }));
   return entry;
+}
+
+// "wire" and "budget": optional objects (absent in older manifests).
+Status WireAndBudgetFromJson(const Fields& f, const std::string& origin, RunManifest* m) {
+  if (const Json* w = f.Find(keys::kWire.c_str()); w != nullptr && !w->is_null()) {
+    Fields wf(*w, origin, std::string(JoinedText<"$.", keys::kWire>));
+    DFX_RETURN_IF_ERROR(wf.CheckObject());
+    WireEntry wire;
+    DFX_RETURN_IF_ERROR(wf.String(keys::kCompression.c_str(), &wire.compression));
+    DFX_RETURN_IF_ERROR(wf.String(keys::kChosen.c_str(), &wire.chosen, false));
+    DFX_RETURN_IF_ERROR(wf.Int(keys::kArtifactBytes.c_str(), &wire.artifact_bytes, false));
+    DFX_RETURN_IF_ERROR(wf.Int(keys::kWireBytes.c_str(), &wire.wire_bytes, false));
+    m->wire = std::move(wire);
+  }
+  if (const Json* b = f.Find(keys::kBudget.c_str()); b != nullptr && !b->is_null()) {
+    Fields bf(*b, origin, std::string(JoinedText<"$.", keys::kBudget>));
+    DFX_RETURN_IF_ERROR(bf.CheckObject());
+    BudgetEntry budget;
+    DFX_RETURN_IF_ERROR(bf.Int(keys::kMaxRunBytes.c_str(), &budget.max_run_bytes));
+    DFX_RETURN_IF_ERROR(bf.String(keys::kNote.c_str(), &budget.note, false));
+    DFX_RETURN_IF_ERROR(
+        bf.Array(keys::kOverBudget.c_str(), [&](const Json& e, const std::string& p) -> Status {
+          if (!e.is_string()) return JsonError(origin, p, "an artifact path", e);
+          budget.over_budget.push_back(e.get<std::string>());
+          return Status::Ok();
+        }));
+    m->budget = std::move(budget);
+  }
+  return Status::Ok();
 }
 
 Result<GatherEntry> GatherFromJson(const Json& g, const std::string& origin) {
@@ -481,6 +528,7 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     DFX_ASSIGN_OR_RETURN(GatherEntry gather, GatherFromJson(*g, origin));
     m.gather = std::move(gather);
   }
+  DFX_RETURN_IF_ERROR(WireAndBudgetFromJson(f, origin, &m));
   return m;
 }
 

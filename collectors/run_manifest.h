@@ -65,6 +65,9 @@ enum class ArtifactState {
   kOk,         // received, checksum verified, renamed into place
   kFailed,     // not stored (see error)
   kRecovered,  // stored later by `dfx-coordinator gather`
+  // Refused because it would take the run past --max-run-bytes: the file is
+  // in its agent's spool (`dfx-coordinator gather --max-run-bytes N` fetches it).
+  kInSpool,
 };
 
 const char* RunLevelName(RunLevel l);
@@ -84,6 +87,9 @@ struct ArtifactEntry {
   std::optional<uint64_t> checksum;  // XXH64, written as "xxh64:<16 hex>"; set when ok/recovered
   ArtifactState status = ArtifactState::kStreaming;
   std::string error;  // empty = none (written as null)
+  // Payload bytes it took on the wire (zstd-coded chunks count their frames);
+  // unset until its stream ended, and in manifests older than the field.
+  std::optional<uint64_t> wire_bytes;
   bool operator==(const ArtifactEntry&) const = default;
 };
 
@@ -145,6 +151,24 @@ struct GatherEntry {
   bool operator==(const GatherEntry&) const = default;
 };
 
+// How artifact bytes travelled (--wire-compression): the mode asked for,
+// what the agents chose, and the totals of the streams received.
+struct WireEntry {
+  std::string compression;  // "auto" | "zstd" | "off"
+  std::string chosen;       // e.g. "zstd on 12 of 14 streams"
+  uint64_t artifact_bytes = 0;
+  uint64_t wire_bytes = 0;
+  bool operator==(const WireEntry&) const = default;
+};
+
+// The run's byte budget (--max-run-bytes) and the streams it refused.
+struct BudgetEntry {
+  uint64_t max_run_bytes = 0;
+  std::vector<std::string> over_budget;  // artifact paths left in spools
+  std::string note;                      // what happened and the gather that fetches them
+  bool operator==(const BudgetEntry&) const = default;
+};
+
 struct RunManifest {
   uint64_t session = 0;  // written as 16 hex digits
   RunState status = RunState::kStarting;
@@ -163,6 +187,8 @@ struct RunManifest {
   uint64_t bytes_gathered = 0;
   std::vector<std::string> merged_swimlane;  // converted traces, relative to dfx_outputs
   std::optional<GatherEntry> gather;
+  std::optional<WireEntry> wire;      // written when set ("wire")
+  std::optional<BudgetEntry> budget;  // written when the run had a budget ("budget")
   bool operator==(const RunManifest&) const = default;
 };
 

@@ -24,6 +24,15 @@ inline constexpr KeyText kDispatches = "dispatches";  // also ranks[]: a count
 inline constexpr KeyText kBytesGathered = "bytes_gathered";
 inline constexpr KeyText kMergedSwimlane = "merged_swimlane";
 inline constexpr KeyText kGather = "gather";
+inline constexpr KeyText kWire = "wire";
+inline constexpr KeyText kCompression = "compression";       // wire.
+inline constexpr KeyText kChosen = "chosen";                 // wire.
+inline constexpr KeyText kArtifactBytes = "artifact_bytes";  // wire.
+inline constexpr KeyText kWireBytes = "wire_bytes";          // wire. and artifacts
+inline constexpr KeyText kBudget = "budget";
+inline constexpr KeyText kMaxRunBytes = "max_run_bytes";  // budget.
+inline constexpr KeyText kOverBudget = "over_budget";     // budget.
+inline constexpr KeyText kNote = "note";                  // budget.
 
 // ranks[].
 inline constexpr KeyText kRank = "rank";  // also dispatches[]

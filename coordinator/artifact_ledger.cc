@@ -28,6 +28,7 @@ void SettleEntry(ArtifactEntry& entry, ArtifactSettlement settlement) {
   entry.status = settlement.state;
   entry.error = std::move(settlement.error);
   entry.checksum = settlement.checksum;
+  if (settlement.wire_bytes) entry.wire_bytes = settlement.wire_bytes;
 }
 
 }  // namespace dfx::coordinator

@@ -21,7 +21,8 @@ namespace dfx::coordinator {
 struct ArtifactSettlement {
   collectors::ArtifactState state = collectors::ArtifactState::kFailed;
   std::string error;
-  std::optional<uint64_t> checksum;  // the verified checksum; unset when it failed
+  std::optional<uint64_t> checksum;    // the verified checksum; unset when it failed
+  std::optional<uint64_t> wire_bytes;  // payload bytes it took on the wire
 };
 
 // A list records at most this many refused streams: bounded, whatever a

@@ -41,7 +41,8 @@ ArtifactReceiver::ArtifactReceiver(fs::path dfx_dir, AgentRegistry& registry,
       writer_(std::chrono::milliseconds(options.fault_write_delay_ms)) {}
 
 void ArtifactReceiver::GrantCredits(AgentState& agent) {
-  if (registry_.Send(agent, agent.ranks.front(), protocol::Credit{options_.credit_window})) {
+  if (registry_.Send(agent, agent.ranks.front(),
+                     protocol::Credit{options_.credit_window, {}, {}, options_.wire_compression})) {
     credit_balance_[agent.identity] += options_.credit_window;
   }
 }
@@ -73,9 +74,58 @@ ArtifactWriter::Job ArtifactReceiver::JobFor(ArtifactWriter::Kind kind, const Tr
   return job;
 }
 
-void ArtifactReceiver::AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why) {
-  DFX_LOG_WARN("artifact stream {} from {} rejected: {}", transfer_id, agent.identity, why);
-  registry_.Send(agent, agent.ranks.front(), protocol::ArtifactAck{transfer_id, false, why});
+void ArtifactReceiver::AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why,
+                               bool keep_in_spool) {
+  if (!keep_in_spool) {
+    DFX_LOG_WARN("artifact stream {} from {} rejected: {}", transfer_id, agent.identity, why);
+  }
+  registry_.Send(agent, agent.ranks.front(),
+                 protocol::ArtifactAck{transfer_id, false, why, keep_in_spool});
+}
+
+bool ArtifactReceiver::OverBudget(AgentState& agent, const protocol::ArtifactBegin& b,
+                                  const std::optional<size_t>& dispatch, const std::string& rel) {
+  if (options_.max_run_bytes == 0 || declared_bytes_ + b.size <= options_.max_run_bytes) {
+    declared_bytes_ += b.size;
+    return false;
+  }
+  const std::string why =
+      fmt::format("over budget: {} bytes would take the run's {} past --max-run-bytes {}", b.size,
+                  declared_bytes_, options_.max_run_bytes);
+  DFX_LOG_WARN("{} not gathered ({}); it stays in the spool of {}", rel, why, agent.identity);
+  AckFail(agent, b.transfer_id, why, /*keep_in_spool=*/true);
+  ArtifactEntry entry;
+  entry.path = rel;
+  entry.size = b.size;
+  entry.status = ArtifactState::kInSpool;
+  entry.error = why;
+  ledger_.RefuseArtifact(dispatch, std::move(entry));
+  if (over_budget_.size() < kMaxRefusedEntries) over_budget_.push_back(rel);
+  refused_bytes_ += b.size;
+  if (refused_.size() >= kMaxRefusedEntries) refused_.clear();
+  refused_.emplace(agent.identity, b.transfer_id);
+  return true;
+}
+
+std::string ArtifactReceiver::WireChoice() const {
+  if (wire_.streams == 0) return "no stream sent a chunk";
+  if (wire_.zstd_streams == 0) return fmt::format("raw on all {} streams", wire_.streams);
+  return fmt::format("zstd on {} of {} streams", wire_.zstd_streams, wire_.streams);
+}
+
+Result<std::pair<std::string_view, protocol::FrameBytes>> ArtifactReceiver::RawChunk(
+    std::string_view data, const protocol::FrameBytes& frame, protocol::ChunkCoding coding,
+    uint64_t raw_size) {
+  if (coding == protocol::ChunkCoding::kRaw) {
+    if (raw_size != 0) {
+      return InvalidArgument(fmt::format("a raw chunk declares a raw size of {}", raw_size));
+    }
+    return std::make_pair(data, frame);
+  }
+  std::string raw;
+  DFX_RETURN_IF_ERROR(decompressor_.Decompress(data, raw_size, &raw));
+  protocol::FrameBytes owned(std::move(raw));
+  return std::make_pair(owned.view(), owned);
 }
 
 void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin& b,
@@ -104,6 +154,7 @@ void ArtifactReceiver::OnBegin(AgentState& agent, const protocol::ArtifactBegin&
     RefuseBegin(agent, b, dispatch, rel, s.message());
     return;
   }
+  if (OverBudget(agent, b, dispatch, rel)) return;
   Transfer t;
   t.agent = agent.identity;
   t.id = b.transfer_id;
@@ -137,11 +188,14 @@ void ArtifactReceiver::Fail(Transfer& t, const std::string& why) {
 }
 
 void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t offset,
-                               std::string_view data, const protocol::FrameBytes& frame) {
+                               std::string_view wire_data, const protocol::FrameBytes& wire_frame,
+                               protocol::ChunkCoding coding, uint64_t raw_size) {
   auto it = transfers_.find({agent.identity, transfer_id});
   if (it == transfers_.end()) {
     ReturnCredit(agent);
-    DFX_LOG_WARN("chunk for unknown stream {} from {} dropped", transfer_id, agent.identity);
+    if (!refused_.count({agent.identity, transfer_id})) {
+      DFX_LOG_WARN("chunk for unknown stream {} from {} dropped", transfer_id, agent.identity);
+    }
     return;
   }
   Transfer& t = it->second;
@@ -154,6 +208,14 @@ void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t
     Fail(t, fmt::format("chunk at offset {} but {} bytes were received", offset, t.received));
     return;
   }
+  auto raw = RawChunk(wire_data, wire_frame, coding, raw_size);
+  if (!raw.ok()) {
+    ReturnCredit(agent);
+    Fail(t, fmt::format("chunk at offset {}: {}", offset, raw.status().message()));
+    return;
+  }
+  const std::string_view data = raw->first;
+  const protocol::FrameBytes& frame = raw->second;
   if (t.received + data.size() > t.size) {
     ReturnCredit(agent);
     Fail(t, fmt::format("more bytes than the announced size {}", t.size));
@@ -165,6 +227,8 @@ void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t
   writer_.Push(std::move(write));
   ++streams_[t.stream].pending_writes;
   t.received += data.size();
+  t.wire += wire_data.size();
+  t.zstd = t.zstd || coding == protocol::ChunkCoding::kZstd;
   bytes_received_ += data.size();
   ++chunks_received_;
   if (options_.fault_kill_after_chunks > 0 &&
@@ -179,7 +243,9 @@ void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t
 void ArtifactReceiver::OnEnd(AgentState& agent, const protocol::ArtifactEnd& e) {
   auto it = transfers_.find({agent.identity, e.transfer_id});
   if (it == transfers_.end()) {
-    AckFail(agent, e.transfer_id, "end of an unknown stream");
+    if (refused_.erase({agent.identity, e.transfer_id}) == 0) {
+      AckFail(agent, e.transfer_id, "end of an unknown stream");
+    }
     return;
   }
   Transfer& t = it->second;
@@ -191,6 +257,13 @@ void ArtifactReceiver::OnEnd(AgentState& agent, const protocol::ArtifactEnd& e) 
     error = fmt::format("received {} of {} bytes", t.received, t.size);
   }
   auto ref = streams_.find(t.stream);
+  if (t.received > 0) {
+    wire_.artifact_bytes += t.received;
+    wire_.wire_bytes += t.wire;
+    ++wire_.streams;
+    wire_.zstd_streams += t.zstd ? 1 : 0;
+  }
+  if (ref != streams_.end()) ref->second.wire_bytes = t.wire;
   if (error.empty()) {
     // The writer verifies the checksum once every chunk is on disk, renames
     // the file into place, and the ack follows (TakeWriterResults).
@@ -229,7 +302,7 @@ void ArtifactReceiver::TakeWriterResults(bool woken) {
     }
     // kCommit: the file is verified and in place, or it failed.
     if (entry_stream_[{s.dispatch, s.index}] == done.stream) {
-      ArtifactSettlement settled{ArtifactState::kFailed, done.error, {}};
+      ArtifactSettlement settled{ArtifactState::kFailed, done.error, {}, s.wire_bytes};
       if (done.error.empty()) {
         settled.state = options_.verified_state;
         settled.checksum = s.checksum;
@@ -256,7 +329,8 @@ void ArtifactReceiver::FlushCredits() {
     if (n == 0) continue;
     AgentState* agent = registry_.Find(identity);
     if (agent != nullptr && !agent->dead &&
-        registry_.Send(*agent, agent->ranks.front(), protocol::Credit{n})) {
+        registry_.Send(*agent, agent->ranks.front(),
+                       protocol::Credit{n, {}, {}, options_.wire_compression})) {
       credit_balance_[identity] += n;
     }
     n = 0;

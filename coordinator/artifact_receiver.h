@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "coordinator/artifact_ledger.h"
 #include "coordinator/artifact_writer.h"
 #include "protocol/channel.h"
+#include "protocol/chunk_zstd.h"
 #include "protocol/messages.h"
 
 namespace dfx::coordinator {
@@ -45,6 +47,12 @@ inline constexpr uint64_t kDefaultMaxArtifactBytes = 8ull << 30;
 struct ReceiverOptions {
   uint32_t credit_window = 8;                              // chunks in flight per agent
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // declared size cap per artifact
+  // How agents send chunks (--wire-compression), named in every Credit.
+  protocol::WireCompression wire_compression = protocol::WireCompression::kAuto;
+  // The byte budget (--max-run-bytes; 0 = none): a stream whose declared
+  // size would take the bytes declared so far past it is refused, recorded
+  // as in_spool, and its agent keeps the file for a later gather.
+  uint64_t max_run_bytes = 0;
   // The state a verified file gets: kOk in a run, kRecovered in a gather.
   collectors::ArtifactState verified_state = collectors::ArtifactState::kOk;
   // Test-only fault injection: SIGKILL this process after receiving this
@@ -76,8 +84,11 @@ class ArtifactReceiver {
   void OnBegin(AgentState& agent, const protocol::ArtifactBegin& begin,
                std::optional<size_t> dispatch);
   // `data` lives in `frame` (zero copy into the writer).
+  // A zstd-coded chunk (`coding`) is decompressed here, bounded
+  // (protocol/chunk_zstd.h): one that lies about its size fails its stream.
   void OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t offset, std::string_view data,
-               const protocol::FrameBytes& frame);
+               const protocol::FrameBytes& frame,
+               protocol::ChunkCoding coding = protocol::ChunkCoding::kRaw, uint64_t raw_size = 0);
   void OnEnd(AgentState& agent, const protocol::ArtifactEnd& end);
   // Every chunk that arrives takes one of the agent's credits; false when
   // it has none left (it ignored flow control: the caller drops it).
@@ -107,6 +118,23 @@ class ArtifactReceiver {
   size_t open_streams() const { return transfers_.size(); }
   uint64_t bytes_received() const { return bytes_received_; }
 
+  // What travelled: raw artifact bytes and their payload bytes on the wire,
+  // streams with at least one zstd chunk, and streams that sent any chunk.
+  struct WireTotals {
+    uint64_t artifact_bytes = 0;
+    uint64_t wire_bytes = 0;
+    uint64_t zstd_streams = 0;
+    uint64_t streams = 0;
+  };
+  const WireTotals& wire_totals() const { return wire_; }
+  // "zstd on 12 of 14 streams" (the manifest's wire.chosen).
+  std::string WireChoice() const;
+  // Artifact paths (relative to dfx_outputs) refused over the byte budget,
+  // and the bytes declared so far (what the budget counts).
+  const std::vector<std::string>& over_budget() const { return over_budget_; }
+  uint64_t declared_bytes() const { return declared_bytes_; }
+  uint64_t refused_bytes() const { return refused_bytes_; }
+
  private:
   struct Transfer {
     std::string agent;
@@ -114,6 +142,8 @@ class ArtifactReceiver {
     int32_t rank = 0;
     uint64_t size = 0;
     uint64_t received = 0;
+    uint64_t wire = 0;    // payload bytes on the wire
+    bool zstd = false;    // a chunk came zstd-coded
     uint64_t stream = 0;  // receiver-wide stream number
     bool failed = false;  // refused on the loop side; the writer was told to abort
     std::shared_ptr<ArtifactWriter::Sink> sink;
@@ -132,11 +162,21 @@ class ArtifactReceiver {
     bool committing = false;      // the commit result ends it
     bool aborted = false;         // ends once its write results are taken
     uint64_t checksum = 0;        // what the agent said at ArtifactEnd
+    uint64_t wire_bytes = 0;      // payload bytes the stream took on the wire
   };
 
   ArtifactWriter::Job JobFor(ArtifactWriter::Kind kind, const Transfer& t);
   void Fail(Transfer& t, const std::string& why);
-  void AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why);
+  void AckFail(AgentState& agent, uint64_t transfer_id, const std::string& why,
+               bool keep_in_spool = false);
+  // Refuses a stream that would take the run past max_run_bytes.
+  bool OverBudget(AgentState& agent, const protocol::ArtifactBegin& begin,
+                  const std::optional<size_t>& dispatch, const std::string& rel);
+  // The chunk's file bytes: `data`, or its zstd frame decompressed into an
+  // owned frame; an error fails the stream.
+  Result<std::pair<std::string_view, protocol::FrameBytes>> RawChunk(
+      std::string_view data, const protocol::FrameBytes& frame, protocol::ChunkCoding coding,
+      uint64_t raw_size);
   void FlushCredits();
   void ForgetIfDone(std::map<uint64_t, StreamRef>::iterator it);
   // Refuses a stream at its begin and records it (failed, `why`) where its
@@ -160,6 +200,14 @@ class ArtifactReceiver {
   uint64_t next_stream_ = 0;
   uint64_t bytes_received_ = 0;
   uint64_t chunks_received_ = 0;
+  uint64_t declared_bytes_ = 0;
+  uint64_t refused_bytes_ = 0;  // declared by streams the budget refused
+  WireTotals wire_;
+  std::vector<std::string> over_budget_;
+  // Streams refused at their Begin for the budget: the agent stops sending
+  // them, and the chunks already on the way are dropped quietly.
+  std::set<std::pair<std::string, uint64_t>> refused_;
+  protocol::ChunkDecompressor decompressor_;
   // Last member: destroyed (its thread joined) first, while the state its
   // pending jobs name still exists.
   ArtifactWriter writer_;

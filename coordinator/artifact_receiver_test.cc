@@ -8,6 +8,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "coordinator/testing/loopback.h"
+#include "protocol/chunk_zstd.h"
 
 namespace dfx::coordinator {
 namespace {
@@ -184,6 +185,89 @@ TEST_F(ArtifactReceiverTest, AnAgentThatDiesFailsItsOpenStreams) {
   EXPECT_EQ(ledger_.entries()[0].status, ArtifactState::kFailed);
   EXPECT_NE(ledger_.entries()[0].error.find("silent for 10 s"), std::string::npos);
   EXPECT_TRUE(collectors::ListArtifactFiles(dir_ / "dfx_outputs").empty());
+}
+
+// A zstd-coded chunk lands as the file's bytes; its entry records the
+// bytes the wire carried beside the file's size.
+TEST_F(ArtifactReceiverTest, AZstdChunkLandsDecompressedAndItsWireBytesAreRecorded) {
+  std::string raw;
+  for (int i = 0; i < 2000; ++i) raw += "{\"task\": " + std::to_string(i % 17) + "},\n";
+  std::string frame;
+  protocol::ChunkCompressor c;
+  ASSERT_TRUE(c.Compress(raw, &frame).ok());
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{3, 1, 0, "deps.json", raw.size()},
+                     std::nullopt);
+  protocol::FrameBytes bytes(frame);
+  receiver_->OnChunk(*agent_, 3, 0, bytes.view(), bytes, protocol::ChunkCoding::kZstd, raw.size());
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{3, Sum(raw)});
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->ok) << ack->error;
+  auto content = ReadFile(dir_ / "dfx_outputs/rank1/d0/deps.json");
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(*content, raw);
+  ASSERT_EQ(ledger_.entries().size(), 1u);
+  EXPECT_EQ(ledger_.entries()[0].wire_bytes, frame.size());
+  EXPECT_LT(frame.size() * 4, raw.size());
+  EXPECT_EQ(receiver_->wire_totals().zstd_streams, 1u);
+  EXPECT_EQ(receiver_->WireChoice(), "zstd on 1 of 1 streams");
+}
+
+// A chunk whose frame holds more (or less) than it declares fails its
+// stream, named; nothing lands under the final name.
+TEST_F(ArtifactReceiverTest, AZstdChunkThatLiesFailsItsStream) {
+  const std::string raw(100000, 'a');
+  std::string frame;
+  protocol::ChunkCompressor c;
+  ASSERT_TRUE(c.Compress(raw, &frame).ok());
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{4, 1, 0, "deps.json", 1000}, std::nullopt);
+  protocol::FrameBytes bytes(frame);
+  receiver_->OnChunk(*agent_, 4, 0, bytes.view(), bytes, protocol::ChunkCoding::kZstd, 1000);
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{4, Sum(raw)});
+  auto ack = AwaitAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->ok);
+  EXPECT_FALSE(ack->keep_in_spool);
+  EXPECT_NE(ack->error.find("declares 1000 raw bytes but its frame holds 100000"),
+            std::string::npos)
+      << ack->error;
+  EXPECT_FALSE(fs::exists(dir_ / "dfx_outputs/rank1/d0/deps.json"));
+}
+
+// Past the byte budget a stream is refused at its Begin, the agent told to
+// keep it, and it is recorded in_spool; one that fits still goes through.
+TEST_F(ArtifactReceiverTest, AStreamPastTheBudgetIsRefusedAndLeftInTheSpool) {
+  ReceiverOptions options;
+  options.credit_window = 2;
+  options.max_run_bytes = 100;
+  receiver_.reset();
+  receiver_ =
+      std::make_unique<ArtifactReceiver>(dir_ / "dfx_outputs", *registry_, ledger_, options);
+  const std::string small(60, 's');
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{1, 1, 0, "a.json", small.size()},
+                     std::nullopt);
+  receiver_->OnBegin(*agent_, protocol::ArtifactBegin{2, 1, 0, "b.json", 50}, std::nullopt);
+  auto refused = AwaitAck();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->transfer_id, 2u);
+  EXPECT_FALSE(refused->ok);
+  EXPECT_TRUE(refused->keep_in_spool);
+  EXPECT_NE(refused->error.find("past --max-run-bytes 100"), std::string::npos) << refused->error;
+  // Chunks of the refused stream already on the way are dropped quietly.
+  Chunk(2, 0, std::string(50, 'b'));
+  Chunk(1, 0, small);
+  receiver_->OnEnd(*agent_, protocol::ArtifactEnd{1, Sum(small)});
+  auto ok = AwaitAck();
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_TRUE(ok->ok) << ok->error;
+  EXPECT_TRUE(fs::exists(dir_ / "dfx_outputs/rank1/d0/a.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "dfx_outputs/rank1/d0/b.json"));
+  ASSERT_EQ(receiver_->over_budget(), std::vector<std::string>{"rank1/d0/b.json"});
+  bool recorded = false;
+  for (const ArtifactEntry& e : ledger_.entries()) {
+    if (e.path == "rank1/d0/b.json") recorded = e.status == ArtifactState::kInSpool;
+  }
+  EXPECT_TRUE(recorded);
 }
 
 }  // namespace

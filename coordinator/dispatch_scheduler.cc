@@ -235,7 +235,11 @@ void DispatchScheduler::ReconcileArtifacts(const SpoolCheck& in_spool) {
     }
     const uint32_t expected = d.artifact_count.value_or(verified);
     if (verified >= expected && problem.empty()) continue;
-    const bool spooled = in_spool && in_spool(d.rank, d.k);
+    // An artifact the byte budget refused is in its agent's spool by definition.
+    const bool budget = std::any_of(d.artifacts.begin(), d.artifacts.end(), [](const auto& a) {
+      return a.status == collectors::ArtifactState::kInSpool;
+    });
+    const bool spooled = budget || (in_spool && in_spool(d.rank, d.k));
     d.status = spooled ? DispatchState::kInSpool : DispatchState::kFailed;
     d.error = fmt::format("{} of the {} artifact(s) the agent reported arrived verified{}{}{}",
                           verified, expected, problem.empty() ? "" : "; first missing: ", problem,

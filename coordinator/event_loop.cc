@@ -35,8 +35,10 @@ Result<protocol::Message> DecodeFrame(std::string_view bytes,
   if (!peeked.ok()) return peeked.status();
   if (peeked->has_value()) {
     *chunk = **peeked;
-    return protocol::Message{(*chunk)->header,
-                             protocol::ArtifactChunk{(*chunk)->transfer_id, (*chunk)->offset, {}}};
+    return protocol::Message{
+        (*chunk)->header,
+        protocol::ArtifactChunk{
+            (*chunk)->transfer_id, (*chunk)->offset, {}, (*chunk)->coding, (*chunk)->raw_size}};
   }
   return protocol::Decode(bytes);
 }
@@ -167,7 +169,8 @@ void EventLoop::Deliver(AgentState& agent, protocol::Message& m, PeerHandler& ha
           // Only a frame that could not be parsed in place (misaligned) lands here.
           (bulk ? bulk_bytes_ : control_bytes_) += body.data.size();
           protocol::FrameBytes owned(std::move(body.data));
-          receiver_.OnChunk(agent, body.transfer_id, body.offset, owned.view(), owned);
+          receiver_.OnChunk(agent, body.transfer_id, body.offset, owned.view(), owned, body.coding,
+                            body.raw_size);
         } else if constexpr (std::is_same_v<T, protocol::ArtifactEnd>) {
           receiver_.OnEnd(agent, body);
         } else if constexpr (std::is_same_v<T, protocol::Error>) {
@@ -274,7 +277,8 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
   }
   if (chunk) {
     (bulk ? bulk_bytes_ : control_bytes_) += chunk->data.size();
-    receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes);
+    receiver_.OnChunk(*agent, chunk->transfer_id, chunk->offset, chunk->data, frame.bytes,
+                      chunk->coding, chunk->raw_size);
     return;
   }
   Deliver(*agent, m, handler, bulk);

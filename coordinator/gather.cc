@@ -15,6 +15,7 @@
 #include "coordinator/event_loop.h"
 #include "coordinator/launcher.h"
 #include "coordinator/session_record.h"
+#include "coordinator/wire_record.h"
 #include "protocol/endpoint.h"
 
 namespace dfx::coordinator {
@@ -91,6 +92,8 @@ class GatherCoordinator final : public PeerHandler {
     LoopOptions o = MakeLoopOptions(options_.timeouts, options_.credit_window,
                                     options_.max_artifact_bytes, ArtifactState::kRecovered);
     o.context = options_.context;
+    o.receiver.wire_compression = options_.wire_compression;
+    o.receiver.max_run_bytes = options_.max_run_bytes;
     return o;
   }
   uint64_t Now() const { return options_.clock->NowNs(); }
@@ -230,6 +233,8 @@ GatherOutcome GatherCoordinator::Conclude(std::vector<std::string> more_failures
     out.failed.push_back(std::move(f));
   }
   RecordInManifest(out);
+  LogWireAndBudget(loop_.receiver(), options_.wire_compression, options_.max_run_bytes,
+                   options_.work_dir);
   DFX_LOG_INFO("artifact bytes received: {} over the local bulk path (ipc), {} over CURVE",
                loop_.bulk_bytes(), loop_.control_bytes());
   return out;
@@ -308,6 +313,7 @@ void GatherCoordinator::RecordInManifest(const GatherOutcome& out) {
     }
     SettleInSpool(d);
   }
+  SettleBudget(out.recovered, &m);
   // One gather may visit several spools: accumulate into one record.
   const bool same = m.gather && m.gather->gather_id == gather_id_;
   collectors::GatherEntry gather = same ? *m.gather : collectors::GatherEntry{};

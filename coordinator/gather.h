@@ -43,6 +43,11 @@ struct GatherOptions {
   Timeouts timeouts;
   uint32_t credit_window = 8;
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;
+  // --max-run-bytes: the bytes this gather may fetch (0 = no budget); a
+  // file past it stays in its spool for a gather with a larger budget.
+  std::uint64_t max_run_bytes = 0;
+  // --wire-compression: how the agents send chunks (named in each Credit).
+  protocol::WireCompression wire_compression = protocol::WireCompression::kAuto;
   // Attach mode: who may connect (coordinator/access.h). Recovery agents
   // started here always get a key pair of this gather.
   AccessFlags access;

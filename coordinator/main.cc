@@ -38,6 +38,7 @@
 #include "coordinator/session.h"
 #include "coordinator/stop_signals.h"
 #include "protocol/agent_command_line.h"
+#include "protocol/messages.h"
 
 namespace {
 
@@ -139,6 +140,14 @@ std::optional<fs::path> FindAgent(std::string* error) {
   return *agent;
 }
 
+void AddWireCompression(CLI::App& app, std::string& mode) {
+  app.add_option("--wire-compression", mode,
+                 "artifact chunks on the wire: auto (default: zstd unless the coordinator is on "
+                 "the agent's host, raw for data that does not shrink; says what it chose), "
+                 "zstd, off")
+      ->check(CLI::IsMember({"auto", "zstd", "off"}));
+}
+
 struct RunFlags {
   std::string file;
   std::string work_dir;
@@ -156,6 +165,7 @@ struct RunFlags {
   bool no_report = false;                // --no-report
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
+  std::string wire_compression = "auto";  // --wire-compression
 };
 
 // The environment every subcommand reads (README "Environment").
@@ -243,6 +253,12 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "the largest artifact an agent may announce (default 8G); a larger one is "
                  "refused and recorded")
       ->transform(ByteCount());
+  run.add_option("--max-run-bytes", so.max_run_bytes,
+                 "the byte budget of the run's artifacts (e.g. 2G; default 0: none): a stream "
+                 "that would pass it is refused, recorded and left in its agent's spool for a "
+                 "later `gather --max-run-bytes`; never truncated")
+      ->transform(ByteCount());
+  AddWireCompression(run, f.wire_compression);
   AddAccessOptions(run, so.access);
   run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
                  "L2: the emulated host args-dump drain (default: disk speed)")
@@ -289,6 +305,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   so.config = parsed.config;
   so.work_dir = f.work_dir;
   so.virtual_clock = f.virtual_clock;
+  (void)dfx::protocol::ParseWireCompression(f.wire_compression, &so.wire_compression);
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   // Test-only fault injection (the gather tests kill the coordinator mid-stream).
   if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
@@ -319,7 +336,8 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
 
 struct GatherFlags {
   std::string work_dir, spool, log_level = "info";
-  bool no_report = false;  // --no-report
+  std::string wire_compression = "auto";  // --wire-compression
+  bool no_report = false;                 // --no-report
 };
 
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
@@ -338,6 +356,12 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
       .add_option("--max-artifact-bytes", o.max_artifact_bytes,
                   "the largest artifact an agent may announce (default 8G)")
       ->transform(ByteCount());
+  gather
+      .add_option("--max-run-bytes", o.max_run_bytes,
+                  "the bytes this gather may fetch (default 0: no budget); a file past it stays "
+                  "in its spool for a gather with a larger budget")
+      ->transform(ByteCount());
+  AddWireCompression(gather, f.wire_compression);
   gather
       .add_option("--bulk-transport", o.bulk_transport,
                   "how recovery agents on this host send artifacts: auto = an ipc:// socket "
@@ -390,6 +414,7 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
 
   options.work_dir = f.work_dir;
   options.spool_root = f.spool;
+  (void)dfx::protocol::ParseWireCompression(f.wire_compression, &options.wire_compression);
   if (options.attach && options.bind.empty()) {
     return Fail(
         "gather: --attach needs --bind ENDPOINT (where the serve agents connect, e.g. the run's "

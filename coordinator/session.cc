@@ -32,6 +32,7 @@
 #include "coordinator/session_record.h"
 #include "coordinator/stale_dirs.h"
 #include "coordinator/stop_signals.h"
+#include "coordinator/wire_record.h"
 #include "protocol/endpoint.h"
 
 namespace dfx::coordinator {
@@ -103,6 +104,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
     LoopOptions o = MakeLoopOptions(options_.timeouts, options_.credit_window,
                                     options_.max_artifact_bytes, ArtifactState::kOk);
     o.receiver.fault_kill_after_chunks = options_.fault_kill_after_chunks;
+    o.receiver.wire_compression = options_.wire_compression;
+    o.receiver.max_run_bytes = options_.max_run_bytes;
     o.receiver.fault_write_delay_ms = options_.fault_write_delay_ms;
     o.context = options_.context;
     o.receiver.on_verified = [this](size_t dispatch) { scheduler_->OnArtifactVerified(dispatch); };
@@ -392,6 +395,7 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   msg.program_file = program.path.filename().string();
   msg.config = pass.config;
   msg.pass = pass.kind;
+  msg.wire_compression = options_.wire_compression;
   if (!loop_.registry().Send(*agent, d.rank, std::move(msg))) {
     return Unavailable("could not send the dispatch to " + agent->identity);
   }
@@ -493,6 +497,8 @@ void RunCoordinator::Finish() {
   }
   launcher_.TerminateAll(2000);
   if (options_.live_progress) DrawProgress(true);
+  LogWireAndBudget(loop_.receiver(), options_.wire_compression, options_.max_run_bytes,
+                   options_.work_dir);
 }
 
 void RunCoordinator::DrawProgress(bool final) {
@@ -528,6 +534,8 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
     }
   }
   m.bytes_gathered = loop_.receiver().bytes_received();
+  RecordWireAndBudget(loop_.receiver(), options_.wire_compression, options_.max_run_bytes,
+                      options_.work_dir, &m);
   m.merged_swimlane = merged_;
   return m;
 }

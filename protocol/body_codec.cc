@@ -124,6 +124,9 @@ Result<Body> DecodeDispatch(w::Dispatch::Reader d) {
       ReadU64List("dispatch.config.ringDepPool", c.getRingDepPool(), &m.config.rings.dep_pool));
   DFX_ASSIGN_OR_RETURN(
       m.pass, CheckedEnum<PassKind>("dispatch.pass", static_cast<uint16_t>(d.getPass()), 2));
+  DFX_ASSIGN_OR_RETURN(m.wire_compression, CheckedEnum<WireCompression>(
+                                               "dispatch.wireCompression",
+                                               static_cast<uint16_t>(d.getWireCompression()), 2));
   return Body(std::move(m));
 }
 
@@ -152,6 +155,7 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           d.setProgramHash(m.program_hash);
           EncodeRunConfig(m.config, d.initConfig());
           d.setPass(static_cast<w::PassKind>(m.pass));
+          d.setWireCompression(static_cast<w::WireCompression>(m.wire_compression));
         } else if constexpr (std::is_same_v<T, DispatchAccepted>) {
           auto d = b.initDispatchAccepted();
           d.setRank(m.rank);
@@ -178,6 +182,8 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           a.setOffset(m.offset);
           a.setData(
               capnp::Data::Reader(reinterpret_cast<const kj::byte*>(m.data.data()), m.data.size()));
+          a.setCoding(static_cast<w::ChunkCoding>(m.coding));
+          a.setRawSize(m.raw_size);
         } else if constexpr (std::is_same_v<T, ArtifactEnd>) {
           auto a = b.initArtifactEnd();
           a.setTransferId(m.transfer_id);
@@ -187,11 +193,13 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           c.setChunks(m.chunks);
           c.setBulkEndpoint(AsText(m.bulk_endpoint));
           c.setBulkToken(AsText(m.bulk_token));
+          c.setWireCompression(static_cast<w::WireCompression>(m.wire_compression));
         } else if constexpr (std::is_same_v<T, ArtifactAck>) {
           auto a = b.initArtifactAck();
           a.setTransferId(m.transfer_id);
           a.setOk(m.ok);
           a.setError(AsText(m.error));
+          a.setKeepInSpool(m.keep_in_spool);
         } else if constexpr (std::is_same_v<T, DispatchDone>) {
           auto d = b.initDispatchDone();
           d.setRank(m.rank);
@@ -265,20 +273,31 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
         return InvalidArgument(fmt::format("field artifactChunk.data is {} bytes; the limit is {}",
                                            data.size(), kMaxChunkBytes));
       }
-      return Body(
-          ArtifactChunk{a.getTransferId(), a.getOffset(),
-                        std::string(reinterpret_cast<const char*>(data.begin()), data.size())});
+      ArtifactChunk m{a.getTransferId(), a.getOffset(),
+                      std::string(reinterpret_cast<const char*>(data.begin()), data.size())};
+      DFX_ASSIGN_OR_RETURN(m.coding,
+                           CheckedEnum<ChunkCoding>("artifactChunk.coding",
+                                                    static_cast<uint16_t>(a.getCoding()), 1));
+      m.raw_size = a.getRawSize();
+      return Body(std::move(m));
     }
     case w::Envelope::Body::ARTIFACT_END: {
       auto a = b.getArtifactEnd();
       return Body(ArtifactEnd{a.getTransferId(), a.getChecksum()});
     }
-    case w::Envelope::Body::CREDIT:
-      return Body(Credit{b.getCredit().getChunks(), ToString(b.getCredit().getBulkEndpoint()),
-                         ToString(b.getCredit().getBulkToken())});
+    case w::Envelope::Body::CREDIT: {
+      auto c = b.getCredit();
+      Credit m{c.getChunks(), ToString(c.getBulkEndpoint()), ToString(c.getBulkToken())};
+      DFX_ASSIGN_OR_RETURN(
+          m.wire_compression,
+          CheckedEnum<WireCompression>("credit.wireCompression",
+                                       static_cast<uint16_t>(c.getWireCompression()), 2));
+      return Body(std::move(m));
+    }
     case w::Envelope::Body::ARTIFACT_ACK: {
       auto a = b.getArtifactAck();
-      return Body(ArtifactAck{a.getTransferId(), a.getOk(), ToString(a.getError())});
+      return Body(
+          ArtifactAck{a.getTransferId(), a.getOk(), ToString(a.getError()), a.getKeepInSpool()});
     }
     case w::Envelope::Body::DISPATCH_DONE: {
       auto d = b.getDispatchDone();

@@ -229,6 +229,13 @@ Result<std::optional<ChunkView>> DecodeChunkView(std::string_view frame) {
     auto c = body.getArtifactChunk();
     v.transfer_id = c.getTransferId();
     v.offset = c.getOffset();
+    if (static_cast<uint16_t>(c.getCoding()) > 1) {
+      return InvalidArgument(
+          fmt::format("field artifactChunk.coding is {}; expected 0 (raw) or 1 (zstd)",
+                      static_cast<uint16_t>(c.getCoding())));
+    }
+    v.coding = static_cast<ChunkCoding>(c.getCoding());
+    v.raw_size = c.getRawSize();
     auto data = c.getData();
     if (data.size() > kMaxChunkBytes) {
       return InvalidArgument(fmt::format("field artifactChunk.data is {} bytes; the limit is {}",

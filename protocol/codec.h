@@ -37,6 +37,8 @@ struct ChunkView {
   uint64_t transfer_id = 0;
   uint64_t offset = 0;
   std::string_view data;
+  ChunkCoding coding = ChunkCoding::kRaw;  // kZstd: `data` is one frame of raw_size bytes
+  uint64_t raw_size = 0;
 };
 
 // The zero-copy path for artifact data. If `frame` is an ArtifactChunk,

@@ -157,6 +157,20 @@ TEST(CodecTest, ADispatchByHashAndProgramUnknownRoundTrip) {
   EXPECT_NE(ProgramHash(R"({"kernels": []})"), ProgramHash(R"({"kernels": [] })"));
 }
 TEST(CodecTest, GoldenChunk) { CheckGolden("artifact_chunk", MakeChunk()); }
+// A chunk encoded before ArtifactChunk.coding was appended (an older agent)
+// decodes as raw bytes, in place too.
+TEST(CodecTest, ChunkFromBeforeCodingDecodesAsRaw) {
+  auto old =
+      ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/artifact_chunk_before_coding.bin");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  auto decoded = Decode(*old);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->body == MakeChunk().body);
+  auto view = DecodeChunkView(*old);
+  ASSERT_TRUE(view.ok() && view->has_value());
+  EXPECT_EQ((*view)->coding, ChunkCoding::kRaw);
+  EXPECT_EQ((*view)->raw_size, 0u);
+}
 TEST(CodecTest, GoldenDispatchDone) { CheckGolden("dispatch_done", MakeDone()); }
 // Wire bytes from before DispatchDone.carriesAcceptance was appended (an
 // older agent, which always sends DispatchAccepted) decode as carrying none.
@@ -181,7 +195,9 @@ TEST(CodecTest, EveryMessageRoundTrips) {
       ArtifactEnd{5, 0xdeadbeefcafef00dull},
       Credit{8},
       Credit{0, "ipc:///tmp/dfx-bulk-a1b2c3/s", "0123456789abcdef"},
+      Credit{8, "", "", WireCompression::kOff},
       ArtifactAck{5, false, "checksum mismatch"},
+      ArtifactAck{6, false, "over budget", true},
       Heartbeat{1, 2, true},
       Cancel{1, 2, "agent lost"},
       Shutdown{"run complete"},

@@ -86,6 +86,20 @@ struct RunConfigWire {
   mode @13 :ExecutionMode;          # the DFX pass protocol of the run
 }
 
+# How an agent sends artifact chunks (--wire-compression, docs/design.md §7).
+enum WireCompression {
+  auto @0;   # the agent decides: zstd unless the coordinator is on loopback/ipc, per
+             # stream raw when its first chunk does not shrink enough
+  zstd @1;   # every chunk as one zstd frame
+  off @2;    # every chunk raw
+}
+
+# What an ArtifactChunk's data is.
+enum ChunkCoding {
+  raw @0;    # the file's bytes
+  zstd @1;   # one zstd frame that decompresses to exactly rawSize bytes
+}
+
 # C->A. Run one program once on one chip.
 struct Dispatch {
   sessionId @0 :UInt64;      # the session id of the run (repeated for the agent's log)
@@ -100,6 +114,7 @@ struct Dispatch {
                              # (bounded), keyed by (hash, programName, programFile): after the first
                              # dispatch of a program to an agent, the coordinator sends programJson
                              # empty and the agent runs its own copy, or answers programUnknown
+  wireCompression @9 :WireCompression;  # how the agent sends this dispatch's artifact chunks
 }
 
 # A->C. The dispatch was queued on its chip. An agent may hold this message
@@ -139,6 +154,8 @@ struct ArtifactChunk {
   transferId @0 :UInt64;
   offset @1 :UInt64;         # must equal the bytes already received on this stream
   data @2 :Data;             # at most kMaxChunkBytes
+  coding @3 :ChunkCoding;    # raw, or one zstd frame; offset and checksum count the file's (raw) bytes
+  rawSize @4 :UInt64;        # zstd: the decompressed size (at most kMaxChunkBytes), exactly; raw: 0
 }
 
 # A->C. The stream is complete.
@@ -158,6 +175,7 @@ struct Credit {
   chunks @0 :UInt32;
   bulkEndpoint @1 :Text;   # "" = no offer
   bulkToken @2 :Text;
+  wireCompression @3 :WireCompression;  # how chunks go from now on (a gather's --wire-compression)
 }
 
 # C->A. The coordinator verified and stored (or rejected) a stream; the agent
@@ -166,6 +184,8 @@ struct ArtifactAck {
   transferId @0 :UInt64;
   ok @1 :Bool;
   error @2 :Text;            # why, when not ok
+  keepInSpool @3 :Bool;      # not ok and refused, not bad (over the run's --max-run-bytes): the
+                             # agent keeps the file in its spool for a later gather
 }
 
 enum DispatchStatus {

@@ -70,6 +70,15 @@ struct Ready {
 using config::PassKind;
 using config::PassKindName;
 
+// How an agent sends artifact chunks (--wire-compression): kAuto lets the
+// agent decide (rank_agent/artifact_sender.h).
+enum class WireCompression : uint8_t { kAuto = 0, kZstd = 1, kOff = 2 };
+const char* WireCompressionName(WireCompression mode);  // "auto" | "zstd" | "off"
+bool ParseWireCompression(std::string_view text, WireCompression* mode);
+// What an ArtifactChunk's data holds: the file's bytes, or one zstd frame of
+// exactly raw_size of them.
+enum class ChunkCoding : uint8_t { kRaw = 0, kZstd = 1 };
+
 struct Dispatch {
   uint64_t session_id = 0;  // the run's session (repeats the header's, for the agent's log)
   int32_t rank = 0;
@@ -83,6 +92,7 @@ struct Dispatch {
   // the agent runs the copy it keeps under (hash, program_name,
   // program_file), or answers DispatchStatus::kProgramUnknown.
   uint64_t program_hash = 0;
+  WireCompression wire_compression = WireCompression::kAuto;
   bool operator==(const Dispatch&) const = default;
 };
 // Dispatch::program_hash of a program's JSON text: its XXH64.
@@ -121,6 +131,9 @@ struct ArtifactChunk {
   uint64_t transfer_id = 0;
   uint64_t offset = 0;
   std::string data;
+  // offset counts raw bytes whatever the coding; raw_size: kZstd only.
+  ChunkCoding coding = ChunkCoding::kRaw;
+  uint64_t raw_size = 0;
   bool operator==(const ArtifactChunk&) const = default;
 };
 
@@ -136,6 +149,7 @@ struct Credit {
   // token that admits this agent on it. Empty: no offer.
   std::string bulk_endpoint;
   std::string bulk_token;
+  WireCompression wire_compression = WireCompression::kAuto;
   bool operator==(const Credit&) const = default;
 };
 
@@ -143,6 +157,8 @@ struct ArtifactAck {
   uint64_t transfer_id = 0;
   bool ok = false;
   std::string error;
+  // Refused, not bad (over the run's byte budget): the agent keeps its copy.
+  bool keep_in_spool = false;
   bool operator==(const ArtifactAck&) const = default;
 };
 

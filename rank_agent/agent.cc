@@ -228,6 +228,7 @@ struct RankAgent::Impl {
   }
 
   void OnDispatch(const protocol::Dispatch& d) {
+    sender_.SetWireCompression(d.wire_compression);
     if (!pool_.Has(d.rank) || options_.mode == AgentMode::kRecover) {
       protocol::DispatchDone done{d.rank, d.k, protocol::DispatchStatus::kRejected,
                                   fmt::format("rank {} is not a chip of this agent", d.rank)};

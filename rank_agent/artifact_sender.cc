@@ -64,6 +64,7 @@ struct ArtifactSender::OutTransfer {
   uint64_t size = 0;
   uint64_t offset = 0;
   bool begun = false;
+  bool compress = false;  // chunks go zstd-coded (WireCoder)
   int fd = -1;
   std::unique_ptr<Checksum64> sum;   // hashed while sending: only when none was kept
   std::optional<uint64_t> kept_sum;  // the checksum kept at write (SumPath)
@@ -74,7 +75,11 @@ struct ArtifactSender::OutTransfer {
 
 ArtifactSender::ArtifactSender(protocol::Context& context, CoordinatorLink& link,
                                const AgentOptions& options, SpoolDirs& spool)
-    : context_(context), link_(link), options_(options), spool_(spool) {}
+    : context_(context),
+      link_(link),
+      options_(options),
+      spool_(spool),
+      coder_(options.coordinator) {}
 
 ArtifactSender::~ArtifactSender() = default;
 
@@ -173,6 +178,7 @@ ArtifactSender::Step ArtifactSender::PumpTransfer(OutTransfer& t) {
       return Step::kBlocked;
     }
     t.begun = true;
+    t.compress = coder_.StartCompressed();
   }
   if (t.offset < t.size) {
     if (credits_ == 0) return Step::kBlocked;
@@ -195,9 +201,12 @@ ArtifactSender::Step ArtifactSender::SendChunk(OutTransfer& t) {
   const size_t want = std::min<uint64_t>(options_.chunk_bytes, t.size - t.offset);
   const uint64_t at = t.offset;
   std::string_view filled;
-  auto frame = protocol::EncodeChunk(
-      link_.NextHeader(t.rank), t.id, at, want,
-      [&t, at](char* dst, size_t size) { return ReadAt(t.fd, dst, size, at); }, &filled);
+  auto frame =
+      t.compress
+          ? EncodeCompressed(t, want, &filled)
+          : protocol::EncodeChunk(
+                link_.NextHeader(t.rank), t.id, at, want,
+                [&t, at](char* dst, size_t size) { return ReadAt(t.fd, dst, size, at); }, &filled);
   if (!frame.ok() || filled.empty()) {
     link_.TakeBackHeader();
     if (!frame.ok()) DFX_LOG_WARN("{}: {}", t.file.string(), frame.status().message());
@@ -233,12 +242,46 @@ ArtifactSender::Step ArtifactSender::SendChunk(OutTransfer& t) {
   return Step::kAgain;
 }
 
+// The chunk is read into a buffer of the sender, and compressed from there
+// into the frame (WireCoder); `filled` is the raw bytes, for the checksum.
+Result<std::string> ArtifactSender::EncodeCompressed(OutTransfer& t, size_t want,
+                                                     std::string_view* filled) {
+  // Taken first: the caller gives it back whenever no frame goes.
+  const protocol::Header header = link_.NextHeader(t.rank);
+  raw_.resize(want);
+  DFX_ASSIGN_OR_RETURN(size_t n, ReadAt(t.fd, raw_.data(), want, t.offset));
+  *filled = std::string_view(raw_.data(), n);
+  if (n == 0) return std::string();
+  uint64_t wire = 0;
+  return coder_.Encode(header, t.id, t.offset, *filled, t.offset == 0, &t.compress, &wire);
+}
+
+void ArtifactSender::SetWireCompression(protocol::WireCompression mode) { coder_.SetMode(mode); }
+
 void ArtifactSender::OnCredit(const protocol::Credit& credit) {
   credits_ += credit.chunks;
+  coder_.SetMode(credit.wire_compression);
   if (!credit.bulk_endpoint.empty()) AcceptBulk(credit);
 }
 
 void ArtifactSender::OnAck(const protocol::ArtifactAck& ack) {
+  // Refused while it is being sent (at its Begin, e.g. over the run's byte
+  // budget): no more of it goes, and the file stays in the spool.
+  if (!ack.ok && !queue_.empty()) {
+    auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&queue_.front());
+    if (t != nullptr && (*t)->begun && (*t)->id == ack.transfer_id) {
+      const bool keep = ack.keep_in_spool;
+      if (keep) {
+        DFX_LOG_INFO("coordinator did not take {} ({}); it stays in the spool for a later gather",
+                     (*t)->file.string(), ack.error);
+      } else {
+        DFX_LOG_WARN("coordinator rejected {}: {}; the file stays in the spool",
+                     (*t)->file.string(), ack.error);
+      }
+      queue_.pop_front();
+      return;
+    }
+  }
   auto it = unacked_.find(ack.transfer_id);
   if (it == unacked_.end()) {
     DFX_LOG_WARN("ack for unknown transfer {} ignored", ack.transfer_id);
@@ -254,6 +297,9 @@ void ArtifactSender::OnAck(const protocol::ArtifactAck& ack) {
     spool_.PruneEmpty(it->second.file.parent_path(), options_.mode == AgentMode::kRecover
                                                          ? options_.spool_root
                                                          : link_.SessionDir());
+  } else if (ack.keep_in_spool) {
+    DFX_LOG_INFO("coordinator did not take {} ({}); it stays in the spool for a later gather",
+                 it->second.file.string(), ack.error);
   } else {
     DFX_LOG_WARN("coordinator rejected {}: {}; the file stays in the spool",
                  it->second.file.string(), ack.error);
@@ -339,6 +385,7 @@ void ArtifactSender::CheckBulk(uint64_t now) {
     bulk_pending_ = false;
     bulk_on_ = true;
     DFX_LOG_INFO("artifact streams go over the local bulk path {}", bulk_endpoint_);
+    coder_.SetLocalPath(true);
     return;
   } else if (now - bulk_offered_ns_ > kBulkHandshakeNs) {
     why = fmt::format("did not complete its handshake within {} s", kBulkHandshakeNs / 1e9);
@@ -368,6 +415,7 @@ void ArtifactSender::Reset() {
   bulk_on_ = false;
   bulk_pending_ = false;
   bulk_failed_ = false;
+  coder_.SetLocalPath(false);
 }
 
 }  // namespace dfx::rank_agent

@@ -31,6 +31,7 @@
 #include "rank_agent/agent.h"
 #include "rank_agent/coordinator_link.h"
 #include "rank_agent/spool_dirs.h"
+#include "rank_agent/wire_coder.h"
 
 namespace dfx::rank_agent {
 
@@ -59,6 +60,8 @@ class ArtifactSender {
   bool recovering() const { return recovering_; }
 
   void OnCredit(const protocol::Credit& credit);
+  // The coordinator's --wire-compression (a Dispatch names it; Credits too).
+  void SetWireCompression(protocol::WireCompression mode);
   void OnAck(const protocol::ArtifactAck& ack);
 
   // Sends as much as credits allow, a bounded amount per call so receiving
@@ -108,6 +111,7 @@ class ArtifactSender {
   Step PumpTransfer(OutTransfer& t);
   bool BeginTransfer(OutTransfer& t);
   Step SendChunk(OutTransfer& t);
+  Result<std::string> EncodeCompressed(OutTransfer& t, size_t want, std::string_view* filled);
   void AcceptBulk(const protocol::Credit& offer);
   protocol::DealerChannel& StreamChannel();
 
@@ -132,6 +136,8 @@ class ArtifactSender {
   bool bulk_failed_ = false;  // refused once: this session stays on the link
   uint64_t bulk_offered_ns_ = 0;
   std::string bulk_endpoint_;
+  WireCoder coder_;
+  std::string raw_;  // a compressed stream's chunk, read from the spool
 };
 
 }  // namespace dfx::rank_agent

@@ -8,7 +8,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenmpi-dev openmpi-bin libzmq3-dev cppzmq-dev capnproto libcapnp-dev
-      libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libsqlite3-dev zlib1g-dev
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libzstd-dev libsqlite3-dev zlib1g-dev
       graphviz protobuf-compiler
       libjs-chart.js
       pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev

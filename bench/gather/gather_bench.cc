@@ -46,6 +46,8 @@
 // (everything over CURVE, as before that path existed), and "raw+curve" the
 // raw senders and ROUTER speaking CURVE; --no-curve leaves both out.
 //
+// --raw-sender / --raw-receive alone: the raw ZeroMQ halves link_bench.sh
+// puts on either side of a rate-limited link.
 // usage: gather_bench [--agents N] [--sizes MiB,MiB,...] [--reps R] [--dir DIR]
 //                     [--bin-dir DIR] [--raw-transport ipc|tcp] [--no-curve] [--warm-pages]
 // --warm-pages: each case (the gather, raw+disk) right after a file of its
@@ -130,6 +132,31 @@ int RawSender(const std::string& endpoint, const std::string& id, uint64_t bytes
     }
   }
   return 0;
+}
+
+// --raw-receive ENDPOINT BYTES: one ROUTER takes BYTES in all (from any
+// number of --raw-sender processes, e.g. in another network namespace:
+// bench/gather/link_bench.sh), discards them and exits 0.
+int RawReceive(const std::string& endpoint, uint64_t bytes) {
+  dfx::protocol::Context context;
+  auto router = dfx::protocol::RouterChannel::Bind(context, endpoint, {});
+  if (!router.ok()) {
+    std::fprintf(stderr, "gather_bench: %s\n", router.status().ToString().c_str());
+    return 1;
+  }
+  uint64_t received = 0;
+  int idle_s = 0;
+  while (received < bytes && idle_s < 120) {
+    auto r = router->Receive(1000);
+    if (!r.ok()) return 1;
+    if (!r->frame) {
+      ++idle_s;
+      continue;
+    }
+    idle_s = 0;
+    received += r->frame->bytes.size();
+  }
+  return received >= bytes ? 0 : 1;
 }
 
 // CPU seconds (user + system) used so far by this process (its threads:
@@ -435,6 +462,9 @@ int main(int argc, char** argv) {
   self_path = fs::canonical("/proc/self/exe").string();
   if (argc == 5 && std::string(argv[1]) == "--raw-sender") {
     return RawSender(argv[2], argv[3], std::stoull(argv[4]));
+  }
+  if (argc == 4 && std::string(argv[1]) == "--raw-receive") {
+    return RawReceive(argv[2], std::stoull(argv[3]));
   }
   int agents = 4;
   int reps = 3;
