@@ -188,6 +188,22 @@ TEST(CodecTest, EveryMessageRoundTrips) {
       Error{ErrorCode::kSessionMismatch, "wrong session"},
       GatherRequest{42},
       GatherDone{3},
+      Resume{"f00d", false, {}, {}, 0},
+      Resume{"",
+             true,
+             {{7, TransferState::kOpen, 3 << 20}, {8, TransferState::kAcked, 0}},
+             {{1, 4, PassKind::kTiming}},
+             8},
+      Resumed{{{1, 4, PassKind::kGraph}, {2, 0, PassKind::kSingle}}},
+      [] {
+        Hello h;
+        h.ranks = {3};
+        h.chips = 1;
+        h.reconnect = true;
+        h.resume_token = "0123abcd";
+        h.open_transfers = {7, 8, 9};
+        return Body(h);
+      }(),
       // Bigger than the encoder's size hint: exercises the multi-segment path.
       Ready{std::vector<std::string>(100, std::string(1000, 'd'))},
   };
