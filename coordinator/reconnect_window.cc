@@ -85,8 +85,20 @@ void EventLoop::OnReconnect(const std::string& identity, const protocol::Header&
   for (uint64_t id : hello.open_transfers) resume.transfers.push_back(receiver_.Where(*agent, id));
   resume.dispatches = handler.AwaitedDispatches(*agent);
   resume.credits = receiver_.RenewCredits(*agent);
-  DFX_LOG_WARN("{} is back after {:.1f} s away; resuming {} stream(s) and {} dispatch(es)",
-               agent->Describe(), gap / 1e9, resume.transfers.size(), resume.dispatches.size());
+  uint64_t held = 0;
+  size_t by_state[4] = {0, 0, 0, 0};
+  for (const protocol::TransferResume& t : resume.transfers) {
+    held += t.offset;
+    ++by_state[static_cast<size_t>(t.state) & 3];
+  }
+  using S = protocol::TransferState;
+  DFX_LOG_WARN(
+      "{} is back after {:.1f} s away; resuming {} stream(s) ({} open with {} bytes already "
+      "here, {} being verified, {} verified, {} to send again) and {} dispatch(es)",
+      agent->Describe(), gap / 1e9, resume.transfers.size(),
+      by_state[static_cast<size_t>(S::kOpen)], held, by_state[static_cast<size_t>(S::kCommitting)],
+      by_state[static_cast<size_t>(S::kAcked)], by_state[static_cast<size_t>(S::kUnknown)],
+      resume.dispatches.size());
   registry_.Send(*agent, agent->ranks.front(), std::move(resume));
   handler.OnReconnected(*agent, gap);
 }

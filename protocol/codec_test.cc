@@ -98,6 +98,17 @@ TEST(CodecTest, GoldenHello) { CheckGolden("hello", MakeHello()); }
 
 // A HELLO encoded before Hello.launchFailure was appended (an older agent)
 // still decodes, with no launch failure.
+// A HELLO encoded before Hello.reconnect / resumeToken / openTransfers were
+// appended (an older agent) decodes as a first HELLO, not a reconnect.
+TEST(CodecTest, HelloFromBeforeReconnectDecodes) {
+  auto old = ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/hello_before_reconnect.bin");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  auto decoded = Decode(*old);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->body == MakeHello().body);
+  EXPECT_FALSE(std::get<Hello>(decoded->body).reconnect);
+}
+
 TEST(CodecTest, HelloFromBeforeLaunchFailureDecodes) {
   auto old =
       ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/hello_before_launch_failure.bin");

@@ -135,9 +135,12 @@ void AttachedCut(const std::string& name, const Cut& cut, const std::string& win
   const fs::path work = dir / "w";
   const fs::path plan = WritePlan(dir, {"busy", "busy", "busy"}, Rank1Steps(cut.at));
   std::vector<std::string> env;
+  std::vector<std::string> argv_extra;
   // A slow disk on the coordinator's side: each chunk write takes 300 ms,
   // so rank 1's artifacts are still streaming when the cut comes.
   if (cut.at == CutAt::kStream) env.push_back("DFX_FAULT_COORDINATOR_WRITE_DELAY_MS=300");
+  // Full args dumps: files of several chunks, so the cut comes inside one.
+  if (cut.at == CutAt::kStream) argv_extra = {"--dump-args", "2"};
   std::vector<std::string> argv = {Bin("dfx-coordinator"),
                                    "run",
                                    plan.string(),
@@ -152,6 +155,7 @@ void AttachedCut(const std::string& name, const Cut& cut, const std::string& win
                                    "--startup-timeout",
                                    "120"};
   if (!window.empty()) argv.insert(argv.end(), {"--reconnect-window", window});
+  argv.insert(argv.end(), argv_extra.begin(), argv_extra.end());
   Process coordinator(argv, dir, env);
   Json session = WaitSession(work, coordinator);
   ASSERT_TRUE(session.is_object()) << coordinator.err();
@@ -183,6 +187,7 @@ void AttachedCut(const std::string& name, const Cut& cut, const std::string& win
     if (cut.at == CutAt::kStream) {
       // The stream under way went on from where the coordinator held it.
       EXPECT_EQ(err.find("resuming 0 stream(s)"), std::string::npos) << err;
+      EXPECT_EQ(err.find("(0 open with"), std::string::npos) << err;
     }
     if (cut.at == CutAt::kDispatch) {
       EXPECT_NE(err.find("and 1 dispatch(es)"), std::string::npos) << err;
@@ -218,6 +223,52 @@ void AttachedCut(const std::string& name, const Cut& cut, const std::string& win
   for (auto& a : agents) {
     a->Signal(SIGTERM);
     EXPECT_TRUE(a->Wait(60));
+  }
+  fs::remove_all(dir);
+}
+
+// A free loopback port for the coordinator, which the local launcher's
+// agents reach only through the proxy (--advertise).
+int FreePort() {
+  TcpProxy probe(0);
+  return probe.port();
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Agents the local launcher starts, dialling the coordinator through one
+// proxy (--advertise): a 1 s cut mid-dispatch drops both; both come back.
+TEST(ReconnectTest, LaunchedAgentsComeBackAfterAOneSecondCut) {
+  fs::path dir = TestDir("rc_local");
+  const fs::path work = dir / "w";
+  const int port = FreePort();
+  ASSERT_NE(port, 0);
+  TcpProxy proxy(port);
+  ASSERT_NE(proxy.port(), 0);
+  const fs::path plan = WritePlan(dir, {"busy", "busy", "busy"}, {"busy", "busy", "busy"});
+  Process coordinator({Bin("dfx-coordinator"), "run", plan.string(), "--ranks", "2", "--launcher",
+                       "local", "--bind", fmt::format("tcp://127.0.0.1:{}", port), "--advertise",
+                       proxy.endpoint(), "--work-dir", work.string(), "--enable-dep-gen",
+                       "--enable-chip-swimlane", "--enable-pmu", "--agent-log-level", "info"},
+                      dir);
+  Json session = WaitSession(work, coordinator);
+  ASSERT_TRUE(session.is_object()) << coordinator.err();
+  CutRank1(work, coordinator, proxy, {CutAt::kDispatch, 1});
+  ASSERT_TRUE(coordinator.Wait(240)) << coordinator.err();
+  const std::string err = coordinator.err();
+  EXPECT_EQ(coordinator.exit_code(), 0) << err;
+  ExpectVerifiedRun(work);
+  Json m = LoadJson(work / "dfx_outputs/run_manifest.json");
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(m["ranks"][r]["reconnects"].is_array()) << m["ranks"][r].dump() << err;
+    EXPECT_GE(m["ranks"][r]["reconnects"].size(), 1u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(Count(err, fmt::format("rank {} d{}: done", r, k)), 1u) << r << k << "\n" << err;
+    }
   }
   fs::remove_all(dir);
 }
