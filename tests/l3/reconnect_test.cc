@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -182,6 +183,9 @@ void AttachedCut(const std::string& name, const Cut& cut, const std::string& win
     ASSERT_TRUE(m["ranks"][1]["reconnects"].is_array()) << m["ranks"][1].dump() << err;
     ASSERT_GE(m["ranks"][1]["reconnects"].size(), 1u);
     EXPECT_GT(m["ranks"][1]["reconnects"][0]["gap_ns"].get<uint64_t>(), 0u);
+    // The figure README "Networks and failures" quotes: cut to resumed.
+    std::printf("%s: rank 1 was away %.3f s for a %d s cut\n", name.c_str(),
+                m["ranks"][1]["reconnects"][0]["gap_ns"].get<uint64_t>() / 1e9, cut.seconds);
     EXPECT_FALSE(m["ranks"][0].contains("reconnects")) << m["ranks"][0].dump();
     EXPECT_NE(err.find("is back after"), std::string::npos) << err;
     if (cut.at == CutAt::kStream) {
