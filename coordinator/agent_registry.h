@@ -51,6 +51,7 @@ struct AgentState {
   std::string resume_token;
   uint64_t away_since_ns = 0;
   std::string away_why;
+  bool away_silent = false;  // away for silence, its connection still open
   std::vector<Reconnect> reconnects;
   uint64_t last_rx_ns = 0;
   uint64_t hello_ns = 0;  // when it said HELLO, and READY (0: not yet); coordinator clock

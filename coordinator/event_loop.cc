@@ -241,7 +241,13 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
   if (agent->dead) return;  // a dead rank stays dead for the run (no re-admission)
   // Away: nothing counts until its reconnect HELLO (what it sent before
   // that is resent from where the Resume says).
-  if (agent->away_since_ns != 0) return;
+  if (agent->away_since_ns != 0) {
+    if (!agent->away_silent || agent->disconnected || bulk ||
+        frame.connection_fd != agent->connection_fd) {
+      return;
+    }
+    ComeBack(*agent, handler);  // nothing was lost on a connection that stayed open
+  }
   if (bulk && !(chunk || std::holds_alternative<protocol::ArtifactBegin>(m.body) ||
                 std::holds_alternative<protocol::ArtifactChunk>(m.body) ||
                 std::holds_alternative<protocol::ArtifactEnd>(m.body) ||
@@ -347,7 +353,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
     const std::string why =
         fmt::format("silent for {:.1f} s (heartbeat deadline --heartbeat-timeout {:g} s)",
                     (NowNs() - silent->last_rx_ns) / 1e9, ToSeconds(t.heartbeat_timeout));
-    if (!GoAway(*silent, why)) DeclareDead(*silent, why, handler);
+    if (!GoAway(*silent, why, /*closed=*/false)) DeclareDead(*silent, why, handler);
   }
   ExpireAway(handler);
   handler.OnTick();
@@ -401,7 +407,7 @@ void EventLoop::DeclareDisconnected(PeerHandler& handler, bool read_monitor) {
     const std::string why =
         fmt::format("its connection{} closed (the agent process or its host is gone)",
                     agent.address.empty() ? "" : " from " + agent.address);
-    if (!GoAway(agent, why)) DeclareDead(agent, why, handler);
+    if (!GoAway(agent, why, /*closed=*/true)) DeclareDead(agent, why, handler);
   }
 }
 

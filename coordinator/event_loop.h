@@ -157,7 +157,11 @@ class EventLoop {
                    PeerHandler& handler);
   // Whether `agent`, gone from its connection, may come back within the
   // window rather than fail at once; marks it away (from now) if so.
-  bool GoAway(AgentState& agent, const std::string& why);
+  // `closed`: its connection closed (it must reconnect); else it went silent
+  // on an open connection (a partition: its next frame there takes it back).
+  bool GoAway(AgentState& agent, const std::string& why, bool closed);
+  // An agent away for silence spoke again on the same connection.
+  void ComeBack(AgentState& agent, PeerHandler& handler);
   // Fails the agents away for longer than the window.
   void ExpireAway(PeerHandler& handler);
   static std::string NewResumeToken();

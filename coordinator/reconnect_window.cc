@@ -18,15 +18,19 @@ std::string EventLoop::NewResumeToken() {
   return token;
 }
 
-bool EventLoop::GoAway(AgentState& agent, const std::string& why) {
+bool EventLoop::GoAway(AgentState& agent, const std::string& why, bool closed) {
   const Timeouts::Duration window = options_.timeouts.ReconnectWindow();
   if (window <= Timeouts::Duration::zero() || agent.resume_token.empty() || agent.dead ||
       agent.shutdown_sent || agent.gather_done) {
     return false;
   }
-  agent.disconnected = true;
-  agent.connection_fd = -1;
+  if (closed) {
+    agent.disconnected = true;
+    agent.connection_fd = -1;
+    agent.away_silent = false;
+  }
   if (agent.away_since_ns != 0) return true;
+  agent.away_silent = !closed;
   agent.away_since_ns = NowNs();
   agent.away_why = why;
   DFX_LOG_WARN("{}: {}; waiting up to {:g} s for it to come back (--reconnect-window)",
@@ -45,6 +49,17 @@ void EventLoop::ExpireAway(PeerHandler& handler) {
                             agent.away_why, agent.Describe(), ToSeconds(window)),
                 handler);
   }
+}
+
+void EventLoop::ComeBack(AgentState& agent, PeerHandler& handler) {
+  const uint64_t now = NowNs();
+  const uint64_t gap = now - agent.away_since_ns;
+  agent.away_since_ns = 0;
+  agent.away_silent = false;
+  agent.reconnects.push_back(Reconnect{now, gap});
+  DFX_LOG_WARN("{} spoke again after {:.1f} s of silence on the same connection; taken back",
+               agent.Describe(), gap / 1e9);
+  handler.OnReconnected(agent, gap);
 }
 
 void EventLoop::OnReconnect(const std::string& identity, const protocol::Header& header,
@@ -75,6 +90,7 @@ void EventLoop::OnReconnect(const std::string& identity, const protocol::Header&
   const uint64_t now = NowNs();
   const uint64_t gap = agent->away_since_ns != 0 ? now - agent->away_since_ns : 0;
   agent->away_since_ns = 0;
+  agent->away_silent = false;
   agent->disconnected = false;
   agent->connection_fd = connection_fd;
   agent->address = address;

@@ -376,7 +376,7 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   if (agent == nullptr || agent->dead) return Unavailable("rank has no live agent");
   // Away (its connection dropped): in flight all the same; its Resume
   // lists it and the agent asks for it again (docs/design.md §9).
-  if (agent->away_since_ns != 0) return Status::Ok();
+  if (agent->away_since_ns != 0 && !agent->away_silent) return Status::Ok();
   const PlanProgram& program = plan_.programs.at(d.program);
   if (options_.config.AnyDfx()) {
     // The dispatch's directory is made here, never through a link: a

@@ -343,6 +343,11 @@ struct RankAgent::Impl {
     link_.OnResume(resume);
     if (!answer) return;
     sender_.OnResume(resume);
+    // READY may have been lost with the connection (a coordinator that has
+    // it ignores it again).
+    if (options_.mode != AgentMode::kRecover) {
+      link_.Send(FirstRank(), protocol::Ready{pool_.Describe()});
+    }
     protocol::Resumed resumed;
     for (const protocol::DispatchRef& ref : resume.dispatches) {
       if (!received_.count({ref.rank, ref.k, ref.pass})) {

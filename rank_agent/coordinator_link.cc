@@ -400,7 +400,12 @@ Status CoordinatorLink::Reconnect(std::vector<uint64_t> open_transfers) {
 }
 
 void CoordinatorLink::OnResume(const protocol::Resume& resume) {
-  if (!resume.token.empty()) resume_token_ = resume.token;
+  if (!resume.token.empty() && !resume.reconnected) {
+    // A new session's first answer: closes seen before it (the previous
+    // coordinator of a serve agent going away) are not this session's.
+    if (connected_) (void)channel_.TakeDisconnects();
+    resume_token_ = resume.token;
+  }
   if (resume.reconnected && reconnecting_) {
     reconnecting_ = false;
     DFX_LOG_WARN("back in session {} of the coordinator at {} after {:.1f} s", Hex64(session_),
