@@ -11,6 +11,19 @@
 
 namespace dfx::coordinator {
 
+namespace {
+
+// Whether two tokens are equal, in a time that does not depend on where
+// they differ.
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
 std::string EventLoop::NewResumeToken() {
   std::random_device rd;
   std::string token;
@@ -72,7 +85,7 @@ void EventLoop::OnReconnect(const std::string& identity, const protocol::Header&
   } else if (agent->dead) {
     refused = fmt::format("{} failed earlier in this run ({}); a failed rank is not re-admitted",
                           agent->Describe(), agent->error);
-  } else if (hello.resume_token != agent->resume_token || hello.pid != agent->pid ||
+  } else if (!SameToken(hello.resume_token, agent->resume_token) || hello.pid != agent->pid ||
              header.session_id != registry_.session() || hello.session_id != registry_.session() ||
              hello.ranks != agent->ranks) {
     refused = fmt::format(

@@ -277,6 +277,65 @@ TEST(ReconnectTest, LaunchedAgentsComeBackAfterAOneSecondCut) {
   fs::remove_all(dir);
 }
 
+// The proof: a reconnect HELLO as an admitted agent (same identity, pid,
+// session, ranks) but without the token of its first Resume is turned away
+// with a bare reason; with the token the agent is taken back and told where
+// things stand.
+TEST(ReconnectTest, AReconnectWithoutTheTokenIsRefused) {
+  fs::path dir = TestDir("rc_token");
+  const fs::path work = dir / "w";
+  Process coordinator({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "1", "--attach",
+                       "--work-dir", work.string(), "--enable-dep-gen", "--startup-timeout", "30"},
+                      dir);
+  Json session = WaitSession(work, coordinator);
+  ASSERT_TRUE(session.is_object()) << coordinator.err();
+  const std::string endpoint = session["endpoint"];
+  protocol::Context context;
+  const std::string identity = "rank-0.test";
+  auto first = protocol::DealerChannel::Connect(context, endpoint, identity, {});
+  ASSERT_TRUE(first.ok());
+  protocol::Hello hello;
+  hello.ranks = {0};
+  hello.chips = 1;
+  hello.pid = 4242;
+  hello.host = "raw";
+  hello.mode = protocol::AgentMode::kServe;
+  ASSERT_TRUE(
+      first->Send(protocol::Message{protocol::Header{protocol::kProtocolVersion, 0, 0, 1}, hello})
+          .ok());
+  auto token = ReceiveA<protocol::Resume>(*first, 30);
+  ASSERT_TRUE(token.has_value()) << coordinator.err();
+  EXPECT_FALSE(token->second.token.empty());
+  const uint64_t sid = token->first.session_id;
+  *first = protocol::DealerChannel();  // the connection drops
+
+  const auto reconnect = [&](const std::string& with) {
+    auto again = protocol::DealerChannel::Connect(context, endpoint, identity, {});
+    EXPECT_TRUE(again.ok());
+    protocol::Hello back = hello;
+    back.session_id = sid;
+    back.reconnect = true;
+    back.resume_token = with;
+    EXPECT_TRUE(
+        again
+            ->Send(protocol::Message{protocol::Header{protocol::kProtocolVersion, sid, 0, 2}, back})
+            .ok());
+    return ReceiveMessage(*again, 30);
+  };
+  auto refused = reconnect(std::string(token->second.token.size(), '0'));
+  ASSERT_TRUE(refused.has_value());
+  ASSERT_TRUE(std::holds_alternative<protocol::Error>(refused->body));
+  EXPECT_EQ(std::get<protocol::Error>(refused->body).code, protocol::ErrorCode::kDuplicateRank);
+  EXPECT_EQ(refused->header.session_id, 0u) << "a refused peer learns nothing of the run";
+  auto taken = reconnect(token->second.token);
+  ASSERT_TRUE(taken.has_value());
+  ASSERT_TRUE(std::holds_alternative<protocol::Resume>(taken->body)) << coordinator.err();
+  EXPECT_TRUE(std::get<protocol::Resume>(taken->body).reconnected);
+  coordinator.Signal(SIGTERM);
+  EXPECT_TRUE(coordinator.Wait(60));
+  fs::remove_all(dir);
+}
+
 TEST(ReconnectTest, OneSecondCutWhileIdleResumes) { AttachedCut("rc_idle", {CutAt::kIdle, 1}, ""); }
 
 TEST(ReconnectTest, OneSecondCutMidDispatchResumes) {
