@@ -312,6 +312,16 @@ Json RunManifestHead(const RunManifest& m) {
     e[keys::kDispatches.c_str()] = r.dispatches;
     e[keys::kHelloNs.c_str()] = NullOr(r.hello_ns);
     e[keys::kReadyNs.c_str()] = NullOr(r.ready_ns);
+    if (!r.reconnects.empty()) {
+      Json back = Json::array();
+      for (const ReconnectEntry& c : r.reconnects) {
+        Json one;
+        one[keys::kAtNs.c_str()] = c.at_ns;
+        one[keys::kGapNs.c_str()] = c.gap_ns;
+        back.push_back(std::move(one));
+      }
+      e[keys::kReconnects.c_str()] = std::move(back);
+    }
     ranks.push_back(std::move(e));
   }
   j[keys::kRanks.c_str()] = std::move(ranks);
@@ -368,6 +378,16 @@ Result<RankEntry> RankFromJson(const Json& e, const std::string& origin, const s
   DFX_RETURN_IF_ERROR(r.Int(keys::kDispatches.c_str(), &rank.dispatches, false));
   DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kHelloNs.c_str(), &rank.hello_ns));
   DFX_RETURN_IF_ERROR(r.OptionalInt(keys::kReadyNs.c_str(), &rank.ready_ns));
+  DFX_RETURN_IF_ERROR(
+      r.Array(keys::kReconnects.c_str(), [&](const Json& c, const std::string& p) -> Status {
+        Fields f(c, origin, p);
+        DFX_RETURN_IF_ERROR(f.CheckObject());
+        ReconnectEntry entry;
+        DFX_RETURN_IF_ERROR(f.Int(keys::kAtNs.c_str(), &entry.at_ns));
+        DFX_RETURN_IF_ERROR(f.Int(keys::kGapNs.c_str(), &entry.gap_ns));
+        rank.reconnects.push_back(entry);
+        return Status::Ok();
+      }));
   return rank;
 }
 

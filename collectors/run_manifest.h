@@ -93,6 +93,15 @@ struct ArtifactEntry {
   bool operator==(const ArtifactEntry&) const = default;
 };
 
+// One time a rank's agent lost its connection and came back within the
+// reconnect window (docs/design.md §9): coordinator clock when it was taken
+// back, and how long it was away.
+struct ReconnectEntry {
+  uint64_t at_ns = 0;
+  uint64_t gap_ns = 0;
+  bool operator==(const ReconnectEntry&) const = default;
+};
+
 struct RankEntry {
   int32_t rank = 0;
   std::optional<std::string> host;  // the agent's host, once it said HELLO
@@ -109,6 +118,7 @@ struct RankEntry {
   // Coordinator clock: when its agent said HELLO, and READY (the chips are up).
   std::optional<uint64_t> hello_ns;
   std::optional<uint64_t> ready_ns;
+  std::vector<ReconnectEntry> reconnects;  // written only when there is one
   bool operator==(const RankEntry&) const = default;
 };
 

@@ -44,6 +44,9 @@ inline constexpr KeyText kClockOffsetNs = "clock_offset_ns";
 inline constexpr KeyText kClockOffsetRttNs = "clock_offset_rtt_ns";
 inline constexpr KeyText kHelloNs = "hello_ns";
 inline constexpr KeyText kReadyNs = "ready_ns";
+inline constexpr KeyText kReconnects = "reconnects";  // [{at_ns, gap_ns}], only when any
+inline constexpr KeyText kAtNs = "at_ns";
+inline constexpr KeyText kGapNs = "gap_ns";
 
 // dispatches[].
 inline constexpr KeyText kK = "k";

@@ -37,6 +37,13 @@ struct Timeouts {
   Duration shutdown = 10s;
   Duration convert = 600s;
   Duration gather = 120s;
+  // The coordinator: how long an agent whose connection closed (or went
+  // silent) may take to come back before its ranks fail (docs/design.md §9).
+  // Negative: heartbeat_timeout; 0: no window (a closed connection fails at once).
+  Duration reconnect_window = Duration(-1);
+  Duration ReconnectWindow() const {
+    return reconnect_window < Duration::zero() ? heartbeat_timeout : reconnect_window;
+  }
 
   // The heartbeat pair is sane: the interval at least
   // kMinHeartbeatInterval, the timeout at least kMinHeartbeatTimeoutIntervals

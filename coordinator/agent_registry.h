@@ -21,6 +21,12 @@
 
 namespace dfx::coordinator {
 
+// One time an agent's connection dropped and it came back (docs/design.md §9).
+struct Reconnect {
+  uint64_t at_ns = 0;   // coordinator clock: when it was taken back
+  uint64_t gap_ns = 0;  // how long it was away (from the close, or from the silence)
+};
+
 struct AgentState {
   std::string identity;  // the DEALER routing identity
   std::vector<int32_t> ranks;
@@ -39,6 +45,14 @@ struct AgentState {
   int connection_fd = -1;
   bool disconnected = false;
   std::string error;  // why it is dead
+  // A dropped connection is not a dead agent: the token its reconnect HELLO
+  // must repeat (sent in its first Resume), since when it is away (0: it is
+  // not) and why, and each time it came back.
+  std::string resume_token;
+  uint64_t away_since_ns = 0;
+  std::string away_why;
+  bool away_silent = false;  // away for silence, its connection still open
+  std::vector<Reconnect> reconnects;
   uint64_t last_rx_ns = 0;
   uint64_t hello_ns = 0;  // when it said HELLO, and READY (0: not yet); coordinator clock
   uint64_t ready_ns = 0;

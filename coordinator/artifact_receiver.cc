@@ -311,6 +311,7 @@ void ArtifactReceiver::TakeWriterResults(bool woken) {
       if (done.error.empty() && s.dispatch && options_.on_verified)
         options_.on_verified(*s.dispatch);
     }
+    if (done.error.empty()) acked_[s.agent].insert(s.transfer_id);
     AgentState* agent = registry_.Find(s.agent);
     if (agent != nullptr && !agent->dead) {
       if (done.error.empty()) {
@@ -361,6 +362,35 @@ void ArtifactReceiver::AbortAgent(const std::string& identity, const std::string
   }
   credits_owed_.erase(identity);
   credit_balance_.erase(identity);
+}
+
+protocol::TransferResume ArtifactReceiver::Where(const AgentState& agent, uint64_t transfer_id) {
+  using protocol::TransferState;
+  if (auto it = transfers_.find({agent.identity, transfer_id}); it != transfers_.end()) {
+    if (!it->second.failed) return {transfer_id, TransferState::kOpen, it->second.received};
+    if (auto ref = streams_.find(it->second.stream); ref != streams_.end()) {
+      ref->second.aborted = true;
+      ForgetIfDone(ref);
+    }
+    transfers_.erase(it);
+    return {transfer_id, TransferState::kUnknown, 0};
+  }
+  for (const auto& [stream, ref] : streams_) {
+    if (ref.agent == agent.identity && ref.transfer_id == transfer_id && ref.committing) {
+      return {transfer_id, TransferState::kCommitting, 0};
+    }
+  }
+  if (auto a = acked_.find(agent.identity); a != acked_.end() && a->second.count(transfer_id)) {
+    return {transfer_id, TransferState::kAcked, 0};
+  }
+  return {transfer_id, TransferState::kUnknown, 0};
+}
+
+uint32_t ArtifactReceiver::RenewCredits(const AgentState& agent) {
+  if (!credit_balance_.count(agent.identity)) return 0;  // none granted yet (not READY)
+  credits_owed_[agent.identity] = 0;
+  credit_balance_[agent.identity] = options_.credit_window;
+  return options_.credit_window;
 }
 
 void ArtifactReceiver::AbortDispatch(size_t dispatch, const std::string& why) {

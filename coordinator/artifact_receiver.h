@@ -112,6 +112,13 @@ class ArtifactReceiver {
   void AbortAgent(const std::string& identity, const std::string& why);
   void AbortDispatch(size_t dispatch, const std::string& why);
 
+  // A reconnect (docs/design.md §9): where stream `transfer_id` of `agent`
+  // stands here (a failed one is forgotten: it starts again), and the
+  // agent's credit window afresh (what it held was lost with its
+  // connection); returns the window.
+  protocol::TransferResume Where(const AgentState& agent, uint64_t transfer_id);
+  uint32_t RenewCredits(const AgentState& agent);
+
   // No open stream and the writer has nothing queued.
   bool Idle() { return transfers_.empty() && writer_.Idle(); }
   bool WriterIdle() { return writer_.Idle(); }
@@ -195,6 +202,9 @@ class ArtifactReceiver {
   // (a second pass) supersedes an earlier one's result.
   std::map<std::pair<std::optional<size_t>, size_t>, uint64_t> entry_stream_;
   std::map<std::string, uint32_t> credits_owed_;
+  // Streams verified and acknowledged, per agent: a reconnect tells the
+  // agent the ack it may have missed.
+  std::map<std::string, std::set<uint64_t>> acked_;
   // Credits each agent holds: granted (or returned) minus chunks received.
   std::map<std::string, int64_t> credit_balance_;
   uint64_t next_stream_ = 0;

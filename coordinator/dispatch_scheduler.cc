@@ -85,6 +85,11 @@ bool DispatchScheduler::AnyInFlight() const {
   return false;
 }
 
+std::optional<size_t> DispatchScheduler::InFlightOf(int32_t rank) const {
+  if (rank < 0 || rank >= num_ranks()) return std::nullopt;
+  return queues_[rank].in_flight;
+}
+
 std::optional<size_t> DispatchScheduler::InFlight(int32_t rank, uint32_t k) const {
   if (rank < 0 || rank >= num_ranks()) return std::nullopt;
   const auto& in_flight = queues_[rank].in_flight;

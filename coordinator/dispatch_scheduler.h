@@ -68,6 +68,8 @@ class DispatchScheduler {
   // --- what agents report ------------------------------------------------------
   // The record of rank's in-flight dispatch k, if that is what is in flight.
   std::optional<size_t> InFlight(int32_t rank, uint32_t k) const;
+  // The record in flight on `rank`, if any (a reconnect's Resume lists it).
+  std::optional<size_t> InFlightOf(int32_t rank) const;
   // The agent accepted (rank, k) `held_ns` before its DispatchAccepted
   // arrived (it may hold the message back, protocol/dfx.capnp).
   void OnAccepted(int32_t rank, uint32_t k, uint64_t held_ns = 0);

@@ -149,6 +149,9 @@ void EventLoop::OnHello(const std::string& identity, const protocol::Header& hea
   // starts the clock-offset measurement.
   registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Heartbeat{NowNs(), 0, true});
   a.agent->last_ping_ns = NowNs();
+  // The proof a reconnect HELLO must repeat (docs/design.md §9).
+  a.agent->resume_token = NewResumeToken();
+  registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Resume{a.agent->resume_token});
   handler.OnAdmitted(*a.agent);
 }
 
@@ -218,7 +221,12 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
       }
       return;
     }
-    OnHello(frame.identity, m.header, *hello, frame.peer_address, frame.connection_fd, handler);
+    if (hello->reconnect) {
+      OnReconnect(frame.identity, m.header, *hello, frame.peer_address, frame.connection_fd,
+                  handler);
+    } else {
+      OnHello(frame.identity, m.header, *hello, frame.peer_address, frame.connection_fd, handler);
+    }
     return;
   }
   if (agent == nullptr) {
@@ -234,6 +242,15 @@ void EventLoop::OnFrame(const protocol::Frame& frame, PeerHandler& handler, bool
     return;
   }
   if (agent->dead) return;  // a dead rank stays dead for the run (no re-admission)
+  // Away: nothing counts until its reconnect HELLO (what it sent before
+  // that is resent from where the Resume says).
+  if (agent->away_since_ns != 0) {
+    if (!agent->away_silent || agent->disconnected || bulk ||
+        frame.connection_fd != agent->connection_fd) {
+      return;
+    }
+    ComeBack(*agent, handler);  // nothing was lost on a connection that stayed open
+  }
   if (bulk && !(chunk || std::holds_alternative<protocol::ArtifactBegin>(m.body) ||
                 std::holds_alternative<protocol::ArtifactChunk>(m.body) ||
                 std::holds_alternative<protocol::ArtifactEnd>(m.body) ||
@@ -337,11 +354,12 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   DeclareDisconnected(handler, /*read_monitor=*/false);
   const Timeouts& t = options_.timeouts;
   for (AgentState* silent : registry_.Tick(ToNs(t.heartbeat_interval), ToNs(t.heartbeat_timeout))) {
-    DeclareDead(*silent,
-                fmt::format("silent for {:.1f} s (heartbeat deadline --heartbeat-timeout {:g} s)",
-                            (NowNs() - silent->last_rx_ns) / 1e9, ToSeconds(t.heartbeat_timeout)),
-                handler);
+    const std::string why =
+        fmt::format("silent for {:.1f} s (heartbeat deadline --heartbeat-timeout {:g} s)",
+                    (NowNs() - silent->last_rx_ns) / 1e9, ToSeconds(t.heartbeat_timeout));
+    if (!GoAway(*silent, why, /*closed=*/false)) DeclareDead(*silent, why, handler);
   }
+  ExpireAway(handler);
   handler.OnTick();
   last_turn_end_ns_ = NowNs();
   return Status::Ok();
@@ -362,6 +380,7 @@ void EventLoop::NotePause(uint64_t turn_ns, int timeout_ms, PeerHandler& handler
       gap_ns / 1e9, ToSeconds(t.heartbeat_timeout));
   for (auto& [id, agent] : registry_.agents()) {
     if (!agent.dead) agent.last_rx_ns = turn_ns;
+    if (!agent.dead && agent.away_since_ns != 0) agent.away_since_ns = turn_ns;
   }
   handler.OnPaused(gap_ns);
 }
@@ -388,10 +407,11 @@ void EventLoop::DeclareDisconnected(PeerHandler& handler, bool read_monitor) {
   MarkDisconnected(read_monitor);
   for (auto& [id, agent] : registry_.agents()) {
     if (!agent.disconnected || agent.dead || agent.shutdown_sent || agent.gather_done) continue;
-    DeclareDead(agent,
-                fmt::format("its connection{} closed (the agent process or its host is gone)",
-                            agent.address.empty() ? "" : " from " + agent.address),
-                handler);
+    if (agent.away_since_ns != 0) continue;  // ExpireAway decides
+    const std::string why =
+        fmt::format("its connection{} closed (the agent process or its host is gone)",
+                    agent.address.empty() ? "" : " from " + agent.address);
+    if (!GoAway(agent, why, /*closed=*/true)) DeclareDead(agent, why, handler);
   }
 }
 

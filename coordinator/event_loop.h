@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -52,6 +53,11 @@ class PeerHandler {
   // anyone dead: the agents' silence meanwhile was not theirs (their
   // deadlines restart now), but one that gave up has closed its connection.
   virtual void OnPaused(uint64_t /*gap_ns*/) {}
+  // A reconnect (docs/design.md §9): the dispatches `agent` was sent and
+  // has not finished (its Resume lists them), and `agent` is back after
+  // `gap_ns` away.
+  virtual std::vector<protocol::DispatchRef> AwaitedDispatches(AgentState& /*agent*/) { return {}; }
+  virtual void OnReconnected(AgentState& /*agent*/, uint64_t /*gap_ns*/) {}
 };
 
 struct LoopOptions {
@@ -145,6 +151,20 @@ class EventLoop {
   void OnHello(const std::string& identity, const protocol::Header& header,
                const protocol::Hello& hello, const std::string& address, int connection_fd,
                PeerHandler& handler);
+  // A reconnect HELLO (reconnect_window.cc): the agent is taken back, or refused.
+  void OnReconnect(const std::string& identity, const protocol::Header& header,
+                   const protocol::Hello& hello, const std::string& address, int connection_fd,
+                   PeerHandler& handler);
+  // Whether `agent`, gone from its connection, may come back within the
+  // window rather than fail at once; marks it away (from now) if so.
+  // `closed`: its connection closed (it must reconnect); else it went silent
+  // on an open connection (a partition: its next frame there takes it back).
+  bool GoAway(AgentState& agent, const std::string& why, bool closed);
+  // An agent away for silence spoke again on the same connection.
+  void ComeBack(AgentState& agent, PeerHandler& handler);
+  // Fails the agents away for longer than the window.
+  void ExpireAway(PeerHandler& handler);
+  static std::string NewResumeToken();
   // `read_monitor`: read the socket monitor first; false uses what the
   // turn's RouterChannel::ReadMonitor read.
   void MarkDisconnected(bool read_monitor = true);

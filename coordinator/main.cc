@@ -78,6 +78,17 @@ CLI::Option* AddDeadline(CLI::App& app, const std::string& flag, dfx::Timeouts::
       ->check(PositiveSeconds());
 }
 
+// --reconnect-window SECONDS (run and gather): 0 turns it off.
+CLI::Option* AddReconnectWindow(CLI::App& app, dfx::Timeouts& timeouts) {
+  return app
+      .add_option_function<double>(
+          "--reconnect-window",
+          [&timeouts](double seconds) { timeouts.reconnect_window = dfx::Seconds(seconds); },
+          "how long an agent whose connection dropped (or went silent) may take to come back "
+          "and resume before its ranks fail (default: --heartbeat-timeout; 0: fail at once)")
+      ->check(CLI::Range(0.0, kMaxSeconds).description("SECONDS"));
+}
+
 const CLI::Validator& LogLevel() {
   static const CLI::Validator v =
       CLI::IsMember(std::vector<std::string>(std::begin(dfx::protocol::kAgentLogLevels),
@@ -215,6 +226,7 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
   AddDeadline(run, "--heartbeat-interval", so.timeouts.heartbeat_interval, "(default 0.2)");
   AddDeadline(run, "--heartbeat-timeout", so.timeouts.heartbeat_timeout,
               "a silent agent is dead after this (default 10)");
+  AddReconnectWindow(run, so.timeouts);
   AddDeadline(run, "--dispatch-timeout", so.timeouts.dispatch,
               "one dispatch, run + stream (default 3600)");
   run.add_option("--convert-jobs", so.convert_jobs,
@@ -346,6 +358,7 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_flag("--no-report", f.no_report,
                   "do not rewrite the run report (dfx_outputs/report.html) after recovering files");
   AddDeadline(gather, "--timeout", o.timeouts.gather, "give up after this (default 120)");
+  AddReconnectWindow(gather, o.timeouts);
   gather.add_flag("--attach", o.attach,
                   "serve agents on other hosts stream their spools (needs --bind)");
   gather.add_option("--bind", o.bind, "where the serve agents connect (e.g. the run's --bind)");

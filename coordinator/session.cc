@@ -76,6 +76,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   void OnTick() override;
   void OnLaunchFailure(const protocol::Hello& hello) override;
   void OnPaused(uint64_t gap_ns) override { paused_ns_ += gap_ns; }
+  std::vector<protocol::DispatchRef> AwaitedDispatches(AgentState& agent) override;
+  void OnReconnected(AgentState&, uint64_t) override { manifest_dirty_ = true; }
 
   // --- ArtifactLedger: a run's streams always belong to a dispatch record ---
   size_t BeginArtifact(const std::optional<size_t>& d, collectors::ArtifactEntry e) override {
@@ -142,6 +144,7 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   // The agent did not keep the program its in-flight dispatch named by
   // hash: the dispatch goes again with the program (or fails).
   void ResendWithProgram(AgentState& agent, const protocol::DispatchDone& done);
+  void ResendMissing(AgentState& agent, const protocol::Resumed& resumed);
   void OnDispatchFinished(size_t index, const std::string& error);
   void Finish();
   void DrawProgress(bool final);
@@ -206,8 +209,41 @@ void RunCoordinator::OnMessage(AgentState& agent, protocol::Body& body) {
       DFX_LOG_WARN("{}: DispatchDone for rank {} d{}, which is not in flight; ignored",
                    agent.identity, done->rank, done->k);
     }
+  } else if (auto* resumed = std::get_if<protocol::Resumed>(&body)) {
+    ResendMissing(agent, *resumed);
   } else {
     DFX_LOG_WARN("unexpected {} from {} ignored", protocol::BodyName(body), agent.identity);
+  }
+}
+
+std::vector<protocol::DispatchRef> RunCoordinator::AwaitedDispatches(AgentState& agent) {
+  std::vector<protocol::DispatchRef> refs;
+  for (int32_t r : agent.ranks) {
+    if (auto index = scheduler_->InFlightOf(r)) {
+      const collectors::DispatchEntry& d = scheduler_->dispatch(*index);
+      refs.push_back(protocol::DispatchRef{d.rank, d.k, d.pass});
+    }
+  }
+  return refs;
+}
+
+// A dispatch sent while the agent's connection was down never arrived: it
+// goes again (the agent said it does not have it: nothing runs twice).
+void RunCoordinator::ResendMissing(AgentState& agent, const protocol::Resumed& resumed) {
+  for (const protocol::DispatchRef& ref : resumed.missing) {
+    auto index = scheduler_->InFlight(ref.rank, ref.k);
+    if (!index || scheduler_->dispatch(*index).pass != ref.pass) continue;
+    DFX_LOG_INFO("rank {} d{}: never reached {}; sending it again", ref.rank, ref.k,
+                 agent.Describe());
+    const config::PassPlan* pass = nullptr;
+    for (const config::PassPlan& p : scheduler_->passes())
+      if (p.kind == ref.pass) pass = &p;
+    agent.programs_kept.erase(scheduler_->dispatch(*index).program);
+    Status sent = pass ? SendDispatch(*index, *pass) : Internal("no pass for the dispatch");
+    if (!sent.ok()) {
+      scheduler_->OnDone(protocol::DispatchDone{ref.rank, ref.k, protocol::DispatchStatus::kFailed,
+                                                sent.message()});
+    }
   }
 }
 
@@ -369,6 +405,9 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   const collectors::DispatchEntry& d = scheduler_->dispatch(index);
   AgentState* agent = loop_.registry().OwnerOf(d.rank);
   if (agent == nullptr || agent->dead) return Unavailable("rank has no live agent");
+  // Away (its connection dropped): in flight all the same; its Resume
+  // lists it and the agent asks for it again (docs/design.md §9).
+  if (agent->away_since_ns != 0 && !agent->away_silent) return Status::Ok();
   const PlanProgram& program = plan_.programs.at(d.program);
   if (options_.config.AnyDfx()) {
     // The dispatch's directory is made here, never through a link: a
@@ -397,6 +436,9 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   msg.pass = pass.kind;
   msg.wire_compression = options_.wire_compression;
   if (!loop_.registry().Send(*agent, d.rank, std::move(msg))) {
+    if (agent->disconnected && options_.timeouts.ReconnectWindow() > Timeouts::Duration::zero()) {
+      return Status::Ok();  // as above, once it is back
+    }
     return Unavailable("could not send the dispatch to " + agent->identity);
   }
   return Status::Ok();
@@ -531,6 +573,9 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
       if (agent->ready_ns != 0) r.ready_ns = agent->ready_ns;
       r.clock_offset_ns = agent->clock_offset_ns;
       if (agent->best_rtt_ns != UINT64_MAX) r.clock_offset_rtt_ns = agent->best_rtt_ns;
+      for (const Reconnect& back : agent->reconnects) {
+        r.reconnects.push_back(collectors::ReconnectEntry{back.at_ns, back.gap_ns});
+      }
     }
   }
   m.bytes_gathered = loop_.receiver().bytes_received();

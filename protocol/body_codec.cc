@@ -52,6 +52,68 @@ void EncodeHello(const Hello& m, w::Hello::Builder h) {
   h.setMode(static_cast<w::AgentMode>(m.mode));
   h.setSpoolDir(AsText(m.spool_dir));
   if (!m.launch_failure.empty()) h.setLaunchFailure(AsText(m.launch_failure));
+  h.setReconnect(m.reconnect);
+  if (!m.resume_token.empty()) h.setResumeToken(AsText(m.resume_token));
+  if (!m.open_transfers.empty()) {
+    auto open = h.initOpenTransfers(static_cast<unsigned>(m.open_transfers.size()));
+    for (unsigned i = 0; i < m.open_transfers.size(); ++i) open.set(i, m.open_transfers[i]);
+  }
+}
+
+template <typename List>
+void EncodeRefs(const std::vector<DispatchRef>& refs, List list) {
+  for (unsigned i = 0; i < refs.size(); ++i) {
+    list[i].setRank(refs[i].rank);
+    list[i].setK(refs[i].k);
+    list[i].setPass(static_cast<w::PassKind>(refs[i].pass));
+  }
+}
+
+Result<std::vector<DispatchRef>> DecodeRefs(const char* field,
+                                            capnp::List<w::DispatchRef>::Reader list) {
+  if (list.size() > kMaxResumeEntries) {
+    return InvalidArgument(fmt::format("field {} has {} entries; the limit is {}", field,
+                                       list.size(), kMaxResumeEntries));
+  }
+  std::vector<DispatchRef> out;
+  for (auto r : list) {
+    DFX_ASSIGN_OR_RETURN(PassKind pass,
+                         CheckedEnum<PassKind>(field, static_cast<uint16_t>(r.getPass()), 2));
+    out.push_back(DispatchRef{r.getRank(), r.getK(), pass});
+  }
+  return out;
+}
+
+void EncodeResume(const Resume& m, w::Resume::Builder r) {
+  if (!m.token.empty()) r.setToken(AsText(m.token));
+  r.setReconnected(m.reconnected);
+  auto transfers = r.initTransfers(static_cast<unsigned>(m.transfers.size()));
+  for (unsigned i = 0; i < m.transfers.size(); ++i) {
+    transfers[i].setTransferId(m.transfers[i].transfer_id);
+    transfers[i].setState(static_cast<w::TransferState>(m.transfers[i].state));
+    transfers[i].setOffset(m.transfers[i].offset);
+  }
+  EncodeRefs(m.dispatches, r.initDispatches(static_cast<unsigned>(m.dispatches.size())));
+  r.setCredits(m.credits);
+}
+
+Result<Body> DecodeResume(w::Resume::Reader r) {
+  Resume m;
+  m.token = ToString(r.getToken());
+  m.reconnected = r.getReconnected();
+  auto transfers = r.getTransfers();
+  if (transfers.size() > kMaxResumeEntries) {
+    return InvalidArgument("field resume.transfers has too many entries");
+  }
+  for (auto t : transfers) {
+    DFX_ASSIGN_OR_RETURN(TransferState state,
+                         CheckedEnum<TransferState>("resume.transfers.state",
+                                                    static_cast<uint16_t>(t.getState()), 3));
+    m.transfers.push_back(TransferResume{t.getTransferId(), state, t.getOffset()});
+  }
+  DFX_ASSIGN_OR_RETURN(m.dispatches, DecodeRefs("resume.dispatches", r.getDispatches()));
+  m.credits = r.getCredits();
+  return Body(std::move(m));
 }
 
 void EncodeRunConfig(const config::RunConfig& rc, w::RunConfigWire::Builder c) {
@@ -89,6 +151,14 @@ Result<Body> DecodeHello(w::Hello::Reader h) {
                        CheckedEnum<AgentMode>("hello.mode", static_cast<uint16_t>(h.getMode()), 2));
   m.spool_dir = ToString(h.getSpoolDir());
   m.launch_failure = ToString(h.getLaunchFailure());
+  m.reconnect = h.getReconnect();
+  m.resume_token = ToString(h.getResumeToken());
+  auto open = h.getOpenTransfers();
+  if (open.size() > kMaxResumeEntries) {
+    return InvalidArgument(fmt::format("field hello.openTransfers has {} entries; the limit is {}",
+                                       open.size(), kMaxResumeEntries));
+  }
+  for (auto id : open) m.open_transfers.push_back(id);
   return Body(std::move(m));
 }
 
@@ -232,6 +302,11 @@ void EncodeBody(const Body& body, w::Envelope::Body::Builder b) {
           b.initGatherRequest().setSessionId(m.session_id);
         } else if constexpr (std::is_same_v<T, GatherDone>) {
           b.initGatherDone().setFiles(m.files);
+        } else if constexpr (std::is_same_v<T, Resume>) {
+          EncodeResume(m, b.initResume());
+        } else if constexpr (std::is_same_v<T, Resumed>) {
+          auto r = b.initResumed();
+          EncodeRefs(m.missing, r.initMissing(static_cast<unsigned>(m.missing.size())));
         }
       },
       body);
@@ -338,6 +413,13 @@ Result<Body> DecodeBody(w::Envelope::Body::Reader b) {
       return Body(GatherRequest{b.getGatherRequest().getSessionId()});
     case w::Envelope::Body::GATHER_DONE:
       return Body(GatherDone{b.getGatherDone().getFiles()});
+    case w::Envelope::Body::RESUME:
+      return DecodeResume(b.getResume());
+    case w::Envelope::Body::RESUMED: {
+      Resumed m;
+      DFX_ASSIGN_OR_RETURN(m.missing, DecodeRefs("resumed.missing", b.getResumed().getMissing()));
+      return Body(std::move(m));
+    }
   }
   return InvalidArgument(
       fmt::format("unknown message type {} (a newer peer?)", static_cast<int>(b.which())));

@@ -650,6 +650,10 @@ HandshakeRefusals DealerChannel::TakeRefusals() { return impl_->monitor->Take();
 
 bool DealerChannel::Handshaken() { return impl_->monitor->Handshakes() > 0; }
 
+size_t DealerChannel::TakeDisconnects() {
+  return impl_ ? impl_->monitor->TakeDisconnects().size() : 0;
+}
+
 std::string AgentIdentity(int32_t first_rank, uint32_t nonce) {
   return fmt::format("rank-{}.{:08x}", first_rank, nonce);
 }

@@ -222,6 +222,9 @@ class DealerChannel {
   // this socket: messages sent now are delivered). Drains the events, so
   // call TakeRefusals first to keep the refusals among them.
   bool Handshaken();
+  // How many times its connection to the server closed since the last call
+  // (ZeroMQ reconnects by itself; what was in flight may be lost).
+  size_t TakeDisconnects();
 
  private:
   struct Impl;

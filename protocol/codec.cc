@@ -43,6 +43,10 @@ Status CheckLimits(const Body& body) {
           DFX_RETURN_IF_ERROR(CheckText("hello.spoolDir", m.spool_dir.size(), kMaxTextBytes));
           DFX_RETURN_IF_ERROR(
               CheckText("hello.launchFailure", m.launch_failure.size(), kMaxTextBytes));
+          DFX_RETURN_IF_ERROR(CheckText("hello.resumeToken", m.resume_token.size(), kMaxTextBytes));
+          if (m.open_transfers.size() > kMaxResumeEntries) {
+            return InvalidArgument("field hello.openTransfers has too many entries");
+          }
           if (m.ranks.size() > kMaxRanksPerAgent) {
             return InvalidArgument(fmt::format("field hello.ranks has {} entries; the limit is {}",
                                                m.ranks.size(), kMaxRanksPerAgent));
@@ -85,6 +89,15 @@ Status CheckLimits(const Body& body) {
           DFX_RETURN_IF_ERROR(CheckText("shutdown.reason", m.reason.size(), kMaxErrorBytes));
         } else if constexpr (std::is_same_v<T, Error>) {
           DFX_RETURN_IF_ERROR(CheckText("error.message", m.message.size(), kMaxErrorBytes));
+        } else if constexpr (std::is_same_v<T, Resume>) {
+          DFX_RETURN_IF_ERROR(CheckText("resume.token", m.token.size(), kMaxTextBytes));
+          if (m.transfers.size() > kMaxResumeEntries || m.dispatches.size() > kMaxResumeEntries) {
+            return InvalidArgument("field resume has too many entries");
+          }
+        } else if constexpr (std::is_same_v<T, Resumed>) {
+          if (m.missing.size() > kMaxResumeEntries) {
+            return InvalidArgument("field resumed.missing has too many entries");
+          }
         }
         return Status::Ok();
       },
@@ -431,7 +444,7 @@ const char* BodyName(const Body& body) {
       "hello",         "ready",         "dispatch",    "dispatchAccepted", "progress",
       "artifactBegin", "artifactChunk", "artifactEnd", "credit",           "artifactAck",
       "dispatchDone",  "heartbeat",     "cancel",      "shutdown",         "error",
-      "gatherRequest", "gatherDone"};
+      "gatherRequest", "gatherDone",    "resume",      "resumed"};
   static_assert(std::size(kNames) == std::variant_size_v<Body>);
   return kNames[body.index()];
 }

@@ -98,6 +98,17 @@ TEST(CodecTest, GoldenHello) { CheckGolden("hello", MakeHello()); }
 
 // A HELLO encoded before Hello.launchFailure was appended (an older agent)
 // still decodes, with no launch failure.
+// A HELLO encoded before Hello.reconnect / resumeToken / openTransfers were
+// appended (an older agent) decodes as a first HELLO, not a reconnect.
+TEST(CodecTest, HelloFromBeforeReconnectDecodes) {
+  auto old = ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/hello_before_reconnect.bin");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  auto decoded = Decode(*old);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->body == MakeHello().body);
+  EXPECT_FALSE(std::get<Hello>(decoded->body).reconnect);
+}
+
 TEST(CodecTest, HelloFromBeforeLaunchFailureDecodes) {
   auto old =
       ReadFile(fs::path(DFX_SOURCE_DIR) / "protocol/testdata/hello_before_launch_failure.bin");
@@ -204,6 +215,22 @@ TEST(CodecTest, EveryMessageRoundTrips) {
       Error{ErrorCode::kSessionMismatch, "wrong session"},
       GatherRequest{42},
       GatherDone{3},
+      Resume{"f00d", false, {}, {}, 0},
+      Resume{"",
+             true,
+             {{7, TransferState::kOpen, 3 << 20}, {8, TransferState::kAcked, 0}},
+             {{1, 4, PassKind::kTiming}},
+             8},
+      Resumed{{{1, 4, PassKind::kGraph}, {2, 0, PassKind::kSingle}}},
+      [] {
+        Hello h;
+        h.ranks = {3};
+        h.chips = 1;
+        h.reconnect = true;
+        h.resume_token = "0123abcd";
+        h.open_transfers = {7, 8, 9};
+        return Body(h);
+      }(),
       // Bigger than the encoder's size hint: exercises the multi-segment path.
       Ready{std::vector<std::string>(100, std::string(1000, 'd'))},
   };

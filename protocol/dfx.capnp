@@ -38,6 +38,10 @@ struct Hello {
   launchFailure @9 :Text;      # set only by an agent's launch guard (a launched agent's parent
                                # process) when the agent process ended before it said HELLO: how
                                # it ended. The coordinator fails these ranks and admits nobody.
+  reconnect @10 :Bool;         # the agent lost its connection in this session and is back
+                               # (docs/design.md §9, "reconnect window"); needs resumeToken
+  resumeToken @11 :Text;       # with reconnect: the token the coordinator's Resume gave it
+  openTransfers @12 :List(UInt64);  # with reconnect: streams begun and not yet acknowledged
 }
 
 enum AgentMode {
@@ -258,6 +262,46 @@ struct GatherDone {
   files @0 :UInt32;          # number of files streamed
 }
 
+# Which dispatch (a reconnect's Resume / Resumed).
+struct DispatchRef {
+  rank @0 :Int32;
+  k @1 :UInt32;
+  pass @2 :PassKind;
+}
+
+# What the coordinator holds of a stream the agent named in its reconnect HELLO.
+enum TransferState {
+  unknown @0;     # nothing: start it again from offset 0 (its Begin was lost, or it failed)
+  open @1;        # open: continue at `offset` (raw bytes received and queued for writing)
+  committing @2;  # complete, its checksum being verified: wait for the ArtifactAck
+  acked @3;       # verified and in place (the ArtifactAck was lost): delete the spool copy
+}
+
+struct TransferResume {
+  transferId @0 :UInt64;
+  state @1 :TransferState;
+  offset @2 :UInt64;
+}
+
+# C->A. The first answer to an admitted agent carries `token` only: the proof a
+# reconnect HELLO repeats. The answer to a reconnect HELLO (reconnected = true)
+# says where each named stream stands, which dispatches the coordinator still
+# awaits, and the agent's fresh credit window (it replaces what it held).
+struct Resume {
+  token @0 :Text;
+  reconnected @1 :Bool;
+  transfers @2 :List(TransferResume);
+  dispatches @3 :List(DispatchRef);
+  credits @4 :UInt32;
+}
+
+# A->C. After a Resume: the awaited dispatches this agent never received (sent
+# while its connection was down); the coordinator sends them again. Nothing
+# this agent received runs twice.
+struct Resumed {
+  missing @0 :List(DispatchRef);
+}
+
 # One message on the wire.
 struct Envelope {
   header @0 :Header;
@@ -279,5 +323,7 @@ struct Envelope {
     error @15 :Error;
     gatherRequest @16 :GatherRequest;
     gatherDone @17 :GatherDone;
+    resume @18 :Resume;
+    resumed @19 :Resumed;
   }
 }

@@ -59,6 +59,12 @@ struct Hello {
   // The launch guard's report: the agent process of these ranks ended
   // before saying HELLO, and how ("killed by signal 9"). Empty for a real HELLO.
   std::string launch_failure;
+  // A reconnect (docs/design.md §9): the agent lost its connection in this
+  // session and is back, proving it with the token of the coordinator's
+  // first Resume, and naming its streams begun and not yet acknowledged.
+  bool reconnect = false;
+  std::string resume_token;
+  std::vector<uint64_t> open_transfers;
   bool operator==(const Hello&) const = default;
 };
 
@@ -235,9 +241,47 @@ struct GatherDone {
   bool operator==(const GatherDone&) const = default;
 };
 
+// A dispatch named in a reconnect's Resume / Resumed.
+struct DispatchRef {
+  int32_t rank = 0;
+  uint32_t k = 0;
+  PassKind pass = PassKind::kSingle;
+  bool operator==(const DispatchRef&) const = default;
+};
+
+enum class TransferState : uint8_t { kUnknown = 0, kOpen = 1, kCommitting = 2, kAcked = 3 };
+
+struct TransferResume {
+  uint64_t transfer_id = 0;
+  TransferState state = TransferState::kUnknown;
+  uint64_t offset = 0;  // kOpen: raw bytes the coordinator holds
+  bool operator==(const TransferResume&) const = default;
+};
+
+// C->A. First answer: `token` only. Answer to a reconnect HELLO
+// (`reconnected`): the named streams, the awaited dispatches, the fresh
+// credit window (replacing what the agent held).
+struct Resume {
+  std::string token;
+  bool reconnected = false;
+  std::vector<TransferResume> transfers;
+  std::vector<DispatchRef> dispatches;
+  uint32_t credits = 0;
+  bool operator==(const Resume&) const = default;
+};
+
+// A->C. The awaited dispatches the agent never received.
+struct Resumed {
+  std::vector<DispatchRef> missing;
+  bool operator==(const Resumed&) const = default;
+};
+
+// Bounds of a reconnect's lists (streams an agent has open, dispatches in flight).
+constexpr uint32_t kMaxResumeEntries = 65536;
+
 using Body = std::variant<Hello, Ready, Dispatch, DispatchAccepted, Progress, ArtifactBegin,
                           ArtifactChunk, ArtifactEnd, Credit, ArtifactAck, DispatchDone, Heartbeat,
-                          Cancel, Shutdown, Error, GatherRequest, GatherDone>;
+                          Cancel, Shutdown, Error, GatherRequest, GatherDone, Resume, Resumed>;
 
 struct Message {
   Header header;

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <system_error>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -93,6 +94,9 @@ struct RankAgent::Impl {
   std::deque<protocol::Dispatch> held_dispatches_;
   uint64_t last_progress_ns_ = 0;
   uint64_t last_refusals_ns_ = 0;
+  // Every dispatch received in this session, so that after a reconnect
+  // nothing runs twice (docs/design.md §9): only those not here are asked for again.
+  std::set<std::tuple<int32_t, uint32_t, protocol::PassKind>> received_;
 
   uint64_t Now() const { return options_.clock->NowNs(); }
   int32_t FirstRank() const { return link_.ranks().front(); }
@@ -229,10 +233,12 @@ struct RankAgent::Impl {
 
   void OnDispatch(const protocol::Dispatch& d) {
     sender_.SetWireCompression(d.wire_compression);
+    if (received_.insert({d.rank, d.k, d.pass}).second) sender_.ForgetDone(d.rank);
     if (!pool_.Has(d.rank) || options_.mode == AgentMode::kRecover) {
       protocol::DispatchDone done{d.rank, d.k, protocol::DispatchStatus::kRejected,
                                   fmt::format("rank {} is not a chip of this agent", d.rank)};
       link_.Send(FirstRank(), done);
+      sender_.NoteSentDone(done);
       return;
     }
     if (HoldDispatch(d)) return;
@@ -244,6 +250,7 @@ struct RankAgent::Impl {
       if (!queued.program) {
         DFX_LOG_INFO("rank {} d{}: program {} ({}) is not kept here; asking for it", d.rank, d.k,
                      d.program_name, Hex64(d.program_hash));
+        received_.erase({d.rank, d.k, d.pass});  // lost on the way: asked for again
         link_.Send(d.rank,
                    protocol::DispatchDone{
                        d.rank, d.k, protocol::DispatchStatus::kProgramUnknown,
@@ -303,6 +310,7 @@ struct RankAgent::Impl {
     sender_.Reset();
     held_accepts_.clear();
     held_dispatches_.clear();
+    received_.clear();
     link_.EndSession();
   }
 
@@ -325,6 +333,33 @@ struct RankAgent::Impl {
     } else {
       *finished = true;
     }
+  }
+
+  // --- a dropped connection (docs/design.md §9) ------------------------------
+  // The coordinator's Resume: the streams go on where it holds them, the
+  // dispatches it awaits and this agent never received are asked for again,
+  // and a DispatchDone that may have been lost goes again (behind the files).
+  void OnResume(const protocol::Resume& resume) {
+    const bool answer = resume.reconnected && link_.reconnecting();
+    link_.OnResume(resume);
+    if (!answer) return;
+    sender_.OnResume(resume);
+    // READY may have been lost with the connection (a coordinator that has
+    // it ignores it again).
+    if (options_.mode != AgentMode::kRecover) {
+      link_.Send(FirstRank(), protocol::Ready{pool_.Describe()});
+    }
+    protocol::Resumed resumed;
+    for (const protocol::DispatchRef& ref : resume.dispatches) {
+      if (!received_.count({ref.rank, ref.k, ref.pass})) {
+        resumed.missing.push_back(ref);
+      } else if (auto done = sender_.SentDone(ref.rank, ref.k)) {
+        sender_.QueueDone(*done);
+      }
+    }
+    DFX_LOG_INFO("resumed: {} dispatch(es) awaited, {} never received", resume.dispatches.size(),
+                 resumed.missing.size());
+    link_.Send(FirstRank(), std::move(resumed));
   }
 
   // --- the event loop -------------------------------------------------------
@@ -350,6 +385,7 @@ struct RankAgent::Impl {
   void OnBody(const protocol::Credit& body, bool*) { sender_.OnCredit(body); }
   void OnBody(const protocol::ArtifactAck& body, bool*) { sender_.OnAck(body); }
   void OnBody(const protocol::Cancel& body, bool*) { OnCancel(body); }
+  void OnBody(const protocol::Resume& body, bool*) { OnResume(body); }
   void OnBody(const protocol::Shutdown& body, bool* finished) { OnShutdown(body, finished); }
   void OnBody(const protocol::GatherRequest&, bool*) {
     // A recovery agent, or a serve agent whose spool the gathering
@@ -390,6 +426,7 @@ struct RankAgent::Impl {
       link_.NoteHandshakeFailures(now);
       last_refusals_ns_ = now;
     }
+    if (link_.LostConnection()) DFX_RETURN_IF_ERROR(link_.Reconnect(sender_.OpenTransfers()));
     bool lost = false;
     DFX_RETURN_IF_ERROR(link_.Tick(now, &lost));
     if (lost) ResetSession();
@@ -397,7 +434,7 @@ struct RankAgent::Impl {
     const int accepted_due_ms = ReleaseExpiredAccepted(Now());
     if (link_.attached() && options_.mode != AgentMode::kRecover) SendProgress();
     sender_.CheckBulk(now);
-    const bool more = link_.attached() && sender_.Pump();
+    const bool more = link_.attached() && !link_.reconnecting() && sender_.Pump();
     // The one place held dispatches go on: after the acknowledgements this
     // turn received and the transfers it gave up (an unreadable file).
     if (!held_dispatches_.empty()) ResumeHeldDispatches();

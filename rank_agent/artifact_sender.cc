@@ -148,7 +148,9 @@ ArtifactSender::Step ArtifactSender::PumpMarker(SendItem& item) {
       marker->done.carries_acceptance = true;
       marker->done.accepted_held_ns = link_.Now() - *marker->accepted_ns;
     }
-    return SendQueued(marker->done.rank, marker->done) ? Step::kDone : Step::kBlocked;
+    if (!SendQueued(marker->done.rank, marker->done)) return Step::kBlocked;
+    NoteSentDone(marker->done);
+    return Step::kDone;
   }
   const auto& gather = std::get<GatherDoneMarker>(item);
   return SendQueued(link_.ranks().front(), protocol::GatherDone{gather.files}) ? Step::kDone
@@ -187,7 +189,8 @@ ArtifactSender::Step ArtifactSender::PumpTransfer(OutTransfer& t) {
   }
   const uint64_t sum = t.kept_sum ? *t.kept_sum : t.sum->Digest();
   if (!SendQueued(t.rank, protocol::ArtifactEnd{t.id, sum})) return Step::kBlocked;
-  unacked_[t.id] = Unacked{t.file, t.dispatch_dir, SumPath(t.dispatch_dir, t.rel)};
+  unacked_[t.id] =
+      Unacked{t.rank, t.k, t.rel, t.file, t.dispatch_dir, SumPath(t.dispatch_dir, t.rel)};
   return Step::kDone;
 }
 
@@ -406,9 +409,85 @@ void ArtifactSender::NoteBulkRefusals() {
   }
 }
 
+std::vector<uint64_t> ArtifactSender::OpenTransfers() const {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, u] : unacked_) ids.push_back(id);
+  if (!queue_.empty()) {
+    const auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&queue_.front());
+    if (t != nullptr && (*t)->begun) ids.push_back((*t)->id);
+  }
+  if (ids.size() > protocol::kMaxResumeEntries) ids.resize(protocol::kMaxResumeEntries);
+  return ids;
+}
+
+void ArtifactSender::Rewind(OutTransfer& t, const protocol::TransferResume& where) {
+  if (where.state != protocol::TransferState::kOpen || where.offset > t.size) {
+    // Nothing of it is held there: a fresh Begin (same id) and every byte again.
+    if (t.fd >= 0) ::close(t.fd);
+    t.fd = -1;
+    t.begun = false;
+    t.offset = 0;
+    t.sum.reset();
+    t.kept_sum.reset();
+    return;
+  }
+  t.offset = where.offset;
+  if (t.sum) t.sum = ChecksumPrefix(t.fd, t.offset);
+}
+
+void ArtifactSender::OnResume(const protocol::Resume& resume) {
+  credits_ = resume.credits;
+  std::map<uint64_t, protocol::TransferResume> where;
+  for (const protocol::TransferResume& r : resume.transfers) where[r.transfer_id] = r;
+  const auto state_of = [&where](uint64_t id) {
+    auto it = where.find(id);
+    return it == where.end() ? protocol::TransferResume{id, protocol::TransferState::kUnknown, 0}
+                             : it->second;
+  };
+  // The stream under way (its End not sent yet).
+  if (!queue_.empty()) {
+    if (auto* t = std::get_if<std::unique_ptr<OutTransfer>>(&queue_.front()); t && (*t)->begun) {
+      Rewind(**t, state_of((*t)->id));
+    }
+  }
+  // Streams whose End went: done there, being verified, or to send again
+  // (from the offset held there, or from the start) ahead of the queue.
+  std::vector<uint64_t> ids;
+  for (const auto& [id, u] : unacked_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    const protocol::TransferResume r = state_of(id);
+    if (r.state == protocol::TransferState::kAcked) {
+      OnAck(protocol::ArtifactAck{id, true, ""});
+      continue;
+    }
+    if (r.state == protocol::TransferState::kCommitting) continue;  // its ack will come
+    const Unacked u = unacked_[id];
+    unacked_.erase(id);
+    auto t = std::make_unique<OutTransfer>();
+    t->id = id;
+    t->rank = u.rank;
+    t->k = u.k;
+    t->rel = u.rel;
+    t->file = u.file;
+    t->dispatch_dir = u.dispatch_dir;
+    if (r.state == protocol::TransferState::kOpen && BeginTransfer(*t)) {
+      t->begun = true;
+      Rewind(*t, r);
+    }
+    queue_.emplace_front(std::move(t));
+  }
+}
+
+std::optional<protocol::DispatchDone> ArtifactSender::SentDone(int32_t rank, uint32_t k) const {
+  auto it = sent_done_.find(rank);
+  if (it == sent_done_.end() || it->second.k != k) return std::nullopt;
+  return it->second;
+}
+
 void ArtifactSender::Reset() {
   queue_.clear();
   unacked_.clear();
+  sent_done_.clear();
   credits_ = 0;
   recovering_ = false;
   bulk_ = protocol::DealerChannel();

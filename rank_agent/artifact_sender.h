@@ -85,6 +85,19 @@ class ArtifactSender {
   bool bulk_pending() const { return bulk_pending_; }
   // The stream under way, when its byte count changed since the last call.
   std::optional<StreamProgress> ProgressChange();
+  // A reconnect (docs/design.md §9): the streams begun and not yet
+  // acknowledged, for the reconnect HELLO.
+  std::vector<uint64_t> OpenTransfers() const;
+  // The coordinator's answer to it: each named stream goes on from the
+  // offset the coordinator holds (read again from the spool copy), is
+  // started again, or is done; the credit window is the Resume's.
+  void OnResume(const protocol::Resume& resume);
+  // The last DispatchDone sent for `rank`, when it was for (rank, k) (a
+  // reconnect sends it again: it may have been lost). ForgetDone: a new
+  // dispatch of the rank came.
+  std::optional<protocol::DispatchDone> SentDone(int32_t rank, uint32_t k) const;
+  void NoteSentDone(const protocol::DispatchDone& done) { sent_done_[done.rank] = done; }
+  void ForgetDone(int32_t rank) { sent_done_.erase(rank); }
   // The session ended: forget what was queued or unconfirmed (the spool
   // keeps it), the credits and the bulk path.
   void Reset();
@@ -100,6 +113,9 @@ class ArtifactSender {
   };
   using SendItem = std::variant<std::unique_ptr<OutTransfer>, DoneMarker, GatherDoneMarker>;
   struct Unacked {
+    int32_t rank = 0;
+    uint32_t k = 0;
+    std::string rel;
     std::filesystem::path file;
     std::filesystem::path dispatch_dir;
     std::filesystem::path sum_file;  // its kept checksum (may not exist)
@@ -114,6 +130,8 @@ class ArtifactSender {
   Result<std::string> EncodeCompressed(OutTransfer& t, size_t want, std::string_view* filled);
   void AcceptBulk(const protocol::Credit& offer);
   protocol::DealerChannel& StreamChannel();
+  // Moves `t` to `offset` of its file (0 and not begun: it starts again).
+  void Rewind(OutTransfer& t, const protocol::TransferResume& where);
 
   protocol::Context& context_;
   CoordinatorLink& link_;
@@ -121,6 +139,7 @@ class ArtifactSender {
   SpoolDirs& spool_;
   std::deque<SendItem> queue_;
   std::map<uint64_t, Unacked> unacked_;
+  std::map<int32_t, protocol::DispatchDone> sent_done_;  // the last per rank
   std::map<std::pair<int32_t, uint32_t>, uint64_t> bytes_sent_;
   uint64_t last_reported_bytes_ = 0;
   uint32_t credits_ = 0;

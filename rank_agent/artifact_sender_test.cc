@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -193,6 +194,59 @@ TEST(ArtifactSenderTest, ADispatchDoneFollowsItsFiles) {
   EXPECT_TRUE(std::holds_alternative<ArtifactEnd>(rest[1].body));
   EXPECT_EQ(std::get<DispatchDone>(rest[2].body).k, 4u);
   EXPECT_TRUE(bench.sender().idle());
+}
+
+// A reconnect (docs/design.md §9): the stream under way goes on from the
+// offset the coordinator holds, read again from the spool; a stream whose
+// End went but which the coordinator never saw begin goes again from byte 0
+// under its id; one the coordinator verified (its ack lost) leaves the
+// spool; the credit window is the Resume's.
+TEST(ArtifactSenderTest, AResumeContinuesEachStreamWhereTheCoordinatorHoldsIt) {
+  SenderBench bench("resume");
+  ASSERT_TRUE(bench.connected());
+  const fs::path done = bench.Spool(0, 1, "deps.json", "abcdef");  // End sent, acked there
+  bench.Spool(0, 1, "name_map.json", "ghij");                      // End sent, Begin lost
+  const std::string big = "0123456789";                            // under way
+  bench.Spool(0, 1, "pmu.csv", big);
+  for (const char* rel : {"deps.json", "name_map.json", "pmu.csv"}) {
+    bench.sender().QueueFile(0, 1, bench.DispatchDir(0, 1), rel);
+  }
+  bench.sender().OnCredit(Credit{5, "", ""});
+  bench.PumpAll();  // deps (2 chunks), name_map (1), pmu.csv: 2 chunks of 3
+  auto before = bench.Received();
+  const auto begins = Only<ArtifactBegin>(before);
+  ASSERT_EQ(begins.size(), 3u);
+  std::vector<uint64_t> open = bench.sender().OpenTransfers();
+  ASSERT_EQ(open.size(), 3u) << "two ended and unacknowledged, one under way";
+
+  Resume resume;
+  resume.reconnected = true;
+  resume.credits = 8;
+  resume.transfers = {{begins[0].transfer_id, TransferState::kAcked, 0},
+                      {begins[1].transfer_id, TransferState::kUnknown, 0},
+                      {begins[2].transfer_id, TransferState::kOpen, 4}};
+  bench.sender().OnResume(resume);
+  EXPECT_FALSE(fs::exists(done)) << "verified there: the spool copy goes";
+  bench.PumpAll();
+  auto after = bench.Received();
+  std::map<uint64_t, std::string> bytes;
+  std::map<uint64_t, uint64_t> first_offset;
+  for (const auto& c : Only<ArtifactChunk>(after)) {
+    if (!first_offset.count(c.transfer_id)) first_offset[c.transfer_id] = c.offset;
+    bytes[c.transfer_id] += c.data;
+  }
+  const auto again = Only<ArtifactBegin>(after);
+  ASSERT_EQ(again.size(), 1u) << "only the stream never begun there begins again";
+  EXPECT_EQ(again[0].transfer_id, begins[1].transfer_id);
+  EXPECT_EQ(first_offset[begins[1].transfer_id], 0u);
+  EXPECT_EQ(bytes[begins[1].transfer_id], "ghij");
+  EXPECT_EQ(first_offset[begins[2].transfer_id], 4u) << "the coordinator held 4 bytes";
+  EXPECT_EQ(bytes[begins[2].transfer_id], "456789");
+  std::map<uint64_t, uint64_t> sums;
+  for (const auto& e : Only<ArtifactEnd>(after)) sums[e.transfer_id] = e.checksum;
+  EXPECT_EQ(sums[begins[1].transfer_id], SumOf("ghij"));
+  EXPECT_EQ(sums[begins[2].transfer_id], SumOf(big)) << "the checksum covers the whole file";
+  EXPECT_FALSE(sums.count(begins[0].transfer_id));
 }
 
 }  // namespace

@@ -369,6 +369,50 @@ Result<Admission> CoordinatorLink::Admit(const protocol::Frame& frame) {
   return admission;
 }
 
+bool CoordinatorLink::LostConnection() {
+  if (!connected_ || !attached_ || resume_token_.empty()) return false;
+  return channel_.TakeDisconnects() > 0;
+}
+
+Status CoordinatorLink::Reconnect(std::vector<uint64_t> open_transfers) {
+  if (!reconnecting_) lost_ns_ = Now();
+  reconnecting_ = true;
+  DFX_LOG_WARN(
+      "the connection to the coordinator at {} closed; connecting again (session {}, {} "
+      "stream(s) to resume)",
+      options_.coordinator, Hex64(session_), open_transfers.size());
+  channel_ = protocol::DealerChannel();
+  DFX_RETURN_IF_ERROR(OpenSocket());
+  protocol::Hello hello;
+  hello.ranks = ranks_;
+  hello.chips = static_cast<uint32_t>(ranks_.size());
+  hello.session_id = session_;
+  hello.host = protocol::ThisHostName("unknown");
+  hello.pid = static_cast<uint32_t>(::getpid());
+  hello.agent_clock_ns = Now();
+  hello.mode = options_.mode;
+  hello.spool_dir = fs::absolute(options_.spool_root).string();
+  hello.reconnect = true;
+  hello.resume_token = resume_token_;
+  hello.open_transfers = std::move(open_transfers);
+  Send(ranks_.front(), std::move(hello));
+  return Status::Ok();
+}
+
+void CoordinatorLink::OnResume(const protocol::Resume& resume) {
+  if (!resume.token.empty() && !resume.reconnected) {
+    // A new session's first answer: closes seen before it (the previous
+    // coordinator of a serve agent going away) are not this session's.
+    if (connected_) (void)channel_.TakeDisconnects();
+    resume_token_ = resume.token;
+  }
+  if (resume.reconnected && reconnecting_) {
+    reconnecting_ = false;
+    DFX_LOG_WARN("back in session {} of the coordinator at {} after {:.1f} s", Hex64(session_),
+                 options_.coordinator, (Now() - lost_ns_) / 1e9);
+  }
+}
+
 void CoordinatorLink::OnHeartbeat(const protocol::Heartbeat& heartbeat) {
   if (heartbeat.want_reply) {
     Send(ranks_.front(), protocol::Heartbeat{Now(), heartbeat.sender_clock_ns, false});
@@ -384,6 +428,8 @@ void CoordinatorLink::BackOff(const std::string& refusal) {
 
 void CoordinatorLink::EndSession() {
   attached_ = false;
+  resume_token_.clear();
+  reconnecting_ = false;
   if (options_.session_id == 0) session_ = 0;
   last_hello_ns_ = 0;
   BeginServeWait();

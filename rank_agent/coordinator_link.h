@@ -71,6 +71,18 @@ class CoordinatorLink {
   // Decodes and checks one frame of the coordinator; a non-OK status ends
   // the agent (a refusal of a one-shot or recover agent).
   Result<Admission> Admit(const protocol::Frame& frame);
+  // A dropped connection is not a dead agent (docs/design.md §9): whether
+  // the socket lost its connection to the coordinator of this session
+  // since the last call (only once the coordinator gave a resume token).
+  bool LostConnection();
+  // Opens a fresh socket (nothing queued on the old one goes out) and says
+  // a reconnect HELLO with the token, naming the streams begun and not yet
+  // acknowledged; reconnecting() until the coordinator's Resume arrives.
+  Status Reconnect(std::vector<uint64_t> open_transfers);
+  bool reconnecting() const { return reconnecting_; }
+  // The coordinator's Resume: a first one carries the token; the answer to
+  // a reconnect HELLO ends reconnecting().
+  void OnResume(const protocol::Resume& resume);
   // Answers a heartbeat that asks for it.
   void OnHeartbeat(const protocol::Heartbeat& heartbeat);
   // Serve, refused: HELLO again only after the backoff, which doubles from
@@ -134,6 +146,9 @@ class CoordinatorLink {
   uint64_t handshake_failures_ = 0;
   std::string last_handshake_failure_;
   uint64_t last_handshake_log_ns_ = 0;
+  std::string resume_token_;  // from the coordinator's first Resume (this session)
+  bool reconnecting_ = false;
+  uint64_t lost_ns_ = 0;  // when the connection was lost (reconnecting)
 };
 
 }  // namespace dfx::rank_agent

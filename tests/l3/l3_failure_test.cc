@@ -102,10 +102,10 @@ TEST(L3FailureTest, KilledAgentUnderMpirunFailsOnlyItsRank) {
               {"program": "busy", "rank": 0}, {"program": "vec", "rank": 2}]})")
                   .ok());
   const fs::path work = dir / "w";
-  Process coordinator(
-      {Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "3", "--launcher",
-       "mpirun", "--work-dir", work.string(), "--enable-dep-gen", "--heartbeat-timeout", "100"},
-      dir);
+  Process coordinator({Bin("dfx-coordinator"), "run", (dir / "plan.json").string(), "--ranks", "3",
+                       "--launcher", "mpirun", "--work-dir", work.string(), "--enable-dep-gen",
+                       "--heartbeat-timeout", "100", "--reconnect-window", "2"},
+                      dir);
   Json session = WaitSession(work, coordinator);
   ASSERT_TRUE(session.is_object()) << coordinator.err();
   ASSERT_TRUE(
@@ -116,7 +116,8 @@ TEST(L3FailureTest, KilledAgentUnderMpirunFailsOnlyItsRank) {
   ASSERT_EQ(pids.size(), 1u);
   ::kill(pids[0], SIGKILL);
 
-  // Long before --heartbeat-timeout 100 s: the transport saw the connection close.
+  // Long before --heartbeat-timeout 100 s: the transport saw the connection
+  // close, and the agent did not come back within --reconnect-window 2 s.
   ASSERT_TRUE(coordinator.Wait(60)) << "the coordinator must finish despite the dead agent";
   EXPECT_EQ(coordinator.exit_code(), 1) << coordinator.err();
   const std::string err = coordinator.err();
