@@ -222,6 +222,10 @@ class DealerChannel {
   // this socket: messages sent now are delivered). Drains the events, so
   // call TakeRefusals first to keep the refusals among them.
   bool Handshaken();
+  // Handshakes completed on this socket so far (its first connection and
+  // every reconnection), as far as the monitor was read (TakeRefusals,
+  // Handshaken); 0 for a socket not connected.
+  uint64_t HandshakesRead() const;
 
  private:
   struct Impl;

@@ -104,6 +104,7 @@ class CoordinatorLink {
   std::optional<Admission> OnError(const protocol::Error& error, Status* fatal);
   std::string Advice(protocol::ErrorCode code) const;
   void RefusedAtHandshake(uint64_t now, const protocol::HandshakeRefusals& refusals);
+  void CountReconnects();
   Status OpenSocket();
   // The next backoff step: 0 -> min, then doubling up to max.
   uint64_t GrowBackoff();
@@ -134,6 +135,8 @@ class CoordinatorLink {
   uint64_t handshake_failures_ = 0;
   std::string last_handshake_failure_;
   uint64_t last_handshake_log_ns_ = 0;
+  uint64_t socket_handshakes_ = 0;  // of the current socket, counted so far
+  bool ever_handshaken_ = false;    // this agent connected once: later handshakes are reconnects
 };
 
 }  // namespace dfx::rank_agent
