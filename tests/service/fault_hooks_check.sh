@@ -22,14 +22,27 @@ fail() {
 }
 command -v strings >/dev/null || fail "strings (binutils) is not installed: scripts/setup.sh"
 
-holds_fault_string() { strings -a "$1" | grep -m 3 'DFX_FAULT_'; }
+# Prints the first DFX_FAULT_ strings of $1; fails when there is none. (No
+# `grep -m` or `grep -q` in a pipe: under pipefail the writer's SIGPIPE would
+# read as "not found".)
+holds_fault_string() {
+  local hits
+  hits=$(strings -a "$1" | grep 'DFX_FAULT_' || true)
+  [ -n "$hits" ] || return 1
+  printf '%s\n' "$hits" | sed -n 1,3p
+}
+says_it_has_hooks() {
+  local version
+  version=$("$1" --version) || fail "$1 --version failed"
+  case "$version" in *'fault-injection hooks'*) return 0 ;; *) return 1 ;; esac
+}
 
 if [ "$HOOKS" = off ]; then
   for program in bin/dfx-coordinator bin/dfx-rank-agent bin/dfx-view device/dfx-gen-program; do
     f="$BUILD/$program"
     [ -x "$f" ] || fail "$f is missing: build the tree first"
     if found=$(holds_fault_string "$f"); then fail "$f holds fault strings: $found"; fi
-    if "$f" --version | grep -q 'fault-injection hooks'; then fail "$f --version says it has hooks"; fi
+    if says_it_has_hooks "$f"; then fail "$f --version says it has hooks"; fi
   done
   echo "fault_hooks_check: no DFX_FAULT_* string in the programs of $BUILD"
   exit 0
@@ -40,17 +53,18 @@ fi
 for o in "$@"; do
   [ -f "$o" ] || fail "$o is missing: build the tree first"
   if found=$(holds_fault_string "$o"); then fail "$o, compiled without hooks, holds: $found"; fi
+  undefined=" $(nm -u "$o" | awk '{print $NF}' | tr '\n' ' ') "
   case "$o" in
-    */coordinator/artifact_receiver.cc.o)
-      if nm -u "$o" | grep -qw 'kill'; then fail "$o still calls kill() without hooks"; fi ;;
-    */rank_agent/main.cc.o)
-      if nm -u "$o" | grep -qw 'raise'; then fail "$o still calls raise() without hooks"; fi ;;
+    *artifact_receiver.cc.o)
+      case "$undefined" in *' kill '*) fail "$o still calls kill() without hooks" ;; esac ;;
+    */rank_agent/main.cc.o | */dfx-rank-agent.dir/main.cc.o)
+      case "$undefined" in *' raise '*) fail "$o still calls raise() without hooks" ;; esac ;;
   esac
 done
 echo "fault_hooks_check: $# object(s) compiled without hooks hold no DFX_FAULT_* string"
 holds_fault_string "$BUILD/bin/dfx-coordinator" >/dev/null ||
   fail "the hooks build's dfx-coordinator holds no DFX_FAULT_ string: this check is blind"
-"$BUILD/bin/dfx-coordinator" --version | grep -q 'fault-injection hooks' ||
+says_it_has_hooks "$BUILD/bin/dfx-coordinator" ||
   fail "the hooks build's dfx-coordinator --version does not say it has hooks"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/dfx-fault-hooks.XXXXXX")
@@ -60,6 +74,7 @@ if env -u DFX_INSTALL_FAULT_HOOKS cmake --install "$BUILD" --prefix "$T/prefix" 
 fi
 grep -q 'refusing to install the build tree' "$T/out" || fail "no reason given: $(cat "$T/out")"
 grep -q 'DFX_FAULT_HOOKS=ON' "$T/out" || fail "the refusal does not name the option: $(cat "$T/out")"
+grep -q 'DFX_INSTALL_FAULT_HOOKS=1' "$T/out" || fail "the refusal names no way out: $(cat "$T/out")"
 if [ -e "$T/prefix" ] && [ -n "$(find "$T/prefix" -type f)" ]; then
   fail "the refused install wrote: $(find "$T/prefix" -type f | head -5)"
 fi

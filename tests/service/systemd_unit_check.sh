@@ -19,7 +19,7 @@ if ! command -v systemd-analyze >/dev/null; then
   exit 0
 fi
 UNIT_IN="$SRC/share/systemd/dfx-rank-agent@.service.in"
-AGENT="$BUILD/bin/dfx-rank-agent"
+AGENT=$(realpath -m "$BUILD/bin/dfx-rank-agent")
 [ -x "$AGENT" ] || fail "$AGENT is missing: build dfx-rank-agent first"
 T=$(mktemp -d "${TMPDIR:-/tmp}/dfx-systemd.XXXXXX")
 trap 'rm -rf "$T"' EXIT
