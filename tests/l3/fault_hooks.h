@@ -7,8 +7,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "tests/l3/e2e_util.h"
@@ -17,8 +15,9 @@ namespace dfx::e2e {
 
 inline bool FaultHooksCompiledIn() {
   static const bool compiled_in = [] {
-    auto r = RunCommand({Bin("dfx-coordinator"), "--version"},
-                        TestDir("fault_hooks_probe_" + std::to_string(::getpid())), 60);
+    const fs::path dir = TestDir("fault_hooks_probe");
+    auto r = RunCommand({Bin("dfx-coordinator"), "--version"}, dir, 60);
+    fs::remove_all(dir);
     return r.exit_code == 0 && r.out.find("fault-injection hooks") != std::string::npos;
   }();
   return compiled_in;

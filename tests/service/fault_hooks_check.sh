@@ -49,7 +49,14 @@ if [ "$HOOKS" = off ]; then
 fi
 
 [ "$HOOKS" = on ] || fail "second argument: on or off, not '$HOOKS'"
-[ $# -gt 0 ] || fail "no object files given"
+# CTest passes $<TARGET_OBJECTS:...> as one ;-separated argument.
+OBJECTS=()
+for arg in "$@"; do
+  IFS=';' read -r -a split <<<"$arg"
+  OBJECTS+=("${split[@]}")
+done
+[ ${#OBJECTS[@]} -gt 0 ] || fail "no object files given"
+set -- "${OBJECTS[@]}"
 for o in "$@"; do
   [ -f "$o" ] || fail "$o is missing: build the tree first"
   if found=$(holds_fault_string "$o"); then fail "$o, compiled without hooks, holds: $found"; fi
