@@ -39,6 +39,18 @@ if systemd-analyze verify --man=no "$T/dfx-rank-agent@1.service" >/dev/null 2>&1
   fail "verify accepted a unit whose binary does not exist: the check is blind"
 fi
 
+# The sysusers.d file makes the unit's user (in a scratch root, not this host's).
+R="$T/root"
+mkdir -p "$R/etc" "$R/usr/lib/sysusers.d"
+cp "$SRC/share/systemd/dfx-agent.sysusers" "$R/usr/lib/sysusers.d/dfx-agent.conf"
+if command -v systemd-sysusers >/dev/null && systemd-sysusers --root="$R" >"$T/sysusers.log" 2>&1; then
+  grep -q '^dfx-agent:x:[0-9]*:[0-9]*:dfx rank agent:/var/lib/dfx-agent:' "$R/etc/passwd" ||
+    fail "systemd-sysusers made no user dfx-agent: $(cat "$T/sysusers.log")"
+  echo "systemd_unit_check: the sysusers.d file creates the user dfx-agent"
+else
+  echo "systemd_unit_check: systemd-sysusers --root cannot run here; the user file is not checked"
+fi
+
 # What the README promises of the sandbox.
 for line in 'User=dfx-agent' 'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' \
   'NoNewPrivileges=yes' 'CapabilityBoundingSet=' 'Restart=on-failure' \
