@@ -12,6 +12,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "protocol/codec.h"
 
 namespace dfx::coordinator {
@@ -49,8 +50,13 @@ void ArtifactReceiver::GrantCredits(AgentState& agent) {
 
 bool ArtifactReceiver::TakeCredit(AgentState& agent) {
   int64_t& balance = credit_balance_[agent.identity];
-  if (balance <= 0) return false;
-  --balance;
+  if (balance <= 0) {
+    metrics::ChunksWithoutCredit().Add();
+    return false;
+  }
+  // The window is used up by chunks the writer has not written yet: the
+  // agent waits until their credits come back (--metrics counts it).
+  if (--balance == 0) metrics::CreditsWithheld().Add();
   return true;
 }
 
@@ -230,7 +236,9 @@ void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t
   t.wire += wire_data.size();
   t.zstd = t.zstd || coding == protocol::ChunkCoding::kZstd;
   bytes_received_ += data.size();
+  metrics::BytesReceived().Add(data.size());
   ++chunks_received_;
+#ifdef DFX_FAULT_HOOKS  // test builds only: a release build cannot kill itself on request
   if (options_.fault_kill_after_chunks > 0 &&
       chunks_received_ >= options_.fault_kill_after_chunks) {
     std::fprintf(stderr, "dfx-coordinator: fault injection: killing myself after %llu chunks\n",
@@ -238,6 +246,7 @@ void ArtifactReceiver::OnChunk(AgentState& agent, uint64_t transfer_id, uint64_t
     std::fflush(stderr);
     ::kill(::getpid(), SIGKILL);
   }
+#endif
 }
 
 void ArtifactReceiver::OnEnd(AgentState& agent, const protocol::ArtifactEnd& e) {

@@ -7,6 +7,7 @@
 
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
+#include "common/metrics.h"
 #include "coordinator/testing/loopback.h"
 #include "protocol/chunk_zstd.h"
 
@@ -99,6 +100,20 @@ class ArtifactReceiverTest : public ::testing::Test {
   AgentState* agent_ = nullptr;
   uint32_t credits_ = 0;
 };
+
+// --metrics: a window used up by unwritten chunks is a credit withheld; a
+// chunk beyond it is one without credit (common/metrics.h).
+TEST_F(ArtifactReceiverTest, AUsedUpWindowAndAChunkWithoutCreditAreCounted) {
+  const uint64_t withheld = metrics::CreditsWithheld().Value();
+  const uint64_t without = metrics::ChunksWithoutCredit().Value();
+  receiver_->GrantCredits(*agent_);  // the window: 2
+  EXPECT_TRUE(receiver_->TakeCredit(*agent_));
+  EXPECT_EQ(metrics::CreditsWithheld().Value(), withheld);
+  EXPECT_TRUE(receiver_->TakeCredit(*agent_));
+  EXPECT_EQ(metrics::CreditsWithheld().Value(), withheld + 1);
+  EXPECT_FALSE(receiver_->TakeCredit(*agent_));
+  EXPECT_EQ(metrics::ChunksWithoutCredit().Value(), without + 1);
+}
 
 TEST_F(ArtifactReceiverTest, AVerifiedStreamIsRenamedIntoPlaceAndAcknowledged) {
   const std::string a = "first half, ", b = "second half";

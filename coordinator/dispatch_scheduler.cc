@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/metrics.h"
+
 namespace dfx::coordinator {
 
 using collectors::DispatchState;
@@ -148,6 +150,7 @@ bool DispatchScheduler::OnDone(const protocol::DispatchDone& done) {
 void DispatchScheduler::Finish(size_t index, DispatchState state, const std::string& error) {
   collectors::DispatchEntry& d = dispatches_[index];
   d.status = state;
+  metrics::Dispatches(collectors::DispatchStateName(state)).Add();
   if (!error.empty()) d.error = error;
   d.end_ns = clock_.NowNs();
   Queue& q = queues_[d.rank];

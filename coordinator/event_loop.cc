@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "protocol/codec.h"
 
 namespace dfx::coordinator {
@@ -120,6 +121,7 @@ Status EventLoop::Bind(const std::string& endpoint, std::optional<protocol::Curv
 void EventLoop::LogRefusedHandshakes() {
   protocol::HandshakeRefusals r = router_.TakeRefusals(/*read_monitor=*/false);
   if (r.count > 0) {
+    metrics::HandshakesRefused().Add(r.count);
     refused_handshakes_ += r.count;
     last_refused_handshake_ = r.last;
   }
@@ -343,6 +345,7 @@ Status EventLoop::Pump(int timeout_ms, PeerHandler& handler) {
   if (bulk_bound()) {
     protocol::HandshakeRefusals r = bulk_.TakeRefusals();
     if (r.count > 0) {
+      metrics::HandshakesRefused().Add(r.count);
       DFX_LOG_WARN("turned away {} connection(s) on the local bulk path: last: {}", r.count,
                    r.last);
     }

@@ -12,6 +12,7 @@
 #include "collectors/run_manifest.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "coordinator/event_loop.h"
 #include "coordinator/launcher.h"
 #include "coordinator/session_record.h"
@@ -336,6 +337,7 @@ uint64_t RandomId() {
 }  // namespace
 
 Result<GatherOutcome> RunGather(const GatherOptions& options) {
+  metrics::SessionsServed().Add();
   const fs::path dfx_dir = collectors::DfxOutputsDir(options.work_dir);
   const auto record_dir = collectors::FindRunRecordDir(options.work_dir);
   if (!record_dir) {

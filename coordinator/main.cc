@@ -25,6 +25,7 @@
 #include "common/file_util.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/metrics_server.h"
 #include "common/subprocess.h"
 #include "common/timeouts.h"
 #include "common/unknown_arguments.h"
@@ -177,7 +178,26 @@ struct RunFlags {
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
   std::string wire_compression = "auto";  // --wire-compression
+  std::string metrics;                     // --metrics tcp://127.0.0.1:PORT
 };
+
+constexpr const char* kMetricsHelp =
+    "serve counters (Prometheus text, GET /metrics) and a health check (GET /healthz) on this "
+    "loopback endpoint while it runs: tcp://127.0.0.1:PORT (0: a free port, logged)";
+
+// --metrics: the server lives until the caller's pointer goes; *exit is set
+// when it cannot start (2: a bad value, 1: the port cannot be had).
+std::unique_ptr<dfx::metrics::MetricsServer> StartMetrics(const std::string& endpoint,
+                                                          const std::string& program, int* exit) {
+  *exit = 0;
+  if (endpoint.empty()) return nullptr;
+  dfx::metrics::DeclareCoordinatorCounters();
+  auto server = dfx::metrics::ServeMetrics(endpoint, program);
+  if (server.ok()) return std::move(*server);
+  *exit = Fail(server.status().message(),
+               server.status().code() == dfx::Code::kInvalidArgument ? 2 : 1);
+  return nullptr;
+}
 
 // The environment every subcommand reads (README "Environment").
 const char* const kEnvironment = R"(
@@ -249,6 +269,7 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "quieter: -q, --log-level error|critical|off)")
       ->check(LogLevel())
       ->each([&f](const std::string&) { f.agent_log_level_given = true; });
+  run.add_option("--metrics", f.metrics, kMetricsHelp);
   run.add_option("--log-level", f.log_level,
                  "this process's log lines on stderr: trace|debug|info|warn|error|critical|off "
                  "(default info, or $SPDLOG_LEVEL)")
@@ -314,12 +335,17 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     }
   }
   for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
+  int metrics_exit = 0;
+  auto metrics = StartMetrics(f.metrics, "dfx-coordinator run", &metrics_exit);
+  if (metrics_exit != 0) return metrics_exit;
   so.config = parsed.config;
   so.work_dir = f.work_dir;
   so.virtual_clock = f.virtual_clock;
   (void)dfx::protocol::ParseWireCompression(f.wire_compression, &so.wire_compression);
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
-  // Test-only fault injection (the gather tests kill the coordinator mid-stream).
+#ifdef DFX_FAULT_HOOKS
+  // Test-only fault injection (the gather tests kill the coordinator mid-stream),
+  // compiled in only with -DDFX_FAULT_HOOKS=ON (cmake/fault_hooks.cmake).
   if (const char* fault = std::getenv("DFX_FAULT_COORDINATOR_KILL_AFTER_CHUNKS")) {
     so.fault_kill_after_chunks = std::strtoull(fault, nullptr, 10);
   }
@@ -327,6 +353,7 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
     so.fault_write_delay_ms =
         static_cast<uint32_t>(std::min(std::strtoul(fault, nullptr, 10), 60000ul));
   }
+#endif
   dc::RunRequest request;
   request.file = f.file;
   request.ranks = f.ranks;
@@ -350,6 +377,7 @@ struct GatherFlags {
   std::string work_dir, spool, log_level = "info";
   std::string wire_compression = "auto";  // --wire-compression
   bool no_report = false;                 // --no-report
+  std::string metrics;                    // --metrics tcp://127.0.0.1:PORT
 };
 
 void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
@@ -365,6 +393,7 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
   gather.add_option("--advertise", o.advertise,
                     "what the serve agents dial, tcp://HOST[:PORT] (default: from --bind)");
   gather.add_option("--log-level", f.log_level, "(info)")->check(LogLevel());
+  gather.add_option("--metrics", f.metrics, kMetricsHelp);
   gather
       .add_option("--max-artifact-bytes", o.max_artifact_bytes,
                   "the largest artifact an agent may announce (default 8G)")
@@ -438,6 +467,9 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
   auto agent = FindAgent(&error);
   if (!agent) return Fail(error);
   options.agent_binary = *agent;
+  int metrics_exit = 0;
+  auto metrics = StartMetrics(f.metrics, "dfx-coordinator gather", &metrics_exit);
+  if (metrics_exit != 0) return metrics_exit;
   auto out = dc::RunGather(options);
   if (!out.ok()) return Fail(out.status().message());
   const fs::path dfx_dir = dfx::collectors::DfxOutputsDir(options.work_dir);

@@ -20,6 +20,7 @@
 #include "collectors/run_manifest.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/subprocess.h"
 #include "config/pass_plan.h"
 #include "coordinator/dispatch_scheduler.h"
@@ -838,6 +839,7 @@ Result<SessionOutcome> RunSession(const Plan& plan, const SessionOptions& option
   if (options.chips_per_agent < 1) return InvalidArgument("--chips-per-agent must be >= 1");
   if (options.work_dir.empty()) return InvalidArgument("--work-dir DIR is required");
   RunCoordinator coordinator(plan, options);
+  metrics::SessionsServed().Add();
   return coordinator.Run();
 }
 

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "common/file_util.h"
+#include "common/metrics_server.h"
 #include "common/unknown_arguments.h"
 #include "common/version.h"
 
@@ -231,6 +232,11 @@ const std::vector<Option<AgentCommandLine>>& AgentRows() {
         "--coordinator-key", "FILE",
         "the coordinator's public key (coordinator.pub); the agent talks to no other peer",
         [](auto& l) -> auto& { return l.coordinator_key_file; }));
+    r.push_back(Text<L>(
+        "--metrics", "tcp://127.0.0.1:PORT",
+        "serve only: counters (Prometheus text, GET /metrics) and a health check (GET "
+        "/healthz) on this loopback endpoint (0: a free port, logged)",
+        [](auto& l) -> auto& { return l.metrics; }));
     r.push_back(Deadline<L>(
         "--connect-timeout", "seconds to wait for the coordinator's first answer",
         [](auto& l) -> auto& { return l.timeouts.connect; }));
@@ -350,7 +356,8 @@ constexpr const char* kDescription =
 )";
 
 // What the agent reads from its environment (README "Environment").
-constexpr const char* kEnvironment = R"(
+constexpr const char* kEnvironment =
+    R"(
 Environment:
   OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID   the launcher rank when --rank is not given
                                                  (Open MPI, MPICH/Hydra, Slurm srun)
@@ -358,8 +365,13 @@ Environment:
                                                  MPI_Init and takes its rank from MPI_Comm_rank
   TMPDIR                                         the spool root when --spool is not given
                                                  ($TMPDIR/dfx-spool-<uid>, default /tmp)
-  DFX_FAULT_GRAPH_PASS=1                         tests only: every graph pass fails before it runs
-Exit status: 0 ok, 1 the run or agent failed, 2 usage error.
+)"
+// Test builds only (-DDFX_FAULT_HOOKS=ON): a release build holds no DFX_FAULT_* string.
+#ifdef DFX_FAULT_HOOKS
+    R"(  DFX_FAULT_GRAPH_PASS=1                         tests only: every graph pass fails before it runs
+)"
+#endif
+    R"(Exit status: 0 ok, 1 the run or agent failed, 2 usage error.
 )";
 
 }  // namespace
@@ -387,6 +399,14 @@ Status AgentCommandLine::Validate() const {
     return InvalidArgument(
         "--key FILE and --coordinator-key FILE go together: the agent proves itself with its "
         "key pair and pins the coordinator's public key");
+  }
+  if (!metrics.empty()) {
+    if (mode != AgentMode::kServe) {
+      return InvalidArgument(
+          "--metrics is for `dfx-rank-agent serve` (an agent left running); a launched agent "
+          "lives for one run: give --metrics to `dfx-coordinator run` instead");
+    }
+    DFX_RETURN_IF_ERROR(metrics::ParseMetricsEndpoint(metrics).status());
   }
   return Status::Ok();
 }

@@ -76,6 +76,9 @@ struct AgentCommandLine {
   // Both or neither; launched agents get theirs through the environment.
   std::string key_file;
   std::string coordinator_key_file;
+  // --metrics tcp://127.0.0.1:PORT (serve only): the Prometheus endpoint
+  // (common/metrics_server.h); empty = none.
+  std::string metrics;
   // Deadlines, each given in seconds in (0, kMaxTimeoutSeconds]:
   // --connect-timeout (timeouts.connect: the coordinator's first answer),
   // --heartbeat-interval (how often the agent says it lives) and

@@ -327,6 +327,7 @@ class SocketMonitor {
     Drain();
     return handshakes_;
   }
+  uint64_t HandshakesRead() const { return handshakes_; }
 
  private:
   // One frame if one is queued (an EINTR once threw out of Drain and ended
@@ -652,6 +653,10 @@ bool DealerChannel::Handshaken() { return impl_->monitor->Handshakes() > 0; }
 
 size_t DealerChannel::TakeDisconnects() {
   return impl_ ? impl_->monitor->TakeDisconnects().size() : 0;
+}
+
+uint64_t DealerChannel::HandshakesRead() const {
+  return impl_ && impl_->monitor ? impl_->monitor->HandshakesRead() : 0;
 }
 
 std::string AgentIdentity(int32_t first_rank, uint32_t nonce) {

@@ -226,6 +226,11 @@ class DealerChannel {
   // (ZeroMQ reconnects by itself; what was in flight may be lost).
   size_t TakeDisconnects();
 
+  // Handshakes completed on this socket so far (its first connection and
+  // every reconnection), as far as the monitor was read (TakeRefusals,
+  // Handshaken); 0 for a socket not connected.
+  uint64_t HandshakesRead() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

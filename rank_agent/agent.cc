@@ -15,6 +15,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "protocol/endpoint.h"
 #include "rank_agent/artifact_sender.h"
 #include "rank_agent/chip_pool.h"
@@ -167,6 +168,7 @@ struct RankAgent::Impl {
       done_msg.artifact_count = static_cast<uint32_t>(c.files.size());
       done_msg.wall_ns = c.wall_ns;
       done_msg.makespan_ns = c.makespan_ns;
+      CountDispatch(c.status, c.dir, c.files);
       if (c.status != protocol::DispatchStatus::kOk) {
         DFX_LOG_WARN("rank {} d{}: {}", c.dispatch.rank, c.dispatch.k, c.error);
       } else {
@@ -174,6 +176,17 @@ struct RankAgent::Impl {
                      c.tasks, c.files.size());
       }
       sender_.QueueDone(std::move(done_msg), folded_accept);
+    }
+  }
+
+  // The --metrics counters of a dispatch that ended (common/metrics.h).
+  static void CountDispatch(protocol::DispatchStatus status, const fs::path& dir = {},
+                            const std::vector<std::string>& files = {}) {
+    metrics::Dispatches(protocol::DispatchStatusName(status)).Add();
+    std::error_code ec;
+    for (const std::string& rel : files) {
+      const auto size = fs::file_size(dir / rel, ec);
+      if (!ec) metrics::BytesSpooled().Add(size);
     }
   }
 
@@ -237,6 +250,7 @@ struct RankAgent::Impl {
     if (!pool_.Has(d.rank) || options_.mode == AgentMode::kRecover) {
       protocol::DispatchDone done{d.rank, d.k, protocol::DispatchStatus::kRejected,
                                   fmt::format("rank {} is not a chip of this agent", d.rank)};
+      CountDispatch(done.status);
       link_.Send(FirstRank(), done);
       sender_.NoteSentDone(done);
       return;
@@ -279,6 +293,7 @@ struct RankAgent::Impl {
   void OnCancel(const protocol::Cancel& cancel) {
     if (!pool_.Has(cancel.rank)) return;
     const auto cancelled = [&] {
+      CountDispatch(protocol::DispatchStatus::kCancelled);
       sender_.QueueDone(protocol::DispatchDone{cancel.rank, cancel.k,
                                                protocol::DispatchStatus::kCancelled,
                                                "cancelled before it started: " + cancel.reason});
@@ -373,6 +388,7 @@ struct RankAgent::Impl {
       return Status::Ok();
     }
     if (!admission.message) return Status::Ok();
+    if (admission.attached_now) metrics::SessionsServed().Add();
     if (admission.attached_now && options_.mode != AgentMode::kRecover) {
       link_.Send(FirstRank(), protocol::Ready{pool_.Describe()});
     }

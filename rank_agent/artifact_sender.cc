@@ -13,6 +13,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "protocol/codec.h"
 #include "rank_agent/spool_sum.h"
 
@@ -242,6 +243,7 @@ ArtifactSender::Step ArtifactSender::SendChunk(OutTransfer& t) {
   t.offset += n;
   --credits_;
   bytes_sent_[{t.rank, t.k}] += n;
+  metrics::BytesSent().Add(n);
   return Step::kAgain;
 }
 

@@ -10,6 +10,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "protocol/codec.h"
 #include "protocol/endpoint.h"
 #include "rank_agent/launch_guard.h"
@@ -51,6 +52,7 @@ Status CoordinatorLink::OpenSocket() {
                        protocol::DealerChannel::Connect(context_, options_.coordinator, identity_,
                                                         AgentSocketOptions(options_.curve)));
   connected_ = true;
+  socket_handshakes_ = 0;
   return Status::Ok();
 }
 
@@ -127,6 +129,7 @@ Status CoordinatorLink::Tick(uint64_t now, bool* lost) {
     // trying again), so silence counts as a refusal too.
     if (handshake_retry_ && now - reconnected_ns_ > kRetryAnswerNs) {
       ++handshake_failures_;
+      metrics::HandshakesRefused().Add();
       RefusedAtHandshake(
           now, protocol::HandshakeRefusals{
                    1,
@@ -226,7 +229,9 @@ Status CoordinatorLink::CheckServeWait(uint64_t now) {
 void CoordinatorLink::NoteHandshakeFailures(uint64_t now) {
   if (!connected_) return;
   protocol::HandshakeRefusals r = channel_.TakeRefusals();
+  CountReconnects();
   if (r.count > 0) {
+    metrics::HandshakesRefused().Add(r.count);
     handshake_failures_ += r.count;
     last_handshake_failure_ = r.last;
   }
@@ -239,6 +244,17 @@ void CoordinatorLink::NoteHandshakeFailures(uint64_t now) {
     DFX_LOG_WARN(
         "the handshake with {} failed ({} so far): {}; no message was exchanged with that peer",
         options_.coordinator, handshake_failures_, last_handshake_failure_);
+  }
+}
+
+// Every handshake the socket completed after this agent's first is a
+// reconnection (the coordinator's connection dropped and came back, or a new
+// coordinator took the endpoint): --metrics dfx_reconnects_total.
+void CoordinatorLink::CountReconnects() {
+  const uint64_t handshakes = channel_.HandshakesRead();
+  for (; socket_handshakes_ < handshakes; ++socket_handshakes_) {
+    if (ever_handshaken_) metrics::Reconnects().Add();
+    ever_handshaken_ = true;
   }
 }
 

@@ -116,6 +116,7 @@ class CoordinatorLink {
   std::optional<Admission> OnError(const protocol::Error& error, Status* fatal);
   std::string Advice(protocol::ErrorCode code) const;
   void RefusedAtHandshake(uint64_t now, const protocol::HandshakeRefusals& refusals);
+  void CountReconnects();
   Status OpenSocket();
   // The next backoff step: 0 -> min, then doubling up to max.
   uint64_t GrowBackoff();
@@ -149,6 +150,8 @@ class CoordinatorLink {
   std::string resume_token_;  // from the coordinator's first Resume (this session)
   bool reconnecting_ = false;
   uint64_t lost_ns_ = 0;  // when the connection was lost (reconnecting)
+  uint64_t socket_handshakes_ = 0;  // of the current socket, counted so far
+  bool ever_handshaken_ = false;    // this agent connected once: later handshakes are reconnects
 };
 
 }  // namespace dfx::rank_agent

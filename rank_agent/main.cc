@@ -20,6 +20,8 @@
 #include "collectors/artifact_layout.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 #include "protocol/agent_command_line.h"
 #include "rank_agent/agent.h"
 #include "rank_agent/exec.h"
@@ -45,13 +47,15 @@ int Fail(const std::string& message, int code = 2) {
   return code;
 }
 
-// The test hooks, read here and nowhere else: DFX_FAULT_GRAPH_PASS=1 makes
+// The test hooks, read here and nowhere else and compiled in only with
+// -DDFX_FAULT_HOOKS=ON (cmake/fault_hooks.cmake): DFX_FAULT_GRAPH_PASS=1 makes
 // every graph pass fail before it runs, DFX_FAULT_FORGET_PROGRAMS=1 makes
 // the agent keep no program between dispatches, DFX_FAULT_WRONG_BULK_TOKEN=1
 // makes it present a wrong token on the local bulk path (a coordinator passes its
 // environment to the agents it starts, so a test sets it there).
 dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   dfx::rank_agent::FaultInjection faults;
+#ifdef DFX_FAULT_HOOKS
   const char* graph_pass = std::getenv("DFX_FAULT_GRAPH_PASS");
   if (graph_pass != nullptr && std::string(graph_pass) == "1") {
     faults.graph_pass_error =
@@ -62,6 +66,7 @@ dfx::rank_agent::FaultInjection FaultsFromEnvironment() {
   faults.forget_programs = forget != nullptr && std::string(forget) == "1";
   const char* token = std::getenv("DFX_FAULT_WRONG_BULK_TOKEN");
   faults.wrong_bulk_token = token != nullptr && std::string(token) == "1";
+#endif
   return faults;
 }
 
@@ -185,12 +190,14 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line, bool connect_timeo
     guard.curve = options.curve;
     guard.log_prefix = fmt::format("dfx-rank-agent rank {}", options.first_rank);
     if (std::optional<int> code = dfx::rank_agent::RunLaunchGuard(guard)) return *code;
+#ifdef DFX_FAULT_HOOKS
     // Test hook: DFX_FAULT_KILL_RANK_BEFORE_HELLO=R kills the agent of
     // launcher rank R here, as a crash before HELLO would.
     if (const char* kill = std::getenv("DFX_FAULT_KILL_RANK_BEFORE_HELLO");
         kill != nullptr && std::string(kill) == std::to_string(rank->rank)) {
       std::raise(SIGKILL);
     }
+#endif
   }
   if (options.spool_root.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -204,6 +211,17 @@ int RunAgentMode(const dfx::protocol::AgentCommandLine& line, bool connect_timeo
   DFX_LOG_INFO("rank {} (from {}), {} chip(s), coordinator {}, spool {}", options.first_rank,
                rank->source, options.chips, options.coordinator, options.spool_root.string());
 
+  // --metrics (serve only, checked by the parser): counters and /healthz
+  // for as long as the agent runs.
+  std::unique_ptr<dfx::metrics::MetricsServer> metrics;
+  if (!line.metrics.empty()) {
+    dfx::metrics::DeclareAgentCounters();
+    auto served = dfx::metrics::ServeMetrics(
+        line.metrics, fmt::format("dfx-rank-agent serve rank {}", options.first_rank),
+        [] { return fmt::format("{} session(s) served", dfx::metrics::SessionsServed().Value()); });
+    if (!served.ok()) return Fail(served.status().message(), 1);
+    metrics = std::move(*served);
+  }
   dfx::protocol::Context context;
   dfx::rank_agent::RankAgent agent(context, options);
   g_agent = &agent;

@@ -13,7 +13,9 @@ PKGS=(build-essential cmake pkg-config ninja-build git ccache clang-14 libclang-
       libjs-chart.js
       pybind11-dev python3-dev python3-pytest python3-jsonschema help2man dpkg-dev
       iproute2 util-linux)
-[ "${SETUP_FOR:-test}" = run ] || PKGS+=(chromium mpich slurm-wlm munge)
+# The tests also use systemd-analyze (the agent's systemd unit) and binutils'
+# strings/nm (no fault hook in a release build).
+[ "${SETUP_FOR:-test}" = run ] || PKGS+=(chromium mpich slurm-wlm munge systemd binutils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/dfx/dfx_test_util.h"
+#include "tests/l3/fault_hooks.h"
 
 namespace dfx::e2e {
 namespace {
@@ -87,6 +88,7 @@ TEST(OnboardTest, ExplicitDepGenChangesNothingButTheViewerHint) {
 }
 
 TEST(OnboardTest, GraphPassFailureIsAWarningAndLanesFallBackToAnonymous) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("dfx_l2_graphfail");
   auto r = Coordinator(Data("counter.json"), dir / "w", With(kOnboard, {"--enable-chip-swimlane"}),
                        {"DFX_FAULT_GRAPH_PASS=1"});
@@ -168,6 +170,7 @@ TEST(OnboardTest, L3RunsBothPassesOverEveryRankWithMarkersAndMergedTraces) {
 }
 
 TEST(OnboardTest, L3GraphPassFailureIsAWarningAndTheRunSucceeds) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("dfx_l3_graphfail");
   auto r =
       Coordinator(Data("counter.json"), dir / "w",

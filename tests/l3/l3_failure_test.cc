@@ -11,6 +11,7 @@
 
 #include "protocol/channel.h"
 #include "protocol/codec.h"
+#include "tests/l3/fault_hooks.h"
 #include "tests/l3/raw_client.h"
 
 namespace dfx::e2e {
@@ -421,6 +422,7 @@ TEST(L3FailureTest, AgentExitsClearlyWhenNoCoordinatorAnswers) {
 }
 
 TEST(L3FailureTest, GatherRecoversTheSpoolAfterACoordinatorCrash) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("l3_gather");
   const fs::path work = dir / "w";
   Process coordinator(
@@ -474,6 +476,7 @@ TEST(L3FailureTest, GatherRecoversTheSpoolAfterACoordinatorCrash) {
 // after the coordinator crashed) is caught by the gather, which names it,
 // leaves it in the spool and does not put it under its final name.
 TEST(L3FailureTest, GatherReportsASpoolCorruptedAtRest) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("l3_gather_corrupt");
   const fs::path work = dir / "w";
   Process coordinator({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2",
@@ -575,6 +578,7 @@ TEST(L3FailureTest, GatherOverCurveWhenAskedTo) {
 // namespace, whose pid is not the one its HELLO named) streams over CURVE
 // instead, at once: the gather neither stalls until --timeout nor loses a byte.
 TEST(L3FailureTest, GatherFallsBackToCurveWhenTheBulkPathRefusesTheAgent) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("l3_gather_bulk_refused");
   const fs::path work = dir / "w";
   FakeSpool(work, 2, std::string(3 << 20, 'x'));
@@ -596,6 +600,7 @@ TEST(L3FailureTest, GatherFallsBackToCurveWhenTheBulkPathRefusesTheAgent) {
 }
 
 TEST(L3FailureTest, GatherAttachCollectsTheSpoolsOfServeAgents) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("l3_gather_attach");
   const fs::path work = dir / "w";
   Process coordinator({Bin("dfx-coordinator"), "run", kVector.string(), "--ranks", "2", "--attach",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/subprocess.h"
+#include "tests/l3/fault_hooks.h"
 #include "tests/l3/raw_client.h"
 
 namespace dfx::e2e {
@@ -74,6 +75,7 @@ TEST(MultiHostTest, BindTakesAHostNameAndTheManifestRecordsEndpoints) {
 // hook right after start) fails its rank alone, named, long before
 // --startup-timeout; the other ranks complete.
 TEST(MultiHostTest, MpirunRankKilledBeforeHelloFailsAloneAndNamed) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("mh_early_kill");
   const fs::path work = dir / "w";
   const auto start = std::chrono::steady_clock::now();
@@ -166,6 +168,7 @@ exit $rc
 }
 
 TEST(MultiHostTest, SrunLauncherWithAFakeSrun) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("mh_srun");
   const fs::path srun = dir / "srun", log = dir / "srun.args";
   WriteFakeSrun(srun, log);

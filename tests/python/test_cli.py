@@ -37,7 +37,10 @@ def test_version_names_the_version_and_revision(command):
     binary, sub = command
     r = run([BIN[binary]] + sub + ["--version"])
     assert r.returncode == 0, r.stderr
-    assert re.fullmatch(rf"{binary} {re.escape(dfx.__version__)} \(git [0-9a-z.-]+\)\n", r.stdout), r.stdout
+    # A test build (-DDFX_FAULT_HOOKS=ON, cmake/fault_hooks.cmake) says so on a second line.
+    assert re.fullmatch(rf"{binary} {re.escape(dfx.__version__)} \(git [0-9a-z.-]+\)\n"
+                        r"(test build: fault-injection hooks \(DFX_FAULT_\*\) compiled in; "
+                        r"not for installing\n)?", r.stdout), r.stdout
     assert dfx._dfx.git_revision in r.stdout  # the binaries and the Python package agree
 
 

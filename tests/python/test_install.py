@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def test_the_tree_holds_programs_headers_libraries_and_data(prefix):
         "share/doc/dfx/examples/consumer/CMakeLists.txt",
     ] + [f"share/man/man1/{p}.1" for p in PROGRAMS] + [
         f"share/bash-completion/completions/{p}" for p in PROGRAMS]
+    expected += ["lib/systemd/system/dfx-rank-agent@.service", "lib/sysusers.d/dfx-agent.conf"]
     missing = [e for e in expected if not (prefix / e).exists()]
     assert not missing
     assert not list((prefix / "include").rglob("*_test.cc"))
@@ -70,6 +72,17 @@ def test_installed_coordinator_runs_the_quickstart_plan(prefix, tmp_path):
     assert shlex.split(summary)[0] == str(prefix / "bin/dfx-view")
     out = run(["sh", "-c", summary], env=env, cwd="/")
     assert out.returncode == 0 and "stragglers: " in out.stdout, out.stderr
+
+
+def test_installed_systemd_unit_names_the_installed_agent_and_verifies(prefix, tmp_path):
+    unit = (prefix / "lib/systemd/system/dfx-rank-agent@.service").read_text()
+    assert f"ExecStart={prefix}/bin/dfx-rank-agent serve " in unit
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (scripts/setup.sh: systemd)")
+    instance = tmp_path / "dfx-rank-agent@0.service"
+    instance.write_text(unit)
+    r = run(["systemd-analyze", "verify", "--man=no", instance], cwd=tmp_path)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
 
 
 def test_python_package_imports_from_the_installed_tree(prefix):
@@ -135,7 +148,8 @@ def test_cpack_makes_a_deb(tmp_path):
     for path in ["./usr/bin/dfx-coordinator", "./usr/bin/dfx-rank-agent", "./usr/bin/dfx-view",
                  "./usr/lib/python3/dist-packages/dfx/__init__.py",
                  "./usr/lib/cmake/dfx/dfxConfig.cmake", "./usr/share/man/man1/dfx-coordinator.1",
-                 "./usr/share/dfx/schemas/run_manifest.schema.json"]:
+                 "./usr/share/dfx/schemas/run_manifest.schema.json",
+                 "./usr/lib/systemd/system/dfx-rank-agent@.service"]:
         assert path in listing
     depends = run(["dpkg-deb", "-f", debs[0], "Depends"], check=True).stdout
     assert "libzmq5" in depends and "python3" in depends

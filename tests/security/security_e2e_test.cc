@@ -15,6 +15,7 @@
 #include "protocol/channel.h"
 #include "protocol/codec.h"
 #include "protocol/curve.h"
+#include "tests/l3/fault_hooks.h"
 #include "tests/l3/raw_client.h"
 
 namespace dfx::e2e {
@@ -302,6 +303,7 @@ TEST(SecurityTest, ARefusalCarriesNoSecret) {
 // keeps up, the peer never holds more than its window unwritten and there is
 // nothing to enforce.
 TEST(SecurityTest, ACreditIgnoringPeerIsDroppedAndMemoryStaysBounded) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("sec_credits");
   const fs::path work = dir / "w";
   Process coordinator(
@@ -634,6 +636,7 @@ TEST(SecurityTest, GatherRefusesALiveRun) {
 // After a coordinator crash, `gather` records what it recovered and says
 // the run, and what it left unfinished, was interrupted.
 TEST(SecurityTest, GatherMarksACrashedRunInterrupted) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("sec_interrupted");
   const fs::path work = dir / "w";
   Process coordinator(

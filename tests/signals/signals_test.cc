@@ -15,6 +15,7 @@
 
 #include "common/subprocess.h"
 #include "tests/l3/e2e_util.h"
+#include "tests/l3/fault_hooks.h"
 
 namespace dfx::e2e {
 namespace {
@@ -212,6 +213,7 @@ void ExpectInterruptedManifest(const fs::path& work) {
 }
 
 void CtrlCOnATerminal(const std::string& name, bool mid_stream) {
+  if (mid_stream) DFX_SKIP_WITHOUT_FAULT_HOOKS();  // a slow disk
   fs::path dir = TestDir(name);
   const fs::path work = dir / "w";
   PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"),
@@ -259,6 +261,7 @@ TEST(SignalsTest, CtrlCMidStreamKeepsWhatIsInFlightInTheSpools) {
 // on disk is whole and already says "interrupted"; nothing of the run is
 // left (the agents die with the coordinator) and gather still works.
 TEST(SignalsTest, ASecondCtrlCExitsAtOnceLeavingAValidManifest) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("ctrl_c_twice");
   const fs::path work = dir / "w";
   PtyProcess coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, "local"), kSlowerDisk);
@@ -285,6 +288,7 @@ TEST(SignalsTest, ASecondCtrlCExitsAtOnceLeavingAValidManifest) {
 }
 
 void StopWith(int signal, const std::string& launcher, const std::string& name) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir(name);
   const fs::path work = dir / "w";
   Process coordinator(RunArgv(WritePlan(dir, 2, 6), work, 2, launcher), dir, kSlowDisk);
@@ -381,6 +385,7 @@ TEST(SignalsTest, SigkilledCoordinatorLeavesNoMpiexecNorAgent) {
 // coordinator says it was paused, marks that dispatch "in_spool" (not
 // failed), and prints the gather command, which fetches it.
 TEST(SignalsTest, PausedCoordinatorReconcilesWithTheSpool) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();
   fs::path dir = TestDir("pause");
   const fs::path work = dir / "w";
   Process coordinator(RunArgv(WritePlan(dir, 1, 3, kLargeDag), work, 1, "local"), dir, kSlowDisk);
