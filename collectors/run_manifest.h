@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/run_manifest_capture.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
@@ -132,6 +133,9 @@ struct DispatchEntry {
   // time of the execution.
   std::optional<uint64_t> makespan_ns;
   std::optional<uint64_t> agent_wall_ns;
+  // Which collectors it armed and why (run_manifest_capture.h); unset
+  // until it is sent (and in manifests older than capture selection).
+  std::optional<DispatchCapture> capture;
   bool operator==(const DispatchEntry&) const = default;
 };
 
@@ -163,6 +167,8 @@ struct RunManifest {
   uint64_t bytes_gathered = 0;
   std::vector<std::string> merged_swimlane;  // converted traces, relative to dfx_outputs
   std::optional<GatherEntry> gather;
+  // The `dfx-coordinator capture` changes the run applied, in order.
+  std::vector<CaptureChange> capture_changes;
   bool operator==(const RunManifest&) const = default;
 };
 

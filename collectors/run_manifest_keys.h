@@ -24,6 +24,7 @@ inline constexpr KeyText kDispatches = "dispatches";  // also ranks[]: a count
 inline constexpr KeyText kBytesGathered = "bytes_gathered";
 inline constexpr KeyText kMergedSwimlane = "merged_swimlane";
 inline constexpr KeyText kGather = "gather";
+inline constexpr KeyText kCaptureChanges = "capture_changes";  // run_manifest_capture.h
 
 // ranks[].
 inline constexpr KeyText kRank = "rank";  // also dispatches[]
@@ -51,6 +52,7 @@ inline constexpr KeyText kMakespanNs = "makespan_ns";
 inline constexpr KeyText kAgentWallNs = "agent_wall_ns";
 inline constexpr KeyText kArtifactCount = "artifact_count";
 inline constexpr KeyText kArtifacts = "artifacts";
+inline constexpr KeyText kCapture = "capture";  // run_manifest_capture.h
 
 // An artifact (dispatches[].artifacts[], gather.recovered[]).
 inline constexpr KeyText kPath = "path";

@@ -5,6 +5,8 @@
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
 //   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, docs/design.md §7)
+//   dfx-coordinator capture W [--ranks LIST] [--next N] [collector flags] [--off] ...
+//                   (on demand: what the next dispatches of the run in W capture)
 //
 // Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -31,6 +34,8 @@
 #include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/access.h"
+#include "coordinator/capture_command.h"
+#include "coordinator/capture_policy.h"
 #include "coordinator/gather.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
@@ -156,6 +161,7 @@ struct RunFlags {
   bool no_report = false;                // --no-report
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
+  std::optional<std::string> capture_ranks, capture_dispatches;  // --capture-*: checked in Run
 };
 
 // The environment every subcommand reads (README "Environment").
@@ -244,6 +250,11 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "refused and recorded")
       ->transform(ByteCount());
   AddAccessOptions(run, so.access);
+  run.add_option("--capture-ranks", f.capture_ranks,
+                 "L3: run the collectors only on these ranks, e.g. 0,3-5; elsewhere the "
+                 "program runs without them (the manifest says: not captured, by request)");
+  run.add_option("--capture-dispatches", f.capture_dispatches,
+                 "L3: run the collectors only in these dispatches d<K> of each rank, e.g. 1-2");
   run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
                  "L2: the emulated host args-dump drain (default: disk speed)")
       ->check(CLI::Range(0.0, 1e15));
@@ -288,6 +299,14 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
   so.config = parsed.config;
   so.work_dir = f.work_dir;
+  for (auto [flag, text, list] :
+       {std::tuple{"--capture-ranks", &f.capture_ranks, &so.capture.ranks},
+        std::tuple{"--capture-dispatches", &f.capture_dispatches, &so.capture.dispatches}}) {
+    if (!*text) continue;
+    auto parsed_list = dc::ParseIndexList(flag, **text);
+    if (!parsed_list.ok()) return Fail(parsed_list.status().message(), 2);
+    *list = std::move(*parsed_list);
+  }
   so.virtual_clock = f.virtual_clock;
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
   // Test-only fault injection (the gather tests kill the coordinator mid-stream).
@@ -428,7 +447,8 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
 int Main(int argc, char** argv) {
   CLI::App app{
       "dfx-coordinator: runs programs (L2) and plans (L3) on emulated chips with the Runtime DFX "
-      "collectors, and gathers every artifact into <work_dir>/dfx_outputs/"};
+      "collectors, and gathers every artifact into <work_dir>/dfx_outputs/; `dfx-coordinator "
+      "capture W --help`: change what a running L3 run captures"};
   app.name("dfx-coordinator");
   app.require_subcommand(1);
   RunFlags run_flags;
@@ -455,6 +475,13 @@ int Main(int argc, char** argv) {
   // The run-config flags (optional values, legacy spellings) are parsed by
   // their one owner, config::ParseRunConfigFlags, before CLI11 sees the rest.
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `capture` parses its own words (collector flags, --ranks, --next, ...).
+  if (!args.empty() && args[0] == "capture") {
+    return dc::CaptureMain(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
+  if (args.size() == 2 && args[0] == "help" && args[1] == "capture") {
+    return dc::CaptureMain({"--help"});
+  }
   dfx::config::ParsedRunConfig parsed;
   if (!args.empty() && args[0] == "run") {
     std::vector<std::string> rest(args.begin() + 1, args.end());
