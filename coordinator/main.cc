@@ -447,8 +447,7 @@ int Gather(GatherFlags& f, dc::GatherOptions& options, bool bulk_flag_given) {
 int Main(int argc, char** argv) {
   CLI::App app{
       "dfx-coordinator: runs programs (L2) and plans (L3) on emulated chips with the Runtime DFX "
-      "collectors, and gathers every artifact into <work_dir>/dfx_outputs/; `dfx-coordinator "
-      "capture W --help`: change what a running L3 run captures"};
+      "collectors, and gathers every artifact into <work_dir>/dfx_outputs/"};
   app.name("dfx-coordinator");
   app.require_subcommand(1);
   RunFlags run_flags;
@@ -464,9 +463,13 @@ int Main(int argc, char** argv) {
   CLI::App* keygen = app.add_subcommand(
       "keygen", "make CURVE key pairs: the coordinator's and its agents' (see --help)");
   AddKeygenOptions(*keygen, keygen_flags);
+  // Listed here; its words are parsed by CaptureMain (intercepted below).
+  app.add_subcommand("capture",
+                     "change what the next dispatches of a running L3 run capture, from another "
+                     "terminal (capture --help)");
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("command", help_topic, "run, gather or keygen");
+  help->add_option("command", help_topic, "run, gather, keygen or capture");
   const std::string version = dfx::VersionLine("dfx-coordinator");
   for (CLI::App* a : {&app, run, gather, keygen, help}) a->set_version_flag("--version", version);
   app.footer(kEnvironment);
