@@ -44,6 +44,16 @@ Json CollectorsToJson(const config::RunConfig& config) {
   return out;
 }
 
+config::RunConfig CollectorsOf(const config::RunConfig& config) {
+  config::RunConfig out;
+  out.enable_chip_swimlane = config.enable_chip_swimlane;
+  out.enable_dep_gen = config.enable_dep_gen;
+  out.enable_dump_args = config.enable_dump_args;
+  out.enable_pmu = config.enable_pmu;
+  out.enable_scope_stats = config.enable_scope_stats;
+  return out;
+}
+
 Json DispatchCaptureToJson(const DispatchCapture& capture) {
   Json j;
   j["captured"] = capture.captured;

@@ -27,8 +27,8 @@ struct DispatchCapture {
   // What decided: "run", "--capture-ranks 1,3", "--capture-dispatches 1-2",
   // "plan $.steps[2].run_config", "capture change 1".
   std::string by;
-  // The collectors this dispatch's pass armed (the five DFX fields are
-  // written; the rest of the RunConfig is the run's or its step's).
+  // The collectors this dispatch's pass armed: the five DFX fields
+  // (CollectorsOf; the rest of the RunConfig is the run's or its step's).
   config::RunConfig collectors;
   bool operator==(const DispatchCapture&) const = default;
 };
@@ -54,6 +54,10 @@ struct CaptureChange {
 
 // The five collector keys of a RunConfig's JSON form, in its order.
 Json CollectorsToJson(const config::RunConfig& config);
+// A RunConfig with only the five collector fields of `config` (the rest
+// default): what DispatchCapture::collectors holds, so that a manifest reads
+// back equal to what was written.
+config::RunConfig CollectorsOf(const config::RunConfig& config);
 
 Json DispatchCaptureToJson(const DispatchCapture& capture);
 Result<DispatchCapture> DispatchCaptureFromJson(const Json& j, const std::string& origin,

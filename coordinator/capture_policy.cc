@@ -258,7 +258,7 @@ CapturePolicy::Decision CapturePolicy::Decide(int32_t rank, uint32_t k, size_t s
   d.armed = config::ArmForPass(pass, config, l3_);
   d.capture.captured = config.AnyDfx();
   d.capture.by = std::move(by);
-  d.capture.collectors = d.armed;
+  d.capture.collectors = collectors::CollectorsOf(d.armed);
   return d;
 }
 
