@@ -88,7 +88,7 @@ Result<DispatchCapture> DispatchCaptureFromJson(const Json& j, const std::string
   }
   DFX_ASSIGN_OR_RETURN(config::ParsedRunConfig parsed,
                        config::RunConfigFromJson(*collectors, origin, path + ".collectors"));
-  c.collectors = parsed.config;
+  c.collectors = CollectorsOf(parsed.config);
   return c;
 }
 
