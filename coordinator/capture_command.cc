@@ -11,6 +11,7 @@
 #include "collectors/artifact_layout.h"
 #include "common/subprocess.h"
 #include "common/unknown_arguments.h"
+#include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/capture_control.h"
 #include "coordinator/capture_policy.h"
@@ -123,6 +124,7 @@ int CaptureMain(std::vector<std::string> args) {
   app.add_option("--timeout", timeout_s, "seconds to wait for the run's answer (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   app.footer(std::string(kFooter));
+  app.set_version_flag("--version", VersionLine("dfx-coordinator"));
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
