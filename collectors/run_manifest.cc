@@ -238,6 +238,7 @@ Json DispatchToJson(const DispatchEntry& d, RunLevel level) {
   Json arts = Json::array();
   for (const ArtifactEntry& a : d.artifacts) arts.push_back(ArtifactToJson(a));
   e[keys::kArtifacts.c_str()] = std::move(arts);
+  e[keys::kCapture.c_str()] = d.capture ? DispatchCaptureToJson(*d.capture) : Json(nullptr);
   return e;
 }
 
@@ -353,6 +354,9 @@ Json RunManifestHead(const RunManifest& m) {
     b[keys::kNote.c_str()] = NullOr(m.budget->note);
     j[keys::kBudget.c_str()] = std::move(b);
   }
+  if (!m.capture_changes.empty()) {
+    j[keys::kCaptureChanges.c_str()] = CaptureChangesToJson(m.capture_changes);
+  }
   return j;
 }
 
@@ -419,6 +423,10 @@ Result<DispatchEntry> DispatchFromJson(const Json& e, const std::string& origin,
         entry.artifacts.push_back(std::move(art));
         return Status::Ok();
       }));
+  if (const Json* c = d.Find(keys::kCapture.c_str()); c != nullptr && !c->is_null()) {
+    DFX_ASSIGN_OR_RETURN(entry.capture,
+                         DispatchCaptureFromJson(*c, origin, d.PathOf(keys::kCapture.c_str())));
+  }
   return entry;
 }
 
@@ -549,6 +557,11 @@ Result<RunManifest> RunManifestFromJson(const Json& j, const std::string& origin
     m.gather = std::move(gather);
   }
   DFX_RETURN_IF_ERROR(WireAndBudgetFromJson(f, origin, &m));
+  if (const Json* c = f.Find(keys::kCaptureChanges.c_str()); c != nullptr && !c->is_null()) {
+    DFX_ASSIGN_OR_RETURN(
+        m.capture_changes,
+        CaptureChangesFromJson(*c, origin, f.PathOf(keys::kCaptureChanges.c_str())));
+  }
   return m;
 }
 

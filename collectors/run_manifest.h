@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/run_manifest_capture.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "config/pass_plan.h"
@@ -148,6 +149,9 @@ struct DispatchEntry {
   // time of the execution.
   std::optional<uint64_t> makespan_ns;
   std::optional<uint64_t> agent_wall_ns;
+  // Which collectors it armed and why (run_manifest_capture.h); unset
+  // until it is sent (and in manifests older than capture selection).
+  std::optional<DispatchCapture> capture;
   bool operator==(const DispatchEntry&) const = default;
 };
 
@@ -199,6 +203,8 @@ struct RunManifest {
   std::optional<GatherEntry> gather;
   std::optional<WireEntry> wire;      // written when set ("wire")
   std::optional<BudgetEntry> budget;  // written when the run had a budget ("budget")
+  // The `dfx-coordinator capture` changes the run applied, in order.
+  std::vector<CaptureChange> capture_changes;
   bool operator==(const RunManifest&) const = default;
 };
 

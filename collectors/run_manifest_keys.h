@@ -33,6 +33,7 @@ inline constexpr KeyText kBudget = "budget";
 inline constexpr KeyText kMaxRunBytes = "max_run_bytes";  // budget.
 inline constexpr KeyText kOverBudget = "over_budget";     // budget.
 inline constexpr KeyText kNote = "note";                  // budget.
+inline constexpr KeyText kCaptureChanges = "capture_changes";  // run_manifest_capture.h
 
 // ranks[].
 inline constexpr KeyText kRank = "rank";  // also dispatches[]
@@ -63,6 +64,7 @@ inline constexpr KeyText kMakespanNs = "makespan_ns";
 inline constexpr KeyText kAgentWallNs = "agent_wall_ns";
 inline constexpr KeyText kArtifactCount = "artifact_count";
 inline constexpr KeyText kArtifacts = "artifacts";
+inline constexpr KeyText kCapture = "capture";  // run_manifest_capture.h
 
 // An artifact (dispatches[].artifacts[], gather.recovered[]).
 inline constexpr KeyText kPath = "path";

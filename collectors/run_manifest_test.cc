@@ -40,6 +40,9 @@ RunManifest Sample() {
   d.agent_wall_ns = 8;
   d.artifacts.push_back({"rank0/d1/deps.json", 12, 0xfeedull, ArtifactState::kOk, ""});
   d.artifacts.push_back({"rank0/d1/pmu.csv", 3, std::nullopt, ArtifactState::kFailed, "why"});
+  d.capture = DispatchCapture{true, "capture change 1", {}};
+  d.capture->collectors.enable_pmu = 4;
+  d.capture->collectors.enable_dep_gen = true;
   m.dispatches.push_back(d);
   m.dispatches.push_back({1,
                           0,
@@ -56,6 +59,13 @@ RunManifest Sample() {
   m.merged_swimlane = {"rank0/d1/merged_swimlane_x.json"};
   m.gather =
       GatherEntry{"g1", true, {{"rank1/d0/deps.json", 9, 1, ArtifactState::kRecovered, ""}}, {}};
+  m.capture_changes.push_back(CaptureChange{1,
+                                            12,
+                                            1700000000000,
+                                            4242,
+                                            1000,
+                                            "dfx-coordinator capture W --enable-pmu 4",
+                                            {{0, 1, config::PassKind::kTiming}}});
   return m;
 }
 
@@ -91,10 +101,16 @@ TEST(RunManifestTest, TheWrittenTextIsTheDocumentByteForByte) {
 
 TEST(RunManifestTest, KeysAndStatesAreTheDocumentedOnes) {
   Json j = RunManifestToJson(Sample());
-  EXPECT_EQ(testing::Keys(j), (std::vector<std::string>{
-                                  "session", "status", "level", "plan", "work_dir", "launcher",
-                                  "endpoint", "bind", "launch_ns", "run_config", "passes", "ranks",
-                                  "dispatches", "bytes_gathered", "merged_swimlane", "gather"}));
+  EXPECT_EQ(testing::Keys(j),
+            (std::vector<std::string>{"session", "status", "level", "plan", "work_dir", "launcher",
+                                      "endpoint", "bind", "launch_ns", "run_config", "passes",
+                                      "ranks", "dispatches", "bytes_gathered", "merged_swimlane",
+                                      "gather", "capture_changes"}));
+  // Capture: per dispatch what it armed and why (null until sent), and who changed what.
+  EXPECT_EQ(j["dispatches"][0]["capture"]["by"], "capture change 1");
+  EXPECT_EQ(j["dispatches"][0]["capture"]["collectors"]["enable_pmu"], 4);
+  EXPECT_TRUE(j["dispatches"][1]["capture"].is_null());
+  EXPECT_EQ(j["capture_changes"][0]["applied_to"][0]["pass"], "timing");
   // The host lane's times: null until known.
   EXPECT_EQ(j["ranks"][0]["hello_ns"], 5);
   EXPECT_TRUE(j["ranks"][1]["ready_ns"].is_null());

@@ -20,19 +20,30 @@ std::optional<PassKind> ParsePassKind(std::string_view name) { return kPassKindT
 
 std::vector<PassPlan> PlanPasses(const RunConfig& config, bool l3) {
   if (config.execution_mode == ExecutionMode::kOnboard && config.enable_chip_swimlane > 0) {
-    PassPlan graph{PassKind::kGraph, config};
-    graph.config.enable_chip_swimlane = 0;
-    graph.config.enable_dep_gen = true;
-    graph.config.enable_pmu = 0;
-    graph.config.enable_scope_stats = false;
-    graph.config.enable_dump_args = 0;
-    PassPlan timing{PassKind::kTiming, config};
-    timing.config.enable_dep_gen = false;
-    return {graph, timing};
+    return {{PassKind::kGraph, ArmForPass(PassKind::kGraph, config, l3)},
+            {PassKind::kTiming, ArmForPass(PassKind::kTiming, config, l3)}};
   }
-  PassPlan single{PassKind::kSingle, config};
-  if (l3 && config.enable_chip_swimlane > 0) single.config.enable_dep_gen = true;
-  return {single};
+  return {{PassKind::kSingle, ArmForPass(PassKind::kSingle, config, l3)}};
+}
+
+RunConfig ArmForPass(PassKind kind, const RunConfig& config, bool l3) {
+  RunConfig armed = config;
+  switch (kind) {
+    case PassKind::kGraph:
+      armed.enable_chip_swimlane = 0;
+      armed.enable_dep_gen = config.AnyDfx();
+      armed.enable_pmu = 0;
+      armed.enable_scope_stats = false;
+      armed.enable_dump_args = 0;
+      break;
+    case PassKind::kTiming:
+      armed.enable_dep_gen = false;
+      break;
+    case PassKind::kSingle:
+      if (l3 && config.enable_chip_swimlane > 0) armed.enable_dep_gen = true;
+      break;
+  }
+  return armed;
 }
 
 }  // namespace dfx::config

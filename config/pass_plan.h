@@ -30,4 +30,10 @@ struct PassPlan {
 // co-enables dep_gen (the reference does, so the lanes get kernel names).
 std::vector<PassPlan> PlanPasses(const RunConfig& config, bool l3);
 
+// What pass `kind` arms of `config` (the same rules as PlanPasses): a
+// dispatch's own configuration (a plan step's, a capture change's) in the
+// passes the run's configuration made. A config without a collector arms
+// none in any pass.
+RunConfig ArmForPass(PassKind kind, const RunConfig& config, bool l3);
+
 }  // namespace dfx::config

@@ -5,6 +5,8 @@
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
 //   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, docs/design.md §7)
+//   dfx-coordinator capture W [--ranks LIST] [--next N] [collector flags] [--off] ...
+//                   (on demand: what the next dispatches of the run in W capture)
 //
 // Exit codes: 0 everything succeeded, 1 the run (or gather) failed, 2 usage error.
 #include <fmt/format.h>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectors/artifact_layout.h"
@@ -32,6 +35,8 @@
 #include "common/version.h"
 #include "config/run_config.h"
 #include "coordinator/access.h"
+#include "coordinator/capture_command.h"
+#include "coordinator/capture_policy.h"
 #include "coordinator/gather.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
@@ -179,6 +184,7 @@ struct RunFlags {
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
   std::string wire_compression = "auto";  // --wire-compression
   std::string metrics;                     // --metrics tcp://127.0.0.1:PORT
+  std::optional<std::string> capture_ranks, capture_dispatches;  // --capture-*: checked in Run
 };
 
 constexpr const char* kMetricsHelp =
@@ -293,6 +299,11 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
       ->transform(ByteCount());
   AddWireCompression(run, f.wire_compression);
   AddAccessOptions(run, so.access);
+  run.add_option("--capture-ranks", f.capture_ranks,
+                 "L3: run the collectors only on these ranks, e.g. 0,3-5; elsewhere the "
+                 "program runs without them (the manifest says: not captured, by request)");
+  run.add_option("--capture-dispatches", f.capture_dispatches,
+                 "L3: run the collectors only in these dispatches d<K> of each rank, e.g. 1-2");
   run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
                  "L2: the emulated host args-dump drain (default: disk speed)")
       ->check(CLI::Range(0.0, 1e15));
@@ -340,6 +351,14 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   if (metrics_exit != 0) return metrics_exit;
   so.config = parsed.config;
   so.work_dir = f.work_dir;
+  for (auto [flag, text, list] :
+       {std::tuple{"--capture-ranks", &f.capture_ranks, &so.capture.ranks},
+        std::tuple{"--capture-dispatches", &f.capture_dispatches, &so.capture.dispatches}}) {
+    if (!*text) continue;
+    auto parsed_list = dc::ParseIndexList(flag, **text);
+    if (!parsed_list.ok()) return Fail(parsed_list.status().message(), 2);
+    *list = std::move(*parsed_list);
+  }
   so.virtual_clock = f.virtual_clock;
   (void)dfx::protocol::ParseWireCompression(f.wire_compression, &so.wire_compression);
   so.live_progress = ::isatty(STDERR_FILENO) != 0;
@@ -514,9 +533,13 @@ int Main(int argc, char** argv) {
   CLI::App* keygen = app.add_subcommand(
       "keygen", "make CURVE key pairs: the coordinator's and its agents' (see --help)");
   AddKeygenOptions(*keygen, keygen_flags);
+  // Listed here; its words are parsed by CaptureMain (intercepted below).
+  app.add_subcommand("capture",
+                     "change what the next dispatches of a running L3 run capture, from another "
+                     "terminal (capture --help)");
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("command", help_topic, "run, gather or keygen");
+  help->add_option("command", help_topic, "run, gather, keygen or capture");
   const std::string version = dfx::VersionLine("dfx-coordinator");
   for (CLI::App* a : {&app, run, gather, keygen, help}) a->set_version_flag("--version", version);
   app.footer(kEnvironment);
@@ -525,6 +548,13 @@ int Main(int argc, char** argv) {
   // The run-config flags (optional values, legacy spellings) are parsed by
   // their one owner, config::ParseRunConfigFlags, before CLI11 sees the rest.
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `capture` parses its own words (collector flags, --ranks, --next, ...).
+  if (!args.empty() && args[0] == "capture") {
+    return dc::CaptureMain(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
+  if (args.size() == 2 && args[0] == "help" && args[1] == "capture") {
+    return dc::CaptureMain({"--help"});
+  }
   dfx::config::ParsedRunConfig parsed;
   if (!args.empty() && args[0] == "run") {
     std::vector<std::string> rest(args.begin() + 1, args.end());

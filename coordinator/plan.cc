@@ -6,6 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/input_file.h"
+#include "config/run_config.h"
 
 namespace dfx::coordinator {
 
@@ -101,12 +102,25 @@ Result<Plan> ParsePlan(const Json& json, const fs::path& origin) {
     PlanStep step;
     step.json_path = jp;
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() != "program" && it.key() != "rank" && it.key() != "ranks") {
+      if (it.key() != "program" && it.key() != "rank" && it.key() != "ranks" &&
+          it.key() != "run_config") {
         return InvalidArgument(fmt::format(
             "{}: at {}.{}: unknown key; a step has \"program\" and optionally \"rank\" or "
-            "\"ranks\"",
+            "\"ranks\" and \"run_config\"",
             file, jp, it.key()));
       }
+    }
+    if (s.contains("run_config")) {
+      // Checked as any run config is (the same keys, values and messages).
+      const Json& rc = s["run_config"];
+      if (!rc.is_object()) {
+        return JsonError(file, jp + ".run_config",
+                         "an object of run-config keys (docs/run-config.md §2.1), e.g. "
+                         "{\"enable_pmu\": 2}",
+                         rc);
+      }
+      DFX_RETURN_IF_ERROR(config::RunConfigFromJson(rc, file, jp + ".run_config").status());
+      step.run_config = rc;
     }
     if (!s.contains("program") || !s["program"].is_string()) {
       return JsonError(file, jp + ".program", "the name of a program of $.programs",
@@ -177,10 +191,12 @@ Result<std::vector<PlannedDispatch>> ExpandPlan(const Plan& plan, int ranks) {
   std::vector<PlannedDispatch> out;
   std::vector<uint32_t> next_k(static_cast<size_t>(ranks), 0);
   int round_robin = 0;  // reset on every expansion, i.e. every run
+  size_t step_index = 0;
   auto add = [&](int rank, const std::string& program) {
-    out.push_back(PlannedDispatch{rank, next_k[static_cast<size_t>(rank)]++, program});
+    out.push_back(PlannedDispatch{rank, next_k[static_cast<size_t>(rank)]++, program, step_index});
   };
-  for (const PlanStep& step : plan.steps) {
+  for (; step_index < plan.steps.size(); ++step_index) {
+    const PlanStep& step = plan.steps[step_index];
     switch (step.target) {
       case PlanStep::Target::kRank:
       case PlanStep::Target::kRanks:

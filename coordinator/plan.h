@@ -5,12 +5,17 @@
 //    "steps": [{"program": "attn", "rank": 0},
 //              {"program": "vec", "ranks": [1, 2]},
 //              {"program": "attn", "ranks": "all"},
-//              {"program": "vec"}]}
+//              {"program": "vec"},
+//              {"program": "attn", "ranks": "all", "run_config": {"enable_pmu": 4}}]}
 //
 // Program paths are relative to the plan file. A step without "rank" /
 // "ranks" goes round-robin over the ranks in step order (the sequence starts
 // at rank 0 on every run). Steps to one rank run in order; different ranks
-// overlap. Value types; the loader is thread-safe.
+// overlap. A step's "run_config" overrides the run's configuration for its
+// dispatches: the keys it gives (the run-config JSON keys,
+// docs/run-config.md §2.1) replace the run's; it is checked at load like
+// any run config (coordinator/capture_policy.h merges it). Value types; the
+// loader is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +41,8 @@ struct PlanStep {
   Target target = Target::kRoundRobin;
   std::vector<int> ranks;  // kRank (one entry) / kRanks
   std::string json_path;   // "$.steps[3]", for errors
+  // The step's "run_config" object as given (checked; null when absent).
+  Json run_config;
 };
 
 struct Plan {
@@ -50,6 +57,7 @@ struct PlannedDispatch {
   int rank = 0;
   uint32_t k = 0;
   std::string program;
+  size_t step = 0;  // the index of its step in Plan::steps
 };
 
 // Loads and checks a plan file. Every error names the file, the JSON path

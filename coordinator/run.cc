@@ -20,6 +20,7 @@
 #include "coordinator/post_run.h"
 #include "coordinator/program_check.h"
 #include "coordinator/report.h"
+#include "coordinator/session_capture.h"
 #include "coordinator/stop_signals.h"
 
 namespace dfx::coordinator {
@@ -309,6 +310,10 @@ RunReport RunLevel3(RunRequest& request, const Json& json, std::string text, boo
       is_plan ? ParsePlan(json, request.file) : PlanForProgram(request.file, std::move(text));
   if (!plan.ok()) return Stopped(std::move(report), plan.status().message(), RunExit::kUsage);
   so.ranks = request.ranks.value_or(1);
+  // Capture selection and per-step run configs: refused before anything starts.
+  if (Status s = CheckCaptureOptions(*plan, so.config, so.capture, so.ranks); !s.ok()) {
+    return Stopped(std::move(report), s.message(), RunExit::kUsage);
+  }
   if (auto stopped = ChooseLauncher(request, so, report)) return std::move(*stopped);
   // Validate before you clear: every program as the agents will load it,
   // before anything of the previous run is touched.
@@ -418,6 +423,13 @@ RunReport RunProgramOrPlan(RunRequest request) {
     if (!json->is_object()) {
       return Stopped(std::move(report),
                      JsonError(request.file, "$", "a program object", *json).message(),
+                     RunExit::kUsage);
+    }
+    if (!so.capture.empty()) {
+      return Stopped(std::move(report),
+                     std::string(so.capture.ranks ? "--capture-ranks" : "--capture-dispatches") +
+                         " selects ranks and dispatches of an L3 run (a plan, or --ranks N); "
+                         "this is an L2 run of one program on one chip: drop it or add --ranks",
                      RunExit::kUsage);
     }
     return RunLevel2(request, std::move(*text), std::move(report));

@@ -29,6 +29,7 @@
 #include "coordinator/manifest_writer.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
+#include "coordinator/session_capture.h"
 #include "coordinator/session_outcome.h"
 #include "coordinator/session_record.h"
 #include "coordinator/stale_dirs.h"
@@ -61,7 +62,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
       : plan_(plan),
         options_(options),
         session_(RandomSessionId()),
-        dfx_dir_(collectors::RunRecordDir(options.work_dir, options.config.AnyDfx())),
+        may_capture_(PlanMayCapture(plan, options.config)),
+        dfx_dir_(collectors::RunRecordDir(options.work_dir, may_capture_)),
         manifest_writer_(dfx_dir_),
         loop_(collectors::DfxOutputsDir(options.work_dir), Policy(), LoopOpts(), *options.clock,
               *this) {}
@@ -142,6 +144,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   // What mpirun / srun said about ranks' processes that ended (launcher_report.h).
   void OnRankExits();
   Status SendDispatch(size_t index, const config::PassPlan& pass);
+  // How far the run is, for `dfx-coordinator capture --status`.
+  Json CaptureProgress() const;
   // The agent did not keep the program its in-flight dispatch named by
   // hash: the dispatch goes again with the program (or fails).
   void ResendWithProgram(AgentState& agent, const protocol::DispatchDone& done);
@@ -157,6 +161,8 @@ class RunCoordinator final : public PeerHandler, public ArtifactLedger {
   std::map<std::string, uint64_t> program_hashes_;  // protocol::ProgramHash by plan program
   SessionOptions options_;
   const uint64_t session_;
+  const bool may_capture_;                 // some dispatch may capture: the run keeps dfx_outputs/
+  std::optional<SessionCapture> capture_;  // what each dispatch captures
   std::optional<protocol::CurveClient> launched_curve_;  // what launched agents get
   bool authenticated_ = false;                           // the ROUTER speaks CURVE
   std::string advertised_;                               // what agents dial
@@ -305,6 +311,10 @@ void RunCoordinator::OnDispatchFinished(size_t index, const std::string& error) 
 }
 
 void RunCoordinator::OnTick() {
+  // `dfx-coordinator capture` requests, while dispatches are still to send.
+  if (capture_ && capture_->Poll(*options_.clock, [this] { return CaptureProgress(); })) {
+    manifest_dirty_ = true;
+  }
   const uint64_t budget = ToNs(options_.timeouts.dispatch);
   for (auto [rank, k] :
        scheduler_->ExpireInFlight(budget, fmt::format("exceeded --dispatch-timeout {:g} s",
@@ -410,7 +420,10 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   // lists it and the agent asks for it again (docs/design.md §9).
   if (agent->away_since_ns != 0 && !agent->away_silent) return Status::Ok();
   const PlanProgram& program = plan_.programs.at(d.program);
-  if (options_.config.AnyDfx()) {
+  // What this dispatch captures (capture_policy.h): a dispatch not
+  // captured by request runs with every collector off and gets no directory.
+  const CapturePolicy::Decision& capture = capture_->Decide(index, d, pass.kind);
+  if (capture.armed.AnyDfx()) {
     // The dispatch's directory is made here, never through a link: a
     // rank<N> or d<K> that is one fails the dispatch before it runs (its
     // artifacts would be refused, and the link's target is not ours).
@@ -433,7 +446,7 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
   // The text only to an agent that has not run it yet.
   if (!agent->programs_kept.count(d.program)) msg.program_json = program.json_text;
   msg.program_file = program.path.filename().string();
-  msg.config = pass.config;
+  msg.config = capture.armed;
   msg.pass = pass.kind;
   msg.wire_compression = options_.wire_compression;
   if (!loop_.registry().Send(*agent, d.rank, std::move(msg))) {
@@ -443,6 +456,16 @@ Status RunCoordinator::SendDispatch(size_t index, const config::PassPlan& pass) 
     return Unavailable("could not send the dispatch to " + agent->identity);
   }
   return Status::Ok();
+}
+
+Json RunCoordinator::CaptureProgress() const {
+  size_t sent = 0, finished = 0;
+  for (const collectors::DispatchEntry& d : scheduler_->dispatches()) {
+    sent += d.status != DispatchState::kPending;
+    finished += d.end_ns != 0;
+  }
+  return Json{
+      {"dispatches", scheduler_->dispatches().size()}, {"sent", sent}, {"finished", finished}};
 }
 
 void RunCoordinator::ResendWithProgram(AgentState& agent, const protocol::DispatchDone& done) {
@@ -517,6 +540,7 @@ Status RunCoordinator::Launch() {
 
 void RunCoordinator::Finish() {
   finishing_ = true;
+  capture_->CloseControl();  // every dispatch is sent: nothing left to change
   // Every received file is verified and acknowledged before the agents are
   // told to go: an agent keeps an unacknowledged file in its spool.
   loop_.DrainWriter(Now() + ToNs(options_.timeouts.shutdown), *this);
@@ -583,6 +607,7 @@ collectors::RunManifest RunCoordinator::Manifest(collectors::RunState state) {
   RecordWireAndBudget(loop_.receiver(), options_.wire_compression, options_.max_run_bytes,
                       options_.work_dir, &m);
   m.merged_swimlane = merged_;
+  if (capture_) capture_->Fill(m);
   return m;
 }
 
@@ -634,6 +659,7 @@ Status RunCoordinator::Start() {
   record_.ranks = options_.ranks;
   record_.coordinator_pid = ::getpid();
   DFX_RETURN_IF_ERROR(WriteSessionRecord(dfx_dir_, record_));
+  capture_->OpenControl(options_.work_dir);
   DFX_LOG_INFO("session {}: {} rank(s), {} launcher, listening on {}{}", Hex64(session_),
                options_.ranks, LauncherName(options_.launcher), loop_.endpoint(),
                advertised_ == loop_.endpoint() ? "" : fmt::format(", agents dial {}", advertised_));
@@ -662,7 +688,7 @@ Status RunCoordinator::AwaitReady() {
   // The run has really started once a rank is READY: only now are an
   // earlier run's dispatch directories cleared (a run that never got this
   // far leaves the previous run's artifacts as they were).
-  if (options_.config.AnyDfx()) {
+  if (may_capture_) {
     bool any_ready = false;
     for (const collectors::RankEntry& r : scheduler_->ranks()) {
       any_ready |= r.status == RankState::kReady;
@@ -739,6 +765,7 @@ Result<SessionOutcome> RunCoordinator::Interrupted() {
   const std::string name = StopSignalName(stop_signal_);
   const std::string why = "the coordinator was stopped by " + name;
   finishing_ = true;
+  capture_->CloseControl();
   live_state_ = collectors::RunState::kInterrupted;
   if (options_.live_progress) DrawProgress(true);
   const uint64_t grace = std::min<uint64_t>(ToNs(options_.timeouts.shutdown), 2000 * kMs);
@@ -767,7 +794,7 @@ Result<SessionOutcome> RunCoordinator::Interrupted() {
   scheduler_->Interrupt(why, in_spool);
   scheduler_->ReconcileArtifacts(in_spool);
   SessionOutcome out = SummarizeSession(*scheduler_, collectors::DfxOutputsDir(options_.work_dir),
-                                        dfx_dir_, options_.config.AnyDfx(), stdout);
+                                        dfx_dir_, may_capture_, stdout);
   out.success = false;
   out.stop_signal = stop_signal_;
   out.session_id = session_;
@@ -783,6 +810,10 @@ Result<SessionOutcome> RunCoordinator::Run() {
   DFX_ASSIGN_OR_RETURN(std::vector<PlannedDispatch> planned, ExpandPlan(plan_, options_.ranks));
   scheduler_ = std::make_unique<DispatchScheduler>(
       options_.ranks, config::PlanPasses(options_.config, /*l3=*/true), planned, *options_.clock);
+  DFX_ASSIGN_OR_RETURN(
+      SessionCapture capture,
+      SessionCapture::Make(plan_, options_.config, options_.capture, options_.ranks, planned));
+  capture_.emplace(std::move(capture));
   scheduler_->set_on_finished(
       [this](size_t index, const std::string& error) { OnDispatchFinished(index, error); });
   DFX_RETURN_IF_ERROR(Start());
@@ -811,10 +842,11 @@ Result<SessionOutcome> RunCoordinator::Run() {
   scheduler_->ReconcileArtifacts(paused_ns_ == 0 ? DispatchScheduler::SpoolCheck() : InSpool());
 
   SessionOutcome out = SummarizeSession(*scheduler_, collectors::DfxOutputsDir(options_.work_dir),
-                                        dfx_dir_, options_.config.AnyDfx(), stdout);
+                                        dfx_dir_, may_capture_, stdout);
   out.session_id = session_;
   out.manifest_path = dfx_dir_ / collectors::kRunManifestFile;
-  out.idle_collectors = IdleCollectorLines(scheduler_->dispatches(), options_.config, /*l3=*/true);
+  out.idle_collectors = IdleCollectorLines(capture_->WithRunConfig(scheduler_->dispatches()),
+                                           options_.config, /*l3=*/true);
   // 4. Post-run: one merged trace per rank<N>/d<K>/ when eager (onboard, as
   // the reference); a lazy run leaves the records, and main prints how to
   // convert them on demand.

@@ -29,6 +29,7 @@
 #include "config/run_config.h"
 #include "coordinator/access.h"
 #include "coordinator/artifact_receiver.h"
+#include "coordinator/capture_policy.h"
 #include "coordinator/launcher.h"
 #include "coordinator/plan.h"
 #include "coordinator/post_run.h"
@@ -39,6 +40,9 @@ namespace dfx::coordinator {
 struct SessionOptions {
   std::filesystem::path work_dir;  // artifacts in <work_dir>/dfx_outputs/
   config::RunConfig config;        // as the user asked (passes derive from it)
+  // --capture-ranks / --capture-dispatches: elsewhere collectors are off
+  // (capture_policy.h; plan steps may carry their own run_config).
+  CaptureSelection capture;
   int ranks = 1;
   int chips_per_agent = 1;
   Launcher launcher = Launcher::kLocal;

@@ -90,6 +90,8 @@ Status CheckAgainstManifest(const fs::path& input, Verify verify, std::ostream& 
   return Status::Ok();
 }
 
+const char* const kNotCapturedByRequest = "not captured (by request)";
+
 std::optional<RunHealth> ReadRunHealth(const fs::path& input, std::ostream& err) {
   fs::path manifest_path;
   auto manifest = LoadManifest(input, &manifest_path);
@@ -108,6 +110,10 @@ std::optional<RunHealth> ReadRunHealth(const fs::path& input, std::ostream& err)
         {fmt::format("rank {}", r.rank), collectors::RankStateName(r.status), r.error});
   }
   for (const collectors::DispatchEntry& d : manifest->dispatches) {
+    if (d.capture && !d.capture->captured && d.pass != config::PassKind::kGraph) {
+      health.not_captured.push_back(
+          {collectors::DispatchDirPath(d.rank, d.k), kNotCapturedByRequest, d.capture->by});
+    }
     if (d.status == collectors::DispatchState::kOk) continue;
     health.not_ok.push_back({collectors::DispatchDirPath(d.rank, d.k),
                              collectors::DispatchStateName(d.status), d.error});

@@ -55,8 +55,16 @@ struct NotOk {
 struct RunHealth {
   std::string status;  // the run's status ("ok", "failed", ...)
   std::vector<NotOk> not_ok;
+  // Dispatches that ran without collectors because someone asked so
+  // (--capture-ranks, --capture-dispatches, a plan step, `dfx-coordinator
+  // capture`): status "not captured (by request)", error = what asked.
+  // Not missing; one entry per dispatch (not per pass).
+  std::vector<NotOk> not_captured;
   std::string work_dir;  // the run's work dir, as the manifest names it (for `gather`)
 };
+
+// The status text of RunHealth::not_captured.
+extern const char* const kNotCapturedByRequest;
 
 // From the manifest above `input`; nullopt when there is none (or it
 // cannot be read: a warning on `err`).

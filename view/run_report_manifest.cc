@@ -145,6 +145,22 @@ Json CaptureJson(const collectors::RunManifest& m) {
     if (r.status == collectors::RankState::kFailed || r.status == collectors::RankState::kWaiting)
       problem(fmt::format("rank {}", r.rank), collectors::RankStateName(r.status), r.error);
   }
+  // Not captured by request: ran without collectors as asked, not missing.
+  Json by_request = Json::array();
+  size_t by_request_count = 0, captured_count = 0;
+  for (const auto& d : m.dispatches) {
+    if (!d.capture || d.pass == config::PassKind::kGraph) continue;
+    if (d.capture->captured) {
+      ++captured_count;
+    } else if (++by_request_count <= kMaxProblems) {
+      by_request.push_back(
+          Json{{"what", fmt::format("rank {} d{}", d.rank, d.k)}, {"by", d.capture->by}});
+    }
+  }
+  out["by_request"] = std::move(by_request);
+  out["by_request_count"] = by_request_count;
+  out["captured_count"] = captured_count;
+  out["capture_changes"] = m.capture_changes.size();
   for (const auto& d : m.dispatches) {
     const std::string name =
         fmt::format("rank {} d{} ({} pass)", d.rank, d.k, config::PassKindName(d.pass));

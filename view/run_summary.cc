@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -128,9 +129,29 @@ void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, const collecto
 
 // "run status: failed (run manifest)" and one marked line per rank or
 // dispatch that is not ok; "" when the manifest says ok (or there is none).
+// "not captured (by request: --capture-ranks 1,3): 8 dispatch(es): rank0/d0 ...",
+// one line per reason; "" when every dispatch captured.
+std::string NotCapturedText(const RunHealth& health) {
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const NotOk& n : health.not_captured) by_reason[n.error].push_back(n.what);
+  std::string text;
+  for (const auto& [by, what] : by_reason) {
+    constexpr size_t kShown = 12;
+    std::vector<std::string> shown(what.begin(), what.begin() + std::min(what.size(), kShown));
+    text += fmt::format(
+        "  -- not captured (by request: {}): {} dispatch(es) ran without "
+        "collectors, as asked (not missing): {}{}\n",
+        by, what.size(), fmt::join(shown, " "),
+        what.size() > kShown ? fmt::format(" (+{} more)", what.size() - kShown) : std::string());
+  }
+  return text;
+}
+
 std::string HealthText(const std::optional<RunHealth>& health) {
-  if (!health || (health->status == "ok" && health->not_ok.empty())) return "";
+  if (!health) return "";
+  if (health->status == "ok" && health->not_ok.empty()) return NotCapturedText(*health);
   std::string text = fmt::format("run status: {} (run manifest)\n", health->status);
+  text += NotCapturedText(*health);
   for (const NotOk& n : health->not_ok) {
     std::string status = n.status;
     std::transform(status.begin(), status.end(), status.begin(),
@@ -356,6 +377,11 @@ void PrintJson(const RunSummary& s, const SummaryPrintOptions& o, std::ostream& 
       not_ok.push_back({{"what", n.what}, {"status", n.status}, {"error", n.error}});
     }
     j["not_ok"] = std::move(not_ok);
+    Json not_captured = Json::array();
+    for (const NotOk& n : s.health->not_captured) {
+      not_captured.push_back({{"what", n.what}, {"status", n.status}, {"by", n.error}});
+    }
+    j["not_captured"] = std::move(not_captured);
   }
   out << j.dump(2) << "\n";
 }

@@ -333,6 +333,18 @@ Status RunMerger::Merge(int rank, int k, const std::filesystem::path& path, doub
   return Status::Ok();
 }
 
+// Why a dispatch of the manifest has no records file: "not captured (by
+// request: ...)" when its collectors were off because someone asked so,
+// "captured without the swimlane" when its capture had no swimlane,
+// "missing (no records)" when it should have some; "" when the manifest
+// does not say (no capture entry) or the dispatch never ran.
+std::string NoRecordsReason(const collectors::DispatchEntry& d) {
+  if (!d.capture || d.start_ns == 0) return "";
+  if (!d.capture->captured) return "not captured (by request: " + d.capture->by + ")";
+  if (d.capture->collectors.enable_chip_swimlane == 0) return "captured without the swimlane";
+  return fmt::format("missing (no records; dispatch {})", collectors::DispatchStateName(d.status));
+}
+
 // The coordinator's own lane, one thread per rank: its agent's start-up
 // (launch → HELLO → READY) and each dispatch's orchestration (sent →
 // accepted, run, stream, verify), so that cost shows beside the chips. A
@@ -353,7 +365,10 @@ void EmitHostLane(TraceWriter& trace, const ManifestInfo& info, const RecordsFil
   std::set<int> named;
   for (const auto& [key, d] : info.dispatches) {
     const auto [rank, k] = key;
-    if (!files.count(rank) || !files.at(rank).count(k)) continue;
+    const bool has_records = files.count(rank) && files.at(rank).count(k);
+    // Without records: "not captured (by request)" or "missing", one slice.
+    const std::string no_records = has_records ? std::string() : NoRecordsReason(d);
+    if (!has_records && no_records.empty()) continue;
     const int tid = 1 + rank;
     if (named.insert(rank).second) {
       trace.ThreadName(99, tid, fmt::format("rank {}", rank));
@@ -373,6 +388,10 @@ void EmitHostLane(TraceWriter& trace, const ManifestInfo& info, const RecordsFil
     const std::string what = fmt::format("d{} {}", k, d.program);
     const BarArgs args{rank, k, std::nullopt};
     const uint64_t sent = d.start_ns, end = d.end_ns;
+    if (!no_records.empty()) {
+      slice(tid, sent, std::max(sent, end), what + ": " + no_records, args);
+      continue;
+    }
     if (!d.accepted_ns) {
       slice(tid, sent, end, what + ": sent → done", args);
       continue;

@@ -11,7 +11,7 @@ import dfx
 from conftest import BIN, BUILD_DIR, SOURCE_DIR, run
 
 SUBCOMMANDS = {
-    "dfx-coordinator": ["run", "gather", "help"],
+    "dfx-coordinator": ["run", "gather", "capture", "help"],
     "dfx-rank-agent": ["serve", "exec"],
     "dfx-view": ["swimlane", "deps", "dump", "scope-stats", "sched-overhead", "pmu", "summary",
                  "export"],
