@@ -67,6 +67,9 @@ struct SessionOptions {
   SwimlaneTraces swimlane_traces = SwimlaneTraces::kAuto;
   uint32_t credit_window = 8;                              // chunks in flight per agent (enforced)
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // --max-artifact-bytes
+  // --max-run-bytes: the most the run may write (0 = no budget); checked
+  // against the estimate before the run (coordinator/run_estimate.h).
+  std::uint64_t max_run_bytes = 0;
   // Who may connect (coordinator/access.h): launched agents always use a
   // key pair of this run; the flags admit agents started elsewhere.
   AccessFlags access;

@@ -94,7 +94,15 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
       *request.program, options.config, options.chip.dump_arena_bytes,
       !options.check_only || options.check_host_memory ? device::HostMemoryAvailable()
                                                        : std::nullopt));
-  if (options.check_only) return ExecResult{};
+  if (options.check_only) {
+    ExecResult checked;
+    if (options.estimate) {
+      DFX_ASSIGN_OR_RETURN(checked.estimate, device::EstimateDispatchBytes(
+                                                 *request.program, options.config,
+                                                 {options.chip.aic_cores, options.chip.aiv_cores}));
+    }
+    return checked;
+  }
   request.config = options.config;
   request.pass = options.pass;
   request.output_dir = options.output_dir;
