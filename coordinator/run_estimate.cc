@@ -4,7 +4,11 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <system_error>
 
@@ -114,14 +118,16 @@ std::string EstimateBytesText(uint64_t bytes) {
 }
 
 Result<RunEstimate> EstimateRun(const Plan& plan, bool l3, const SessionOptions& options,
-                                bool report) {
+                                bool report, const fs::path& check_dir) {
   RunEstimate est;
   est.l3 = l3;
   est.ranks = l3 ? options.ranks : 1;
   est.file = plan.origin.string();
   const config::RunConfig config = EstimateConfig(options.config, l3);
   std::map<std::string, Bytes> per_program;
-  DFX_RETURN_IF_ERROR(CheckPlanPrograms(plan, options, &per_program, &config));
+  SessionOptions check = options;
+  if (!check_dir.empty()) check.work_dir = check_dir;
+  DFX_RETURN_IF_ERROR(CheckPlanPrograms(plan, check, &per_program, &config));
   std::vector<PlannedDispatch> planned;
   if (l3) {
     DFX_ASSIGN_OR_RETURN(planned, ExpandPlan(plan, options.ranks));
@@ -207,7 +213,18 @@ Result<RunEstimate> EstimateFile(const fs::path& file, std::optional<int> ranks,
   } else {
     options.launcher = FindExecutable("mpirun") ? Launcher::kMpirun : Launcher::kLocal;
   }
-  return EstimateRun(plan, l3, options, report);
+  // The check's scratch directory goes under $TMPDIR: an estimate writes
+  // nothing where the run would.
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  std::string scratch = ((ec ? fs::path("/tmp") : tmp) / "dfx-estimate.XXXXXX").string();
+  if (::mkdtemp(scratch.data()) == nullptr) {
+    return Internal(
+        fmt::format("cannot make a scratch directory {}: {}", scratch, std::strerror(errno)));
+  }
+  auto estimate = EstimateRun(plan, l3, options, report, scratch);
+  fs::remove_all(scratch, ec);
+  return estimate;
 }
 
 std::string EstimateText(const RunEstimate& e) {

@@ -66,14 +66,16 @@ struct RunEstimate {
 // swimlane_traces, agent_binary). `report` says whether an L3 run writes
 // report.html. `plan` is the plan (a one-program plan at L2). Errors: a
 // program the agents refuse (their words), a plan naming ranks that do not
-// exist.
+// exist. The programs are checked in a scratch directory under
+// `check_dir` (default: the work dir, as before every run).
 Result<RunEstimate> EstimateRun(const Plan& plan, bool l3, const SessionOptions& options,
-                                bool report);
+                                bool report, const std::filesystem::path& check_dir = {});
 
 // `dfx-coordinator estimate FILE`: reads FILE (a program or a plan, bounded
 // as `run` reads it), decides L2 or L3 as `run` does (a plan, --ranks,
-// --launcher or --attach: L3), finds the agent, and estimates. Errors name
-// the file or flag.
+// --launcher or --attach: L3), finds the agent, and estimates, writing
+// nothing under the work dir (the programs are checked under $TMPDIR).
+// Errors name the file or flag.
 Result<RunEstimate> EstimateFile(const std::filesystem::path& file, std::optional<int> ranks,
                                  const std::string& launcher, bool attach, SessionOptions options,
                                  bool report);

@@ -111,6 +111,26 @@ uint64_t DepsBytes(const LoweredProgram& lp) {
   return n;
 }
 
+// A scalar's "value" as the args-dump writer prints it (docs/formats.md §8.3).
+uint64_t ScalarValueLen(const Scalar& scalar) {
+  const uint64_t bits = ScalarBits(scalar.dtype, scalar.value);
+  const std::string_view dtype = DTypeName(scalar.dtype);
+  if (dtype == "FLOAT32") {
+    float f;
+    const uint32_t b32 = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &b32, sizeof f);
+    if (std::isnan(f)) return Len("null");
+    if (std::isinf(f)) return f > 0 ? Len("\"$Inf\"") : Len("\"-$Inf\"");
+    const std::string s = fmt::format("{:g}", static_cast<double>(f));
+    return s.size() + (s.find_first_of(".e") == std::string::npos ? 2 : 0);
+  }
+  if (dtype == "INT32") return SignedDigits(static_cast<int32_t>(static_cast<uint32_t>(bits)));
+  if (dtype == "UINT32") return Digits(static_cast<uint32_t>(bits));
+  if (dtype == "INT64") return SignedDigits(static_cast<int64_t>(bits));
+  if (dtype == "BOOL") return bits != 0 ? Len("true") : Len("false");
+  return Digits(bits);
+}
+
 // args_dump/args_dump.json + args.bin (docs/formats.md §8), entry by entry
 // as RecorderHooks::CaptureStage records them.
 uint64_t ArgsDumpBytes(const LoweredProgram& lp, int level) {
@@ -141,7 +161,7 @@ uint64_t ArgsDumpBytes(const LoweredProgram& lp, int level) {
       n += DimsLen(a->shape, 2) - 2 + StridesLen(a->shape, 2) - 2 + Digits(a->offset) +
            Digits(a->numel);
     } else {
-      n += Len(", \"value\": ") + fmt::formatted_size("{}", scalar->value) + 1 + 1;
+      n += Len(", \"value\": ") + ScalarValueLen(*scalar) + Len("0") + Len("1");
     }
     n += Digits(payload > 0 ? bin : 0) + Digits(payload);
     text += n;

@@ -157,6 +157,9 @@ def measure(tiny, coordinator, gen, tmp):
               f"written {a} B)" if a else f"{collector:>15}: estimated {e} B, nothing written "
               f"({label})")
     print(f"cases: {len(cases)} ({len(files)} program shapes, swimlane levels 1-4, L2 and L3)")
+    per = ", ".join(f"{c} {100 * abs(v[0]):.0f}%" for c, v in sorted(worst.items()) if v[3])
+    print(f"estimate_error: per_collector={per}")
+    print(f"estimate_error: worst_pct={100 * overall:.1f} cases={len(cases)} shapes={len(files)}")
     print(f"worst error: {100 * overall:.1f}% (every collector and level; "
           f"within +-{100 * LIMIT:.0f}%: {'no' if failed else 'yes'})")
     return 1 if failed else 0
