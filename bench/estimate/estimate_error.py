@@ -143,7 +143,7 @@ def measure(tiny, coordinator, gen, tmp):
             e, a = estimate.get(collector, 0), actual.get(collector, 0)
             signed = (e - a) / a if a else float("inf")
             err = abs(signed)
-            if err > abs(worst.get(collector, (-1,))[0]):
+            if collector not in worst or err > abs(worst[collector][0]):
                 worst[collector] = (signed, label, e, a)
             if err > LIMIT:
                 failed = True

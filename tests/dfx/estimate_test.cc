@@ -214,7 +214,7 @@ TEST(EstimateTest, RunPrintsTheEstimateAndABudgetBelowItRefusesBeforeAnythingRun
 
 // A work dir that is a 64 KiB tmpfs, mounted in a private mount namespace
 // (`unshare -m`, as tests/dfx/inputs_test.cc does): an all-collector run of
-// attention_decode needs about 170 KiB there.
+// attention_decode needs about 146 KiB there.
 TEST(EstimateTest, ARunThatWillNotFitIsRefusedAndForceGoesOn) {
   const fs::path dir = TestDir("estimate_fit");
   if (RunCommand({"unshare", "-m", "true"}, dir / "logs", 30).exit_code != 0)
