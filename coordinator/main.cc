@@ -121,7 +121,7 @@ const CLI::Validator& ByteCount() {
   return v;
 }
 
-// A byte budget (--max-run-bytes): bytes, suffixes K, M, G, T, P of 1024.
+// A byte budget (--max-run-bytes): bytes, suffixes K, M, G, T, P of 1024; 0 = none.
 const CLI::Validator& RunByteBudget() {
   static const CLI::Validator v(
       [](std::string& text) -> std::string {
@@ -135,9 +135,10 @@ const CLI::Validator& RunByteBudget() {
           if (suffix == kSuffixes[i] || (i > 0 && suffix == std::string(kSuffixes[i]) + "iB"))
             shift = 10 * i;
         }
-        if (end == text.c_str() || text[0] == '-' || errno == ERANGE || shift < 0 || n == 0 ||
+        if (end == text.c_str() || text[0] == '-' || errno == ERANGE || shift < 0 ||
             n > (~0ull >> shift)) {
-          return fmt::format("{}: expected a byte count above 0, e.g. 500M, 20G or 2T", text);
+          return fmt::format("{}: expected a byte count, e.g. 500M, 20G or 2T (0: no budget)",
+                             text);
         }
         text = std::to_string(n << shift);
         return "";
@@ -384,6 +385,7 @@ where they land with the free space there. Nothing runs: the estimate comes from
 program's tasks, blocks, args, tensors dumped and scopes (the agents' loader and lowering)
 and the per-record sizes of each writer. `run` prints the same total in one line before it
 starts and refuses to start when it will not fit (--force starts anyway).
+
 )") + dfx::config::RunConfigFlagsHelp());
 }
 
