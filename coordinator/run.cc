@@ -98,7 +98,8 @@ class RunPrinter {
 std::optional<Status> EstimateBeforeRun(const RunRequest& request, const Plan& plan, bool l3) {
   auto estimate = EstimateRun(plan, l3, request.session, request.report);
   if (!estimate.ok()) return estimate.status();
-  if (!request.quiet) std::fputs(EstimateLine(*estimate).c_str(), stdout);
+  // A log line (stderr): stdout opens with the summary (tests/dfx/summary_test.cc).
+  DFX_LOG_INFO("{}", EstimateLine(*estimate));
   Status fits = CheckEstimate(*estimate, request.session.max_run_bytes);
   if (fits.ok()) return std::nullopt;
   if (!request.force) return fits;

@@ -307,7 +307,7 @@ std::string EstimateLine(const RunEstimate& e) {
                         ShellQuote(p.path.string()),
                         p.free_bytes ? " (" + EstimateBytesText(*p.free_bytes) + " free)" : "");
   }
-  return line + "\n";
+  return line;
 }
 
 Status CheckEstimate(const RunEstimate& e, uint64_t max_run_bytes) {

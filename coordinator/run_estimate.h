@@ -83,7 +83,7 @@ Result<RunEstimate> EstimateFile(const std::filesystem::path& file, std::optiona
 // The table (text) and its JSON form (a top-level total_bytes).
 std::string EstimateText(const RunEstimate& estimate);
 std::string EstimateJson(const RunEstimate& estimate);
-// The one line `run` prints before it starts: "estimate: ... ".
+// The one line `run` logs (info) before it starts: "estimate: ... " (no newline).
 std::string EstimateLine(const RunEstimate& estimate);
 
 // Why the run must not start, or OK: the estimate does not fit the free

@@ -194,7 +194,8 @@ TEST(EstimateTest, RunPrintsTheEstimateAndABudgetBelowItRefusesBeforeAnythingRun
   const std::vector<std::string> dfx = {"--enable-chip-swimlane", "4", "--dump-args", "2"};
   auto ok = Coordinator(kAttention, dir / "ok", dfx);
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
-  EXPECT_NE(ok.out.find("estimate: this run will write about "), std::string::npos) << ok.out;
+  // A log line on stderr, before the run's own lines.
+  EXPECT_NE(ok.err.find("estimate: this run will write about "), std::string::npos) << ok.err;
   for (bool l3 : {false, true}) {
     const fs::path work = dir / (l3 ? "l3" : "l2");
     std::vector<std::string> flags = dfx;
