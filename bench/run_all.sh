@@ -247,6 +247,20 @@ else
   row "emulator" "-" "FAILED" "-" "-" "-"
 fi
 
+# Estimate error (row 10): `dfx-coordinator estimate` against the bytes the
+# real runs then wrote, every collector and swimlane level, >= 5 shapes.
+EST=()
+((TINY)) && EST=(--tiny)
+if run estimate python3 bench/estimate/estimate_error.py "${EST[@]}" "$BUILD"; then
+  L="$LOGS/estimate.log"
+  W=$(field worst_pct "$L")
+  row "estimate error, every collector and level, $(field shapes "$L") program shapes, L2 and L3 ($(field cases "$L") runs)" \
+    "bytes the run wrote" "worst per collector: $(sed -n 's/^estimate_error: per_collector=//p' "$L")" \
+    "worst ${W}%" "within +-25%" "$(met "$W" '<=' 25)"
+else
+  row "estimate error" "-" "FAILED" "-" "-" "-"
+fi
+
 echo
 ((TINY)) && echo "(--tiny: tiny sizes, one run each; the figures and met? mean nothing)"
 {

@@ -3,6 +3,7 @@
 //   dfx-coordinator run PROGRAM.json --work-dir W [DFX flags]              (L2, one chip)
 //   dfx-coordinator run PLAN.json --ranks N --work-dir W [--launcher mpirun|local] [--attach]
 //                   [--bind tcp://127.0.0.1:PORT] [DFX flags] [deadline flags]      (L3)
+//   dfx-coordinator estimate PROGRAM.json|PLAN.json [--ranks N] [--format json] [DFX flags]
 //   dfx-coordinator gather --work-dir W [--spool DIR] [--attach --bind ENDPOINT]
 //   dfx-coordinator keygen DIR [--agent NAME]...                 (CURVE keys, docs/design.md §7)
 //   dfx-coordinator capture W [--ranks LIST] [--next N] [collector flags] [--off] ...
@@ -41,6 +42,7 @@
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
 #include "coordinator/run.h"
+#include "coordinator/run_estimate.h"
 #include "coordinator/session.h"
 #include "coordinator/stop_signals.h"
 #include "protocol/agent_command_line.h"
@@ -137,6 +139,32 @@ const CLI::Validator& ByteCount() {
   return v;
 }
 
+// A byte budget (--max-run-bytes): bytes, suffixes K, M, G, T, P of 1024; 0 = none.
+const CLI::Validator& RunByteBudget() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+        const std::string suffix = end;
+        int shift = -1;
+        const char* const kSuffixes[] = {"", "K", "M", "G", "T", "P"};
+        for (int i = 0; i < 6; ++i) {
+          if (suffix == kSuffixes[i] || (i > 0 && suffix == std::string(kSuffixes[i]) + "iB"))
+            shift = 10 * i;
+        }
+        if (end == text.c_str() || text[0] == '-' || errno == ERANGE || shift < 0 ||
+            n > (~0ull >> shift)) {
+          return fmt::format("{}: expected a byte count, e.g. 500M, 20G or 2T (0: no budget)",
+                             text);
+        }
+        text = std::to_string(n << shift);
+        return "";
+      },
+      "BYTES");
+  return v;
+}
+
 // A server keeps its descriptors for agents and files: the soft limit is
 // raised to the hard one (a flood of half-open connections then has more
 // to exhaust, and each lives only the handshake deadline).
@@ -185,6 +213,7 @@ struct RunFlags {
   std::string wire_compression = "auto";  // --wire-compression
   std::string metrics;                     // --metrics tcp://127.0.0.1:PORT
   std::optional<std::string> capture_ranks, capture_dispatches;  // --capture-*: checked in Run
+  bool force = false;  // --force
 };
 
 constexpr const char* kMetricsHelp =
@@ -293,10 +322,12 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "refused and recorded")
       ->transform(ByteCount());
   run.add_option("--max-run-bytes", so.max_run_bytes,
-                 "the byte budget of the run's artifacts (e.g. 2G; default 0: none): a stream "
-                 "that would pass it is refused, recorded and left in its agent's spool for a "
-                 "later `gather --max-run-bytes`; never truncated")
-      ->transform(ByteCount());
+                 "the byte budget of the run (e.g. 20G; default 0: none): checked against the "
+                 "estimate before the run starts (`dfx-coordinator estimate` shows it; --force "
+                 "starts anyway), then enforced as streams begin: a stream that would pass it "
+                 "is refused, recorded and left in its agent's spool for a later `gather "
+                 "--max-run-bytes`; never truncated")
+      ->transform(RunByteBudget());
   AddWireCompression(run, f.wire_compression);
   AddAccessOptions(run, so.access);
   run.add_option("--capture-ranks", f.capture_ranks,
@@ -304,6 +335,9 @@ void AddRunOptions(CLI::App& run, RunFlags& f, dc::SessionOptions& so) {
                  "program runs without them (the manifest says: not captured, by request)");
   run.add_option("--capture-dispatches", f.capture_dispatches,
                  "L3: run the collectors only in these dispatches d<K> of each rank, e.g. 1-2");
+  run.add_flag("--force", f.force,
+               "start even when the estimate exceeds --max-run-bytes or the free space where "
+               "dfx_outputs/ (or the local agents' spools) land");
   run.add_option("--dump-drain-bytes-per-sec", f.dump_drain,
                  "L2: the emulated host args-dump drain (default: disk speed)")
       ->check(CLI::Range(0.0, 1e15));
@@ -388,8 +422,64 @@ int Run(RunFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig&
   request.dump_drain_bytes_per_sec = f.dump_drain;
   request.dump_timeout_ms = f.dump_timeout;
   request.dump_arena_bytes = f.dump_arena;
+  request.force = f.force;
   request.session = so;
   return PrintRunReport(dc::RunProgramOrPlan(std::move(request)));
+}
+
+struct EstimateFlags {
+  std::string file, work_dir = ".", launcher, swimlane_traces = "auto", format = "text";
+  std::optional<int> ranks;
+  bool attach = false, no_report = false;
+};
+
+void AddEstimateOptions(CLI::App& est, EstimateFlags& f, dc::SessionOptions& so) {
+  est.add_option("file", f.file, "PROGRAM.json (L2, or with --ranks all ranks) or PLAN.json (L3)")
+      ->required();
+  est.add_option("--work-dir", f.work_dir,
+                 "where the run's dfx_outputs/ would go (default: the current directory)");
+  est.add_option("--ranks", f.ranks, "number of ranks (L3)")->check(CLI::Range(1, 4096));
+  est.add_option("--launcher", f.launcher, "as for run: local agents spool under the work dir")
+      ->check(CLI::IsMember({"mpirun", "srun", "local"}));
+  est.add_flag("--attach", f.attach, "as for run (agents started elsewhere spool there)");
+  est.add_option("--spool", so.spool_root, "local agents' spool root (default W/.dfx_spool)");
+  est.add_option("--swimlane-traces", f.swimlane_traces,
+                 "as for run: whether the L3 merged traces are written (auto: onboard only)")
+      ->check(CLI::IsMember({"auto", "eager", "lazy"}));
+  est.add_flag("--no-report", f.no_report, "as for run: no report.html");
+  est.add_option("--max-run-bytes", so.max_run_bytes,
+                 "as for run: say whether the estimate is within this budget")
+      ->transform(RunByteBudget());
+  est.add_option("--format", f.format, "text (a table) or json (with a top-level total_bytes)")
+      ->check(CLI::IsMember({"text", "json"}));
+  est.footer(std::string(R"(
+Prints, per rank, dispatch and collector, the bytes the run would write, their total, and
+where they land with the free space there. Nothing runs: the estimate comes from each
+program's tasks, blocks, args, tensors dumped and scopes (the agents' loader and lowering)
+and the per-record sizes of each writer. `run` prints the same total in one line before it
+starts and refuses to start when it will not fit (--force starts anyway).
+
+)") + dfx::config::RunConfigFlagsHelp());
+}
+
+int Estimate(EstimateFlags& f, dc::SessionOptions& so, const dfx::config::ParsedRunConfig& parsed) {
+  dfx::log::Init("dfx-coordinator estimate", "warn");
+  for (const auto& w : parsed.warnings) DFX_LOG_WARN("{}", w);
+  so.config = parsed.config;
+  so.work_dir = f.work_dir;
+  so.swimlane_traces = f.swimlane_traces == "eager"  ? dc::SwimlaneTraces::kEager
+                       : f.swimlane_traces == "lazy" ? dc::SwimlaneTraces::kLazy
+                                                     : dc::SwimlaneTraces::kAuto;
+  auto estimate = dc::EstimateFile(f.file, f.ranks, f.launcher, f.attach, so, !f.no_report);
+  if (!estimate.ok()) return Fail("estimate: " + estimate.status().message());
+  const std::string text =
+      f.format == "json" ? dc::EstimateJson(*estimate) : dc::EstimateText(*estimate);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  if (dfx::Status fits = dc::CheckEstimate(*estimate, so.max_run_bytes); !fits.ok())
+    std::fprintf(stderr, "dfx-coordinator: estimate: `run` would refuse: %s\n",
+                 fits.message().c_str());
+  return 0;
 }
 
 struct GatherFlags {
@@ -421,7 +511,7 @@ void AddGatherOptions(CLI::App& gather, GatherFlags& f, dc::GatherOptions& o) {
       .add_option("--max-run-bytes", o.max_run_bytes,
                   "the bytes this gather may fetch (default 0: no budget); a file past it stays "
                   "in its spool for a gather with a larger budget")
-      ->transform(ByteCount());
+      ->transform(RunByteBudget());
   AddWireCompression(gather, f.wire_compression);
   gather
       .add_option("--bulk-transport", o.bulk_transport,
@@ -533,15 +623,21 @@ int Main(int argc, char** argv) {
   CLI::App* keygen = app.add_subcommand(
       "keygen", "make CURVE key pairs: the coordinator's and its agents' (see --help)");
   AddKeygenOptions(*keygen, keygen_flags);
+  EstimateFlags estimate_flags;
+  dc::SessionOptions estimate_options;
+  CLI::App* estimate = app.add_subcommand(
+      "estimate", "the bytes a run would write, per rank, dispatch and collector (nothing runs)");
+  AddEstimateOptions(*estimate, estimate_flags, estimate_options);
   // Listed here; its words are parsed by CaptureMain (intercepted below).
   app.add_subcommand("capture",
                      "change what the next dispatches of a running L3 run capture, from another "
                      "terminal (capture --help)");
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("command", help_topic, "run, gather, keygen or capture");
+  help->add_option("command", help_topic, "run, estimate, gather, keygen or capture");
   const std::string version = dfx::VersionLine("dfx-coordinator");
-  for (CLI::App* a : {&app, run, gather, keygen, help}) a->set_version_flag("--version", version);
+  for (CLI::App* a : {&app, run, estimate, gather, keygen, help})
+    a->set_version_flag("--version", version);
   app.footer(kEnvironment);
   gather->footer(kEnvironment);
 
@@ -556,12 +652,12 @@ int Main(int argc, char** argv) {
     return dc::CaptureMain({"--help"});
   }
   dfx::config::ParsedRunConfig parsed;
-  if (!args.empty() && args[0] == "run") {
+  if (!args.empty() && (args[0] == "run" || args[0] == "estimate")) {
     std::vector<std::string> rest(args.begin() + 1, args.end());
     auto config = dfx::config::ParseRunConfigFlags(rest);
     if (!config.ok()) return Fail(config.status().message(), 2);
     parsed = *config;
-    rest.insert(rest.begin(), "run");
+    rest.insert(rest.begin(), args[0]);
     args = std::move(rest);
   }
   std::reverse(args.begin(), args.end());
@@ -578,6 +674,8 @@ int Main(int argc, char** argv) {
   if (help->parsed()) {
     if (help_topic == "run") {
       std::fputs(run->help("dfx-coordinator").c_str(), stdout);
+    } else if (help_topic == "estimate") {
+      std::fputs(estimate->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic == "gather") {
       std::fputs(gather->help("dfx-coordinator").c_str(), stdout);
     } else if (help_topic == "keygen") {
@@ -585,11 +683,14 @@ int Main(int argc, char** argv) {
     } else if (help_topic.empty()) {
       std::fputs(app.help().c_str(), stdout);
     } else {
-      return Fail("help " + help_topic + ": unknown command; commands: run, gather, keygen", 2);
+      return Fail(
+          "help " + help_topic + ": unknown command; commands: run, estimate, gather, keygen, capture",
+          2);
     }
     return 0;
   }
   if (keygen->parsed()) return Keygen(keygen_flags);
+  if (estimate->parsed()) return Estimate(estimate_flags, estimate_options, parsed);
   RaiseDescriptorLimit();
   if (run->parsed()) return Run(run_flags, so, parsed);
   return Gather(gather_flags, gather_options, gather->count("--bulk-transport") > 0);

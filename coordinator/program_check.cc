@@ -30,20 +30,28 @@ std::string AgentMessage(const std::string& output) {
 }
 
 Status CheckOne(const PlanProgram& program, const fs::path& scratch, size_t index,
-                const SessionOptions& options) {
+                const SessionOptions& options, const config::RunConfig* estimate_config,
+                collectors::DispatchBytes* estimate) {
   const fs::path copy = scratch / fmt::format("program{}.json", index);
   DFX_RETURN_IF_ERROR(WriteFileAtomic(copy, program.json_text, 0600));
   protocol::AgentExecCommandLine exec;
   exec.program = copy.string();
   exec.program_origin = program.path.string();
   exec.output_dir = (scratch / "unused").string();
-  exec.config = options.config;
+  exec.config = estimate_config ? *estimate_config : options.config;
   exec.check_only = true;
+  exec.estimate = estimate != nullptr;
   exec.check_host_memory = options.launcher == Launcher::kLocal;
   exec.chip.log_level = "error";
   std::vector<std::string> argv = {options.agent_binary.string()};
   for (std::string& a : exec.ToArgv()) argv.push_back(std::move(a));
   DFX_ASSIGN_OR_RETURN(CompletedRun run, RunCaptured(argv, ToSeconds(options.timeouts.startup)));
+  if (run.exit_code == 0 && estimate != nullptr) {
+    auto bytes = collectors::ParseDispatchBytes(
+        AgentMessage(run.output), fmt::format("the estimate of {}", program.path.string()));
+    if (!bytes.ok()) return bytes.status();
+    *estimate = *bytes;
+  }
   if (run.exit_code == 0) return Status::Ok();
   if (run.timed_out) {
     return DeadlineExceeded(fmt::format(
@@ -64,14 +72,17 @@ Status CheckOne(const PlanProgram& program, const fs::path& scratch, size_t inde
 
 }  // namespace
 
-Status CheckPlanPrograms(const Plan& plan, const SessionOptions& options) {
+Status CheckPlanPrograms(const Plan& plan, const SessionOptions& options,
+                         std::map<std::string, collectors::DispatchBytes>* estimates,
+                         const config::RunConfig* estimate_config) {
   DFX_RETURN_IF_ERROR(MakeDirs(options.work_dir));
   const fs::path scratch = options.work_dir / fmt::format(".dfx_check.{}", ::getpid());
   DFX_RETURN_IF_ERROR(MakeDirsNoLinks(options.work_dir, scratch.filename()));
   Status status = Status::Ok();
   size_t index = 0;
   for (const auto& [name, program] : plan.programs) {
-    status = CheckOne(program, scratch, index++, options);
+    collectors::DispatchBytes* estimate = estimates ? &(*estimates)[name] : nullptr;
+    status = CheckOne(program, scratch, index++, options, estimate_config, estimate);
     if (!status.ok()) break;
   }
   std::error_code ec;

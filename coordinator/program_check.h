@@ -10,6 +10,10 @@
 // (device/memory_budget.h). Threads: the caller's.
 #pragma once
 
+#include <map>
+#include <string>
+
+#include "collectors/dispatch_bytes.h"
 #include "common/status.h"
 #include "coordinator/plan.h"
 #include "coordinator/session.h"
@@ -22,6 +26,13 @@ namespace dfx::coordinator {
 // and what is accepted, or the memory total, the limit and the largest
 // tensors). Writes only <work_dir>/.dfx_check.<pid>/, removed before it
 // returns.
-Status CheckPlanPrograms(const Plan& plan, const SessionOptions& options);
+//
+// With `estimates`, each check also says what one dispatch of the program
+// writes under `estimate_config` (the union of the run's passes, see
+// coordinator/run_estimate.h): `dfx-rank-agent exec --check-only
+// --estimate`, one entry per plan program name.
+Status CheckPlanPrograms(const Plan& plan, const SessionOptions& options,
+                         std::map<std::string, collectors::DispatchBytes>* estimates = nullptr,
+                         const config::RunConfig* estimate_config = nullptr);
 
 }  // namespace dfx::coordinator

@@ -21,6 +21,7 @@
 #include "coordinator/program_check.h"
 #include "coordinator/report.h"
 #include "coordinator/session_capture.h"
+#include "coordinator/run_estimate.h"
 #include "coordinator/stop_signals.h"
 
 namespace dfx::coordinator {
@@ -91,6 +92,22 @@ class RunPrinter {
   const std::string view_;
 };
 
+// Before a run that writes anything: the estimate's line, and its refusal
+// when the run will not fit where it lands or exceeds --max-run-bytes
+// (--force starts anyway). The estimate checks every program as the agents
+// load it (coordinator/program_check.h). Returns the refusal, or nothing.
+std::optional<Status> EstimateBeforeRun(const RunRequest& request, const Plan& plan, bool l3) {
+  auto estimate = EstimateRun(plan, l3, request.session, request.report);
+  if (!estimate.ok()) return estimate.status();
+  // A log line (stderr): stdout opens with the summary (tests/dfx/summary_test.cc).
+  DFX_LOG_INFO("{}", EstimateLine(*estimate));
+  Status fits = CheckEstimate(*estimate, request.session.max_run_bytes);
+  if (fits.ok()) return std::nullopt;
+  if (!request.force) return fits;
+  DFX_LOG_WARN("--force: starting anyway: {}", fits.message());
+  return std::nullopt;
+}
+
 // The L2 exec child's flags of the run: chip flags and the args-dump drain model.
 L2Options MakeL2Options(const RunRequest& request) {
   const SessionOptions& so = request.session;
@@ -133,11 +150,19 @@ RunReport RunLevel2(const RunRequest& request, std::string text, RunReport repor
   // and rank<N>/d<K>/ (l2_manifest.h) only for a program the agent accepts.
   std::error_code ec;
   const fs::path dfx_dir = collectors::DfxOutputsDir(request.session.work_dir);
-  if (fs::exists(dfx_dir / collectors::kRunManifestFile, ec) ||
-      fs::exists(request.session.work_dir / collectors::kRunManifestFile, ec) ||
-      !collectors::ListDispatchDirs(dfx_dir).empty()) {
-    Plan one;
-    one.programs["program"] = PlanProgram{"program", request.file, text};
+  Plan one;
+  one.origin = request.file;
+  one.programs["program"] = PlanProgram{"program", request.file, text};
+  if (request.session.config.AnyDfx()) {
+    // The estimate checks the program too (and stops before anything is touched).
+    if (auto refused = EstimateBeforeRun(request, one, /*l3=*/false)) {
+      report = Stopped(std::move(report), refused->message(), RunExit::kFailed);
+      report.verdict = VerdictLine(false, "not started: " + refused->message());
+      return report;
+    }
+  } else if (fs::exists(dfx_dir / collectors::kRunManifestFile, ec) ||
+             fs::exists(request.session.work_dir / collectors::kRunManifestFile, ec) ||
+             !collectors::ListDispatchDirs(dfx_dir).empty()) {
     if (Status s = CheckPlanPrograms(one, request.session); !s.ok()) {
       report = Stopped(std::move(report), s.message(), RunExit::kFailed);
       report.verdict = VerdictLine(false, "the run failed: " + s.message());
@@ -317,12 +342,19 @@ RunReport RunLevel3(RunRequest& request, const Json& json, std::string text, boo
   if (auto stopped = ChooseLauncher(request, so, report)) return std::move(*stopped);
   // Validate before you clear: every program as the agents will load it,
   // before anything of the previous run is touched.
-  if (Status s = CheckPlanPrograms(*plan, so); !s.ok()) {
-    return Stopped(std::move(report), s.message(), RunExit::kUsage);
-  }
   so.swimlane_traces = request.swimlane_traces == "eager"  ? SwimlaneTraces::kEager
                        : request.swimlane_traces == "lazy" ? SwimlaneTraces::kLazy
                                                            : SwimlaneTraces::kAuto;
+  if (!so.config.AnyDfx()) {
+    if (Status s = CheckPlanPrograms(*plan, so); !s.ok()) {
+      return Stopped(std::move(report), s.message(), RunExit::kUsage);
+    }
+  } else if (auto refused = EstimateBeforeRun(request, *plan, /*l3=*/true)) {
+    // A program the agents refuse is a usage error; a run that does not fit is not.
+    const bool usage = refused->code() != Code::kFailedPrecondition;
+    return Stopped(std::move(report), refused->message(),
+                   usage ? RunExit::kUsage : RunExit::kFailed);
+  }
   auto outcome = RunSession(*plan, so);
   if (!outcome.ok())
     return Stopped(std::move(report), outcome.status().message(), RunExit::kFailed);

@@ -45,6 +45,9 @@ struct RunRequest {
   double dump_drain_bytes_per_sec = -1;
   double dump_timeout_ms = -1;
   double dump_arena_bytes = -1;
+  // --force: start even when the estimate does not fit where it lands or
+  // exceeds session.max_run_bytes (coordinator/run_estimate.h).
+  bool force = false;
   // Every session flag; work_dir and config must be set. An empty
   // agent_binary is looked up (beside this binary, $DFX_RANK_AGENT, PATH).
   SessionOptions session;

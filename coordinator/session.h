@@ -71,7 +71,9 @@ struct SessionOptions {
   SwimlaneTraces swimlane_traces = SwimlaneTraces::kAuto;
   uint32_t credit_window = 8;                              // chunks in flight per agent (enforced)
   uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes;  // --max-artifact-bytes
-  std::uint64_t max_run_bytes = 0;  // --max-run-bytes (0 = no budget), enforced as streams begin
+  // --max-run-bytes (0 = no budget): checked against the estimate before the
+  // run (coordinator/run_estimate.h), enforced as streams begin.
+  std::uint64_t max_run_bytes = 0;
   // --wire-compression: how agents send artifact chunks (named in each Dispatch).
   protocol::WireCompression wire_compression = protocol::WireCompression::kAuto;
   // Who may connect (coordinator/access.h): launched agents always use a

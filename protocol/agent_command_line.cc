@@ -271,6 +271,11 @@ const std::vector<Option<AgentExecCommandLine>>& ExecRows() {
         "--check-host-memory",
         "with --check-only: check the budget against this host's available memory too",
         [](auto& l) -> auto& { return l.check_host_memory; }));
+    r.push_back(Switch<L>(
+        "--estimate",
+        "with --check-only: print the bytes one dispatch of the program would write, per "
+        "collector, as one JSON line",
+        [](auto& l) -> auto& { return l.estimate; }));
     r.push_back(Text<L>(
         "--output-dir", "DIR", "where the artifacts land, flat: <work_dir>/dfx_outputs (required)",
         [](auto& l) -> auto& { return l.output_dir; }));

@@ -118,6 +118,9 @@ struct AgentExecCommandLine {
   // --check-host-memory), then exit: no chip is made, nothing is written.
   bool check_only = false;
   bool check_host_memory = false;
+  // --estimate: with --check-only, print what one dispatch of the program
+  // would write, per collector, as one JSON line (device/output_estimate.h).
+  bool estimate = false;
   std::string output_dir;    // --output-dir DIR (required): <work_dir>/dfx_outputs
   std::string work_dir;      // --work-dir DIR: names the L2 name map; empty = output_dir's parent
   config::RunConfig config;  // the run-config flags (config/run_config.h), normalised

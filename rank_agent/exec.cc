@@ -94,7 +94,18 @@ Result<ExecResult> RunExec(const ExecOptions& options) {
       *request.program, options.config, options.chip.dump_arena_bytes,
       !options.check_only || options.check_host_memory ? device::HostMemoryAvailable()
                                                        : std::nullopt));
-  if (options.check_only) return ExecResult{};
+  if (options.check_only) {
+    ExecResult checked;
+    if (options.estimate) {
+      // A program that does not lower (a tensor larger than its ring heap)
+      // fails its dispatch at run time, with its own message; before the
+      // run it is estimated at nothing rather than refused here.
+      auto bytes = device::EstimateDispatchBytes(*request.program, options.config,
+                                                 {options.chip.aic_cores, options.chip.aiv_cores});
+      checked.estimate = bytes.ok() ? *bytes : device::DispatchBytes{};
+    }
+    return checked;
+  }
   request.config = options.config;
   request.pass = options.pass;
   request.output_dir = options.output_dir;

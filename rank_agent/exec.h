@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "config/run_config.h"
 #include "device/chip.h"
 #include "device/chip_factory.h"
+#include "device/output_estimate.h"
 #include "rank_agent/fault_injection.h"
 
 namespace dfx::rank_agent {
@@ -28,6 +30,8 @@ struct ExecOptions {
   // memory only when check_host_memory.
   bool check_only = false;
   bool check_host_memory = false;
+  // With check_only: fill ExecResult::estimate (device/output_estimate.h).
+  bool estimate = false;
   std::filesystem::path output_dir;  // <work_dir>/dfx_outputs
   std::filesystem::path work_dir;    // names the L2 name map; empty = output_dir's parent
   config::RunConfig config;          // validated by the caller
@@ -49,6 +53,7 @@ struct ExecResult {
   uint64_t wall_ns = 0;               // host wall time of the chip's run
   uint64_t makespan_ns = 0;           // first dispatch to last retire, the chip's own accounting
   std::vector<std::string> warnings;  // advice from the chip (print, do not fail)
+  std::optional<device::DispatchBytes> estimate;  // check_only with estimate
 };
 
 // Runs the program once through RunDispatch (run_dispatch.h) on a new chip:

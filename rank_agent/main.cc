@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectors/artifact_layout.h"
+#include "collectors/dispatch_bytes.h"
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -103,6 +104,7 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   options.program_origin = line.program_origin;
   options.check_only = line.check_only;
   options.check_host_memory = line.check_host_memory;
+  options.estimate = line.estimate;
   options.output_dir = line.output_dir;
   options.work_dir = line.work_dir;
   options.config = line.config;
@@ -116,6 +118,10 @@ int RunExecMode(const dfx::protocol::AgentExecCommandLine& line) {
   dfx::log::Init("dfx-rank-agent exec", line.chip.log_level);
   auto result = dfx::rank_agent::RunExec(options);
   if (!result.ok()) return Fail(result.status().message(), 1);
+  if (options.check_only && result->estimate) {
+    std::printf("%s\n", dfx::collectors::DispatchBytesJson(*result->estimate).c_str());
+    return 0;
+  }
   if (options.check_only) {
     std::printf("checked %s: ok\n", (options.program_origin.empty() ? options.program_path.string()
                                                                     : options.program_origin)
