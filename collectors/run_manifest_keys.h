@@ -30,9 +30,9 @@ inline constexpr KeyText kChosen = "chosen";                 // wire.
 inline constexpr KeyText kArtifactBytes = "artifact_bytes";  // wire.
 inline constexpr KeyText kWireBytes = "wire_bytes";          // wire. and artifacts
 inline constexpr KeyText kBudget = "budget";
-inline constexpr KeyText kMaxRunBytes = "max_run_bytes";  // budget.
-inline constexpr KeyText kOverBudget = "over_budget";     // budget.
-inline constexpr KeyText kNote = "note";                  // budget.
+inline constexpr KeyText kMaxRunBytes = "max_run_bytes";       // budget.
+inline constexpr KeyText kOverBudget = "over_budget";          // budget.
+inline constexpr KeyText kNote = "note";                       // budget.
 inline constexpr KeyText kCaptureChanges = "capture_changes";  // run_manifest_capture.h
 
 // ranks[].

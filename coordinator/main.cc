@@ -210,10 +210,10 @@ struct RunFlags {
   bool no_report = false;                // --no-report
   bool verbose = false;                  // -v: debug log lines and the full summary
   double dump_drain = -1, dump_timeout = -1, dump_arena = -1;
-  std::string wire_compression = "auto";  // --wire-compression
-  std::string metrics;                     // --metrics tcp://127.0.0.1:PORT
+  std::string wire_compression = "auto";                         // --wire-compression
+  std::string metrics;                                           // --metrics tcp://127.0.0.1:PORT
   std::optional<std::string> capture_ranks, capture_dispatches;  // --capture-*: checked in Run
-  bool force = false;  // --force
+  bool force = false;                                            // --force
 };
 
 constexpr const char* kMetricsHelp =
@@ -683,9 +683,9 @@ int Main(int argc, char** argv) {
     } else if (help_topic.empty()) {
       std::fputs(app.help().c_str(), stdout);
     } else {
-      return Fail(
-          "help " + help_topic + ": unknown command; commands: run, estimate, gather, keygen, capture",
-          2);
+      return Fail("help " + help_topic +
+                      ": unknown command; commands: run, estimate, gather, keygen, capture",
+                  2);
     }
     return 0;
   }

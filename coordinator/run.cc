@@ -20,8 +20,8 @@
 #include "coordinator/post_run.h"
 #include "coordinator/program_check.h"
 #include "coordinator/report.h"
-#include "coordinator/session_capture.h"
 #include "coordinator/run_estimate.h"
+#include "coordinator/session_capture.h"
 #include "coordinator/stop_signals.h"
 
 namespace dfx::coordinator {

@@ -149,7 +149,7 @@ class CoordinatorLink {
   uint64_t last_handshake_log_ns_ = 0;
   std::string resume_token_;  // from the coordinator's first Resume (this session)
   bool reconnecting_ = false;
-  uint64_t lost_ns_ = 0;  // when the connection was lost (reconnecting)
+  uint64_t lost_ns_ = 0;            // when the connection was lost (reconnecting)
   uint64_t socket_handshakes_ = 0;  // of the current socket, counted so far
   bool ever_handshaken_ = false;    // this agent connected once: later handshakes are reconnects
 };
