@@ -161,13 +161,18 @@ TEST(SwimlaneRecorder, OverflowIsDroppedAndCounted) {
   TempDir dir;
   ChipLayout l = TwoCores();
   SwimlaneRecorder r(2, l, CapacityHint{.tasks = 1, .core_executions = 1});
-  // Capacity floors at 1024 rows.
-  for (uint32_t i = 0; i < 1100; ++i) r.RecordAicoreTask(i % 2, i, i, i, i + 1, 0);
+  // Capacity floors at 1024 rows, claimed per core in blocks of 64, plus
+  // one block per core for the partly filled ones: 18 blocks, 1152 rows.
+  const uint32_t kept = (1024 / 64 + 2) * 64;
+  for (uint32_t i = 0; i < 1300; ++i) r.RecordAicoreTask(i % 2, i, i, i, i + 1, 0);
   r.RecordAicoreTask(5, 1, 1, 1, 2, 0);  // no such core
-  EXPECT_EQ(r.dropped_records(), 1100u - 1024u + 1u);
+  EXPECT_EQ(r.dropped_records(), 1300u - kept + 1u);
   auto path = dir.path() / "r.json";
   ASSERT_TRUE(r.Export(path).ok());
-  EXPECT_EQ(ReadJson(path)["aicore_tasks"].size(), 1024u);
+  Json rows = ReadJson(path)["aicore_tasks"];
+  ASSERT_EQ(rows.size(), kept);
+  // Each core kept its first rows, in order (core 0: tokens 0, 2, 4, ...).
+  for (uint32_t k = 0; k < kept / 2; ++k) ASSERT_EQ(rows[k][1].get<uint32_t>(), 2 * k) << k;
 }
 
 TEST(SwimlaneRecorder, ConcurrentCoresKeepPerCoreOrder) {
