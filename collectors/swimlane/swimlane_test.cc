@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <memory>
+#include <sstream>
 #include <thread>
 
 #include "collectors/recorders.h"
@@ -168,7 +172,22 @@ TEST(SwimlaneRecorder, OverflowIsDroppedAndCounted) {
   r.RecordAicoreTask(5, 1, 1, 1, 2, 0);  // no such core
   EXPECT_EQ(r.dropped_records(), 1300u - kept + 1u);
   auto path = dir.path() / "r.json";
-  ASSERT_TRUE(r.Export(path).ok());
+  // What the user reads: the reference's reconcile line (the pool's total,
+  // the row of no such core included), then the drops per core (74 each).
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  Status exported = r.Export(path);
+  spdlog::default_logger()->sinks().pop_back();
+  ASSERT_TRUE(exported.ok()) << exported.message();
+  EXPECT_NE(
+      log.str().find("ChipSwimlane reconcile: AICORE_TASK 149 records dropped on device side."),
+      std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("ChipSwimlane: AICORE_TASK rows dropped by core (pool full): core 0: "
+                           "74, core 1: 74\n"),
+            std::string::npos)
+      << log.str();
   Json rows = ReadJson(path)["aicore_tasks"];
   ASSERT_EQ(rows.size(), kept);
   // Each core kept its first rows, in order (core 0: tokens 0, 2, 4, ...).
