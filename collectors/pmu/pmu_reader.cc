@@ -129,9 +129,15 @@ bool ParseNumber(std::string_view cell, double* v) {
   return *stop == '\0';
 }
 
-// The task_id cell: "0x" and hex digits, as strtoull(.., 16) reads the rest.
+// The task_id cell: "0x" and hex digits, as strtoull(.., 16) reads it
+// (from_chars first, strtoull on a copy for what from_chars does not take).
 bool ParseTaskId(std::string_view cell, uint64_t* v) {
   if (cell.size() < 3 || cell.substr(0, 2) != "0x") return false;
+  const char* end = cell.data() + cell.size();
+  if (const auto r = std::from_chars(cell.data() + 2, end, *v, 16);
+      r.ec == std::errc() && r.ptr == end) {
+    return true;
+  }
   const std::string copy(cell);
   char* stop = nullptr;
   *v = std::strtoull(copy.c_str(), &stop, 16);
