@@ -23,7 +23,10 @@
 # With DFX_AGENT_BEFORE=PATH (a dfx-rank-agent from before a change), each
 # round also runs `lazy-before`: the lazy run with that agent
 # (DFX_RANK_AGENT), right after `lazy`; its median wall is added to the last
-# line as lazy_before_s=.. (the before/after check, interleaved).
+# line as lazy_before_s=.. (the before/after check, interleaved). Likewise
+# DFX_VIEW_BEFORE=PATH (a dfx-view from before a change): `lazy-before` runs
+# with that dfx-view as the coordinator's post-run summary (DFX_VIEW); with
+# both set, with both.
 # where share = lazy_convert_s / lazy_s (the default's, target <= 0.20),
 # eager_share = eager_convert_s / eager_s and lazy_ratio = lazy_s / none_s
 # (the cost of all five collectors in the sim default, target <= 3).
@@ -49,17 +52,17 @@ ALL=(--enable-chip-swimlane --enable-dep-gen --enable-pmu --enable-scope-stats -
 # run_once MODE: prints "WALL CONVERT JOBS" (CONVERT and JOBS are 0 without a conversion).
 run_once() {
   local flags=()
-  local agent=$BUILD/bin/dfx-rank-agent
+  local agent=$BUILD/bin/dfx-rank-agent view=$BUILD/bin/dfx-view
   case $1 in
     none) ;;
     eager) flags=("${ALL[@]}" --swimlane-traces eager --convert-jobs 0) ;;
     lazy) flags=("${ALL[@]}") ;;
-    lazy-before) flags=("${ALL[@]}") agent=$DFX_AGENT_BEFORE ;;
+    lazy-before) flags=("${ALL[@]}") agent=${DFX_AGENT_BEFORE:-$agent} view=${DFX_VIEW_BEFORE:-$view} ;;
   esac
   rm -rf "$WORK/w"
   local t0 t1 rc=0
   t0=$(date +%s.%N)
-  DFX_RANK_AGENT=$agent "$COORDINATOR" run "$WORK/plan.json" --ranks "$RANKS" --launcher local --work-dir "$WORK/w" \
+  DFX_VIEW=$view DFX_RANK_AGENT=$agent "$COORDINATOR" run "$WORK/plan.json" --ranks "$RANKS" --launcher local --work-dir "$WORK/w" \
     --startup-timeout 600 --log-level info "${flags[@]}" >"$WORK/out.log" 2>"$WORK/err.log" || rc=$?
   t1=$(date +%s.%N)
   if ((rc != 0)); then
@@ -105,10 +108,10 @@ run_trace() {
 }
 
 MODES=(none eager lazy)
-if [[ -n ${DFX_AGENT_BEFORE:-} ]]; then
-  [[ -x $DFX_AGENT_BEFORE ]] || { echo "l3_conversion_bench: DFX_AGENT_BEFORE=$DFX_AGENT_BEFORE is not an executable" >&2; exit 2; }
-  MODES+=(lazy-before)
-fi
+for before in DFX_AGENT_BEFORE DFX_VIEW_BEFORE; do
+  [[ -z ${!before:-} || -x ${!before} ]] || { echo "l3_conversion_bench: $before=${!before} is not an executable" >&2; exit 2; }
+done
+[[ -n ${DFX_AGENT_BEFORE:-}${DFX_VIEW_BEFORE:-} ]] && MODES+=(lazy-before)
 declare -A walls converts
 JOBS=0
 TRACES=""
@@ -138,4 +141,4 @@ awk -v r="$RANKS" -v d="$DISPATCHES" -v t="$TASKS" -v n="$NONE" -v e="$EAGER" -v
   -v l="$LAZY" -v lc="$LAZY_CONV" -v j="$JOBS" -v tr="$TRACE" 'BEGIN {
     printf "l3: ranks=%d dispatches=%d tasks=%d none_s=%.2f eager_s=%.2f eager_convert_s=%.2f jobs=%d eager_share=%.3f lazy_s=%.2f lazy_convert_s=%.2f share=%.3f run_trace_s=%.2f lazy_ratio=%.2f\n",
       r, d, t, n, e, ec, j, (e > 0 ? ec / e : 0), l, lc, (l > 0 ? lc / l : 0), tr, (n > 0 ? l / n : 0) }' |
-  if [[ -n ${DFX_AGENT_BEFORE:-} ]]; then sed "s/\$/ lazy_before_s=$(printf %.2f "$(m "${walls[lazy-before]}")")/"; else cat; fi
+  if [[ -n ${DFX_AGENT_BEFORE:-}${DFX_VIEW_BEFORE:-} ]]; then sed "s/\$/ lazy_before_s=$(printf %.2f "$(m "${walls[lazy-before]}")")/"; else cat; fi
