@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <ostream>
 #include <set>
@@ -157,12 +158,13 @@ Status SummarizeDispatches(const std::vector<RunDispatch>& dispatches, unsigned 
       w.summary.k = d.k;
       w.summary.program = d.program;
       collectors::NameMap names;
-      w.status = SummarizeTiming(d, w.summary, names, w.err);
-      if (!w.status.ok()) {
-        failed.store(true);
-        continue;
+      try {  // as main() would for one thread: an error, not std::terminate
+        w.status = SummarizeTiming(d, w.summary, names, w.err);
+        if (w.status.ok()) SummarizeSideFiles(d, w.summary, names, w.err);
+      } catch (const std::exception& e) {
+        w.status = Internal(fmt::format("{}: {}", d.dir.string(), e.what()));
       }
-      SummarizeSideFiles(d, w.summary, names, w.err);
+      if (!w.status.ok()) failed.store(true);
     }
   };
   const unsigned wanted = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
