@@ -210,6 +210,10 @@ if run l3 bench/l3/l3_conversion_bench.sh "$BUILD" "${L3[@]}"; then
     "lazy (sim default): $(field lazy_s "$L") s, conversion $(field lazy_convert_s "$L") s, run-level trace on demand $(field run_trace_s "$L") s; eager: $(field eager_s "$L") s, conversion $(field eager_convert_s "$L") s ($(field jobs "$L") at a time)" \
     "conversion $(awk -v s="$S" 'BEGIN { printf "%.0f%%", 100 * s }') of the wall" \
     "conversion <= 20% of the wall" "$(met "$S" '<=' 0.2)"
+  LR=$(field lazy_ratio "$L")
+  row "L3 run ${L3[0]} ranks x ${L3[1]} dispatches of ${L3[2]} tasks, all five vs none" \
+    "same plan, no collectors: $(field none_s "$L") s" "lazy (sim default): $(field lazy_s "$L") s" \
+    "${LR}x" "<= 3x" "$(met "$LR" '<=' 3)"
 else
   row "L3 run" "-" "FAILED" "-" "-" "-"
 fi

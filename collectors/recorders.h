@@ -295,7 +295,8 @@ class PmuRecorder {
   // PmuWork is documented in collectors/pmu/pmu_recorder.cc.
   PmuRecorder(int event_type, const ChipLayout& layout, const CapacityHint& hint);
   ~PmuRecorder();
-  // AICPU thread `thread` that retired the task on `core_id` (per core).
+  // AICPU thread `thread` that retired the task on `core_id` (per core, and
+  // one writer per `thread` at a time: a shard's cursor is not atomic).
   void Record(uint32_t thread, uint32_t core_id, uint64_t task_id, int32_t func_id,
               CoreKind core_type, const PmuWork& work);
   // One background thread, while others record: maps the next rows of each

@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "collectors/artifact_layout.h"
 #include "collectors/pmu/pmu_columns.h"
@@ -125,6 +128,59 @@ void SummarizeSideFiles(const RunDispatch& d, DispatchSummary& s, const collecto
       }
     }
   }
+}
+
+// One dispatch's summary, its warnings and whether its records read.
+struct DispatchWork {
+  DispatchSummary summary;
+  std::ostringstream err;
+  Status status;
+};
+
+// Every dispatch's summary into `out`, in the order of `dispatches`, up to
+// `jobs` (0: one per core) read at a time: each dispatch reads only its own
+// files (records, deps.json, pmu.csv, scope stats), so they run side by side
+// (the coordinator's post-run summary of an L3 run read 1.25 GB in 480 files
+// one after another). Warnings reach `err` in dispatch order, as if read one
+// by one; the first dispatch whose records do not read is the error, and the
+// warnings of the dispatches after it are not printed.
+Status SummarizeDispatches(const std::vector<RunDispatch>& dispatches, unsigned jobs,
+                           std::vector<DispatchSummary>& out, std::ostream& err) {
+  std::vector<DispatchWork> work(dispatches.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto run = [&] {
+    // Once one failed, no new one starts: every dispatch before it has
+    // already started (indices are taken in order), so its error stays the first.
+    for (size_t i; !failed.load() && (i = next.fetch_add(1)) < dispatches.size();) {
+      const RunDispatch& d = dispatches[i];
+      DispatchWork& w = work[i];
+      w.summary.rank = d.rank;
+      w.summary.k = d.k;
+      w.summary.program = d.program;
+      collectors::NameMap names;
+      try {  // as main() would for one thread: an error, not std::terminate
+        w.status = SummarizeTiming(d, w.summary, names, w.err);
+        if (w.status.ok()) SummarizeSideFiles(d, w.summary, names, w.err);
+      } catch (const std::exception& e) {
+        w.status = Internal(fmt::format("{}: {}", d.dir.string(), e.what()));
+      }
+      if (!w.status.ok()) failed.store(true);
+    }
+  };
+  const unsigned wanted = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min<size_t>(wanted, std::max<size_t>(dispatches.size(), 1));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; ++t) threads.emplace_back(run);
+  run();
+  for (auto& t : threads) t.join();
+  out.reserve(dispatches.size());
+  for (DispatchWork& w : work) {
+    err << w.err.str();
+    DFX_RETURN_IF_ERROR(w.status);
+    out.push_back(std::move(w.summary));
+  }
+  return Status::Ok();
 }
 
 // "run status: failed (run manifest)" and one marked line per rank or
@@ -400,7 +456,8 @@ Result<double> ParseThresholdPercent(const std::string& text) {
   return v;
 }
 
-Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std::ostream& err) {
+Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std::ostream& err,
+                                unsigned jobs) {
   DFX_ASSIGN_OR_RETURN(std::vector<RunDispatch> dispatches, ListRunDispatches(input));
   RunSummary s;
   s.input = input;
@@ -409,17 +466,7 @@ Result<RunSummary> SummarizeRun(const fs::path& input, double threshold_pct, std
   std::map<int32_t, RankSummary> ranks;
   std::map<uint32_t, std::vector<const DispatchSummary*>> by_step;
   std::map<std::string, KernelTime> kernels;
-  s.dispatches.reserve(dispatches.size());
-  for (const RunDispatch& d : dispatches) {
-    DispatchSummary ds;
-    ds.rank = d.rank;
-    ds.k = d.k;
-    ds.program = d.program;
-    collectors::NameMap names;
-    DFX_RETURN_IF_ERROR(SummarizeTiming(d, ds, names, err));
-    SummarizeSideFiles(d, ds, names, err);
-    s.dispatches.push_back(std::move(ds));
-  }
+  DFX_RETURN_IF_ERROR(SummarizeDispatches(dispatches, jobs, s.dispatches, err));
   bool any_records = false;
   for (const DispatchSummary& d : s.dispatches) {
     RankSummary& r = ranks[d.rank];

@@ -16,7 +16,8 @@
 // straggler when its span exceeds the median span of the ranks that ran d<K>
 // by more than `straggler_threshold_pct` percent (default 5%) of that median.
 //
-// Functions; called from one thread.
+// Functions; called from one thread (SummarizeRun starts its own threads and
+// joins them before it returns).
 #pragma once
 
 #include <cstdint>
@@ -92,9 +93,11 @@ struct RunSummary {
   std::optional<RunHealth> health;
 };
 
-// Builds the summary of `input`; warnings (unreadable side files) go to `err`.
+// Builds the summary of `input`; warnings (unreadable side files) go to `err`,
+// in dispatch order. The dispatches are read up to `jobs` at a time (0: one
+// per core), each from its own files; the result does not depend on `jobs`.
 Result<RunSummary> SummarizeRun(const std::filesystem::path& input, double straggler_threshold_pct,
-                                std::ostream& err);
+                                std::ostream& err, unsigned jobs = 0);
 
 // Parses a --straggler-threshold value: "5", "5%" or "0.5%" (0 < x <= 1000).
 Result<double> ParseThresholdPercent(const std::string& text);

@@ -19,8 +19,17 @@
 # Prints the medians and, last, one line bench/run_all.sh reads:
 #   l3: ranks=R dispatches=D tasks=T none_s=.. eager_s=.. eager_convert_s=..
 #       jobs=J eager_share=.. lazy_s=.. lazy_convert_s=.. share=.. run_trace_s=..
-# where share = lazy_convert_s / lazy_s (the default's, target <= 0.20) and
-# eager_share = eager_convert_s / eager_s.
+#       lazy_ratio=..
+# With DFX_AGENT_BEFORE=PATH (a dfx-rank-agent from before a change), each
+# round also runs `lazy-before`: the lazy run with that agent
+# (DFX_RANK_AGENT), right after `lazy`; its median wall is added to the last
+# line as lazy_before_s=.. (the before/after check, interleaved). Likewise
+# DFX_VIEW_BEFORE=PATH (a dfx-view from before a change): `lazy-before` runs
+# with that dfx-view as the coordinator's post-run summary (DFX_VIEW); with
+# both set, with both.
+# where share = lazy_convert_s / lazy_s (the default's, target <= 0.20),
+# eager_share = eager_convert_s / eager_s and lazy_ratio = lazy_s / none_s
+# (the cost of all five collectors in the sim default, target <= 3).
 set -euo pipefail
 BUILD=${1:-build-rel}
 RANKS=${2:-8}
@@ -43,15 +52,17 @@ ALL=(--enable-chip-swimlane --enable-dep-gen --enable-pmu --enable-scope-stats -
 # run_once MODE: prints "WALL CONVERT JOBS" (CONVERT and JOBS are 0 without a conversion).
 run_once() {
   local flags=()
+  local agent=$BUILD/bin/dfx-rank-agent view=$BUILD/bin/dfx-view
   case $1 in
     none) ;;
     eager) flags=("${ALL[@]}" --swimlane-traces eager --convert-jobs 0) ;;
     lazy) flags=("${ALL[@]}") ;;
+    lazy-before) flags=("${ALL[@]}") agent=${DFX_AGENT_BEFORE:-$agent} view=${DFX_VIEW_BEFORE:-$view} ;;
   esac
   rm -rf "$WORK/w"
   local t0 t1 rc=0
   t0=$(date +%s.%N)
-  "$COORDINATOR" run "$WORK/plan.json" --ranks "$RANKS" --launcher local --work-dir "$WORK/w" \
+  DFX_VIEW=$view DFX_RANK_AGENT=$agent "$COORDINATOR" run "$WORK/plan.json" --ranks "$RANKS" --launcher local --work-dir "$WORK/w" \
     --startup-timeout 600 --log-level info "${flags[@]}" >"$WORK/out.log" 2>"$WORK/err.log" || rc=$?
   t1=$(date +%s.%N)
   if ((rc != 0)); then
@@ -73,7 +84,7 @@ run_once() {
       echo "l3_conversion_bench: the $1 run converted swimlane records after the run" >&2
       exit 1
     fi
-    if [[ $1 == lazy ]] && ! grep -q "swimlane traces: written on demand" "$WORK/out.log"; then
+    if [[ $1 == lazy* ]] && ! grep -q "swimlane traces: written on demand" "$WORK/out.log"; then
       echo "l3_conversion_bench: the lazy run did not say how to get the traces:" >&2
       cat "$WORK/out.log" >&2
       exit 1
@@ -96,11 +107,16 @@ run_trace() {
   rm -f "$WORK/run_trace.json"
 }
 
+MODES=(none eager lazy)
+for before in DFX_AGENT_BEFORE DFX_VIEW_BEFORE; do
+  [[ -z ${!before:-} || -x ${!before} ]] || { echo "l3_conversion_bench: $before=${!before} is not an executable" >&2; exit 2; }
+done
+[[ -n ${DFX_AGENT_BEFORE:-}${DFX_VIEW_BEFORE:-} ]] && MODES+=(lazy-before)
 declare -A walls converts
 JOBS=0
 TRACES=""
 for ((i = 0; i < REPEAT; ++i)); do
-  for mode in none eager lazy; do
+  for mode in "${MODES[@]}"; do
     read -r wall conv jobs < <(run_once "$mode")
     walls[$mode]+="$wall "
     converts[$mode]+="$conv "
@@ -109,6 +125,8 @@ for ((i = 0; i < REPEAT; ++i)); do
       echo "run $((i + 1)) $mode: wall $wall s"
     elif [[ $mode == eager ]]; then
       echo "run $((i + 1)) $mode: wall $wall s, conversion $conv s ($jobs at a time)"
+    elif [[ $mode == lazy-before ]]; then
+      echo "run $((i + 1)) $mode: wall $wall s"
     else
       trace=$(run_trace)
       TRACES+="$trace "
@@ -121,5 +139,6 @@ NONE=$(m "${walls[none]}") EAGER=$(m "${walls[eager]}") LAZY=$(m "${walls[lazy]}
 EAGER_CONV=$(m "${converts[eager]}") LAZY_CONV=$(m "${converts[lazy]}") TRACE=$(m "$TRACES")
 awk -v r="$RANKS" -v d="$DISPATCHES" -v t="$TASKS" -v n="$NONE" -v e="$EAGER" -v ec="$EAGER_CONV" \
   -v l="$LAZY" -v lc="$LAZY_CONV" -v j="$JOBS" -v tr="$TRACE" 'BEGIN {
-    printf "l3: ranks=%d dispatches=%d tasks=%d none_s=%.2f eager_s=%.2f eager_convert_s=%.2f jobs=%d eager_share=%.3f lazy_s=%.2f lazy_convert_s=%.2f share=%.3f run_trace_s=%.2f\n",
-      r, d, t, n, e, ec, j, (e > 0 ? ec / e : 0), l, lc, (l > 0 ? lc / l : 0), tr }'
+    printf "l3: ranks=%d dispatches=%d tasks=%d none_s=%.2f eager_s=%.2f eager_convert_s=%.2f jobs=%d eager_share=%.3f lazy_s=%.2f lazy_convert_s=%.2f share=%.3f run_trace_s=%.2f lazy_ratio=%.2f\n",
+      r, d, t, n, e, ec, j, (e > 0 ? ec / e : 0), l, lc, (l > 0 ? lc / l : 0), tr, (n > 0 ? l / n : 0) }' |
+  if [[ -n ${DFX_AGENT_BEFORE:-}${DFX_VIEW_BEFORE:-} ]]; then sed "s/\$/ lazy_before_s=$(printf %.2f "$(m "${walls[lazy-before]}")")/"; else cat; fi

@@ -172,7 +172,8 @@ DepGenRecorder::~DepGenRecorder() = default;
 void DepGenRecorder::RecordSubmit(const DepGenTaskRecord& task,
                                   std::span<const DepGenEdgeRecord> edges) {
   Impl& m = *impl_;
-  m.total.fetch_add(1, std::memory_order_relaxed);
+  // One producer: a load and a store, not an atomic read-modify-write.
+  m.total.store(m.total.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   uint8_t argc = std::min<uint8_t>(task.arg_count, kMaxTensorArgs);
   if (m.num_tasks >= m.tasks.size() || m.num_args + argc > m.args.size() ||
       m.num_edges + edges.size() > m.edges.size()) {

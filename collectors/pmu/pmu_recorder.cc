@@ -56,8 +56,10 @@
 //    miss allocates a line in the core's share (L2 bytes / cores); allocations past the
 //    share evict a victim. AIC reads count on read port r0, AIV reads on r1.
 //
-// Storage: one preallocated shard per AICPU thread, claimed with a relaxed
-// fetch_add; rows are written per shard in collection order.
+// Storage: one preallocated shard per AICPU thread, each alone on its cache
+// lines, with a cursor only that thread's writer moves (a load and a store,
+// no atomic read-modify-write); rows are written per shard in collection
+// order.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -93,9 +95,9 @@ struct Row {
   uint32_t counters[kMaxCounters];
 };
 
-struct Shard {
-  internal::LazyArray<Row> rows;  // pages mapped as rows land in them
-  std::atomic<uint64_t> count{0};
+struct alignas(64) Shard {
+  internal::LazyArray<Row> rows;               // pages mapped as rows land in them
+  alignas(64) std::atomic<uint64_t> count{0};  // read by PrefaultAhead meanwhile
 };
 
 // Per-core model state, touched only by the core's writer.
@@ -360,12 +362,13 @@ void PmuRecorder::Record(uint32_t thread, uint32_t core_id, uint64_t task_id, in
     return;
   }
   Shard& s = m.shards[thread];
-  uint64_t i = s.count.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t i = s.count.load(std::memory_order_relaxed);  // one writer per shard
   if (i >= s.rows.size()) {
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   s.rows.MapAhead(i);
+  s.count.store(i + 1, std::memory_order_relaxed);
   Row& r = s.rows[i];
   r.task_id = task_id;
   r.total_cycles = work.total_cycles;

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -277,6 +278,51 @@ TEST(Pmu, ReaderNamesTheLineAndColumnOfABadCell) {
   EXPECT_EQ(s.message(), path.string() + ": line 2: column c: expected a number, got \"x\"");
   EXPECT_EQ(ReadPmuCsv(dir.path() / "none.csv", &header, [](const PmuCsvRow&) {}).code(),
             Code::kNotFound);
+}
+
+// The reader splits lines itself (no getline per line): a row across its
+// 64 KiB read blocks, CRLF endings, blank lines, a last line without '\n'
+// and cells strtod takes but from_chars does not (" 5", "+5", "0x1p3") all
+// read as before.
+TEST(Pmu, ReaderReadsRowsAcrossBlocksAndLineEndings) {
+  TempDir dir;
+  auto path = dir.path() / "pmu.csv";
+  std::string text =
+      "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,c,event_type\r\n";
+  const int kRows = 5000;  // ~150 KiB: rows cross the block boundaries
+  for (int i = 0; i < kRows; ++i) {
+    text += fmt::format("0,{},0x{:016x},{},1,{}.5,{},2\r\n", i % 7, i, i % 3, i, 2 * i);
+    if (i % 1000 == 0) text += "\r\n";
+  }
+  text += "0, 5,0x00000000000000ff,+1,0,0x1p3,7 ,2";  // no final newline
+  ASSERT_TRUE(WriteFileAtomic(path, text).ok());
+  PmuCsvHeader header;
+  std::vector<PmuCsvRow> rows;
+  ASSERT_TRUE(ReadPmuCsv(path, &header, [&](const PmuCsvRow& r) { rows.push_back(r); }).ok());
+  EXPECT_EQ(header.columns.back(), "event_type");
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kRows + 1));
+  double total = 0;
+  for (int i = 0; i < kRows; ++i) {
+    ASSERT_EQ(rows[i].task_id, static_cast<uint64_t>(i)) << i;
+    ASSERT_EQ(rows[i].core_id, i % 7) << i;
+    ASSERT_EQ(rows[i].counters.size(), 2u);
+    ASSERT_EQ(rows[i].counters[1], 2.0 * i) << i;
+    total += rows[i].counters[0];
+  }
+  EXPECT_EQ(total, kRows * (kRows - 1) / 2.0 + kRows * 0.5);
+  const PmuCsvRow& last = rows.back();
+  EXPECT_EQ(last.core_id, 5);
+  EXPECT_EQ(last.task_id, 0xffu);
+  EXPECT_EQ(last.func_id, 1);
+  EXPECT_EQ(last.counters, (std::vector<double>{8.0, 7.0}));
+  EXPECT_EQ(last.event_type, 2);
+  // A trailing comma is one column more, as before.
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,c,"
+                              "event_type\n0,0,0x1,2,0,10,3,2,\n")
+                  .ok());
+  EXPECT_EQ(ReadPmuCsv(path, &header, [](const PmuCsvRow&) {}).message(),
+            path.string() + ": line 2: 9 columns, expected 8");
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ void ScopeStatsRecorder::Record(const ScopeSample& sample) {
   Impl& m = *impl_;
   if (sample.depth > kMaxScopeDepth || sample.depth < 0) return;
   if (sample.ring < 0 || sample.ring >= 4) return;
-  m.total.fetch_add(1, std::memory_order_relaxed);
+  // One producer: a load and a store, not an atomic read-modify-write.
+  m.total.store(m.total.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (m.count >= m.samples.size()) {
     m.dropped.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -1,17 +1,21 @@
 // Chip swimlane recorder and writer (docs/formats.md §2).
 //
-// Storage: one preallocated array per stream. AICore and AICPU task rows go
-// into one array each, shared by all cores, claimed with a relaxed fetch_add
-// (the core id is stored in the row); Export groups them by core with a
-// stable counting sort, which keeps collection order within a core because a
-// core has one writer at a time. Scheduler and orchestrator phases have one
-// array per thread with a per-thread cursor. Nothing allocates after the
-// constructor; a row that does not fit is dropped and counted.
+// Storage: AICore and AICPU task rows go into one pool each, shared by all
+// cores, claimed per core in blocks (collectors/internal/core_block_rows.h):
+// one atomic operation per block of rows, not per row; Export writes them
+// grouped by core in core order, each core's rows in its writer's order.
+// Scheduler and orchestrator phases have one array per thread with a cursor
+// only that thread moves. Nothing allocates after the constructor; a row
+// that does not fit is dropped and counted.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include "collectors/internal/compiled_format.h"
+#include "collectors/internal/core_block_rows.h"
 #include "collectors/internal/lazy_array.h"
 #include "collectors/internal/record_text.h"
 #include "collectors/recorders.h"
@@ -54,36 +58,45 @@ struct OrchRow {
   uint32_t submit_idx;
 };
 
-// A fixed-capacity append array. Claim() is safe from many threads.
+// A fixed-capacity append array with one writer at a time (a scheduler or
+// orchestrator thread), alone on its cache lines: its cursor is a load and a
+// store, not an atomic read-modify-write.
 template <typename T>
-struct Stream {
-  internal::LazyArray<T> rows;  // pages mapped as rows land in them
-  std::atomic<uint64_t> count{0};
+struct alignas(64) Stream {
+  internal::LazyArray<T> rows;                 // pages mapped as rows land in them
+  alignas(64) std::atomic<uint64_t> count{0};  // read by PrefaultAhead meanwhile
 
   void Reserve(uint64_t capacity) { rows.Reset(capacity); }
-  // Returns the slot or nullptr (full). On full the count is not advanced past capacity.
+  // Returns the slot or nullptr (full). One writer at a time.
   T* Claim() {
-    uint64_t i = count.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t i = count.load(std::memory_order_relaxed);
     if (i >= rows.size()) return nullptr;
     rows.MapAhead(i);
+    count.store(i + 1, std::memory_order_relaxed);
     return &rows[i];
   }
-  uint64_t size() const {
-    return std::min<uint64_t>(count.load(std::memory_order_relaxed), rows.size());
-  }
+  uint64_t size() const { return count.load(std::memory_order_relaxed); }
 };
 
-// Rows of `stream` grouped by core in core order, collection order within a core.
+// After the reconcile line: which cores dropped rows of `pool`, at most 16
+// of them ("core 3: 120, core 7: 4, ... (and 5 more cores)").
 template <typename T>
-std::vector<uint32_t> OrderByCore(const Stream<T>& stream, size_t num_cores) {
-  uint64_t n = stream.size();
-  std::vector<uint32_t> start(num_cores + 1, 0);
-  for (uint64_t i = 0; i < n; ++i) ++start[stream.rows[i].core_id + 1];
-  for (size_t c = 0; c < num_cores; ++c) start[c + 1] += start[c];
-  std::vector<uint32_t> order(n);
-  for (uint64_t i = 0; i < n; ++i)
-    order[start[stream.rows[i].core_id]++] = static_cast<uint32_t>(i);
-  return order;
+void LogDropsByCore(const char* pool, const internal::CoreBlockRows<T>& rows) {
+  if (rows.total_dropped() == 0) return;
+  constexpr size_t kMaxListed = 16;
+  std::string list;
+  size_t listed = 0, more = 0;
+  for (size_t c = 0; c < rows.num_cores(); ++c) {
+    if (rows.dropped(c) == 0) continue;
+    if (listed == kMaxListed) {
+      ++more;
+      continue;
+    }
+    list += fmt::format("{}core {}: {}", listed > 0 ? ", " : "", c, rows.dropped(c));
+    ++listed;
+  }
+  if (more > 0) list += fmt::format(" (and {} more cores)", more);
+  DFX_LOG_WARN("ChipSwimlane: {} rows dropped by core (pool full): {}", pool, list);
 }
 
 }  // namespace
@@ -114,12 +127,12 @@ struct SwimlaneRecorder::Impl {
   ChipLayout layout;
   CapacityHint hint;
   size_t num_cores = 0;
-  Stream<AicoreRow> aicore;
-  Stream<AicpuRow> aicpu;
+  internal::CoreBlockRows<AicoreRow> aicore;
+  internal::CoreBlockRows<AicpuRow> aicpu;
   std::vector<Stream<SchedPhaseRecord>> sched;  // per sched thread
   std::vector<Stream<OrchRow>> orch;            // per orch thread
   std::vector<int> core_to_thread;
-  std::atomic<uint64_t> dropped_aicore{0};
+  std::atomic<uint64_t> dropped_aicore{0};  // rows of no such core (per-core drops: in the pools)
   std::atomic<uint64_t> dropped_aicpu{0};
   std::atomic<uint64_t> dropped_sched{0};
   std::atomic<uint64_t> dropped_orch{0};
@@ -139,8 +152,8 @@ SwimlaneRecorder::SwimlaneRecorder(int level, const ChipLayout& layout, const Ca
   m.hint = hint;
   m.num_cores = layout.core_types.size();
   uint64_t task_rows = std::max(kMinTaskRows, hint.core_executions);
-  m.aicore.Reserve(task_rows);
-  if (level_ >= 2) m.aicpu.Reserve(task_rows);
+  m.aicore.Reset(task_rows, m.num_cores);
+  if (level_ >= 2) m.aicpu.Reset(task_rows, m.num_cores);
   if (level_ >= 3) {
     m.core_to_thread.assign(m.num_cores, -1);
     m.sched = std::vector<Stream<SchedPhaseRecord>>(std::max(1, layout.sched_threads));
@@ -160,25 +173,26 @@ void SwimlaneRecorder::RecordAicoreTask(uint32_t core_id, uint64_t task_token_ra
                                         uint32_t reg_task_id, uint64_t start_cycles,
                                         uint64_t end_cycles, uint32_t receive_to_start_cycles) {
   Impl& m = *impl_;
-  AicoreRow* row = core_id < m.num_cores ? m.aicore.Claim() : nullptr;
-  if (row == nullptr) {
+  if (core_id >= m.num_cores) {
     m.dropped_aicore.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  *row = AicoreRow{task_token_raw, start_cycles, end_cycles,
-                   core_id,        reg_task_id,  receive_to_start_cycles};
+  AicoreRow* row = m.aicore.Claim(core_id);  // counts its own drops
+  if (row != nullptr)
+    *row = AicoreRow{task_token_raw, start_cycles, end_cycles,
+                     core_id,        reg_task_id,  receive_to_start_cycles};
 }
 
 void SwimlaneRecorder::RecordAicpuTask(uint32_t core_id, uint32_t reg_task_id,
                                        uint64_t dispatch_cycles, uint64_t finish_cycles) {
   if (level_ < 2) return;
   Impl& m = *impl_;
-  AicpuRow* row = core_id < m.num_cores ? m.aicpu.Claim() : nullptr;
-  if (row == nullptr) {
+  if (core_id >= m.num_cores) {
     m.dropped_aicpu.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  *row = AicpuRow{dispatch_cycles, finish_cycles, core_id, reg_task_id};
+  AicpuRow* row = m.aicpu.Claim(core_id);  // counts its own drops
+  if (row != nullptr) *row = AicpuRow{dispatch_cycles, finish_cycles, core_id, reg_task_id};
 }
 
 void SwimlaneRecorder::RecordSchedPhase(uint32_t thread, const SchedPhaseRecord& record) {
@@ -213,8 +227,8 @@ void SwimlaneRecorder::Prefault(int slice, int slices) const {
   // Rows whose count the program fixes; scheduler phases are left to fault.
   const Impl& m = *impl_;
   for (const auto& s : m.orch) s.rows.PopulateSlice(m.hint.tasks, slice, slices);
-  m.aicore.rows.PopulateSlice(m.hint.core_executions, slice, slices);
-  m.aicpu.rows.PopulateSlice(m.hint.core_executions, slice, slices);
+  m.aicore.rows().PopulateSlice(m.hint.core_executions, slice, slices);
+  m.aicpu.rows().PopulateSlice(m.hint.core_executions, slice, slices);
 }
 
 void SwimlaneRecorder::PrefaultAhead() const {
@@ -224,15 +238,15 @@ void SwimlaneRecorder::PrefaultAhead() const {
 
 uint64_t SwimlaneRecorder::dropped_records() const {
   const Impl& m = *impl_;
-  return m.dropped_aicore.load(std::memory_order_relaxed) +
-         m.dropped_aicpu.load(std::memory_order_relaxed) +
+  return m.dropped_aicore.load(std::memory_order_relaxed) + m.aicore.total_dropped() +
+         m.dropped_aicpu.load(std::memory_order_relaxed) + m.aicpu.total_dropped() +
          m.dropped_sched.load(std::memory_order_relaxed) +
          m.dropped_orch.load(std::memory_order_relaxed);
 }
 
 Status SwimlaneRecorder::Export(const fs::path& path) const {
   const Impl& m = *impl_;
-  bool any = m.aicore.size() > 0 || m.aicpu.size() > 0;
+  bool any = m.aicore.total_kept() > 0 || m.aicpu.total_kept() > 0;
   uint64_t orch_total = 0;
   for (const auto& s : m.sched) any = any || s.size() > 0;
   for (const auto& s : m.orch) orch_total += s.size();
@@ -249,8 +263,10 @@ Status SwimlaneRecorder::Export(const fs::path& path) const {
       DFX_LOG_WARN("ChipSwimlane reconcile: {} {} records dropped on device side.", pool, dropped);
     }
   };
-  reconcile("AICORE_TASK", m.dropped_aicore.load());
-  reconcile("PERF", m.dropped_aicpu.load());
+  reconcile("AICORE_TASK", m.dropped_aicore.load() + m.aicore.total_dropped());
+  reconcile("PERF", m.dropped_aicpu.load() + m.aicpu.total_dropped());
+  LogDropsByCore("AICORE_TASK", m.aicore);
+  LogDropsByCore("PERF", m.aicpu);
   reconcile("SCHED_PHASE", m.dropped_sched.load());
   reconcile("ORCH_PHASE", m.dropped_orch.load());
 
@@ -292,10 +308,10 @@ void SwimlaneRecorder::Impl::WriteMetadata(ChunkedWriter& w, int level) const {
 
 void SwimlaneRecorder::Impl::WriteAicoreRows(ChunkedWriter& w) const {
   w.Append(JoinedText<",\n  \"", keys::kAicoreTasks, "\": [">);
-  std::vector<uint32_t> order = OrderByCore(aicore, num_cores);
+  std::vector<uint32_t> order = aicore.CoreOrder();
   internal::RecordText x(w);
   for (size_t k = 0; k < order.size(); ++k) {
-    const AicoreRow& r = aicore.rows[order[k]];
+    const AicoreRow& r = aicore[order[k]];
     x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.task_token_raw);
     x.Lit(", ").Int(r.reg_task_id).Lit(", ").Int(r.start_cycles).Lit(", ").Int(r.end_cycles);
     x.Lit(", ").Int(r.receive_to_start_cycles).Char(']');
@@ -306,10 +322,10 @@ void SwimlaneRecorder::Impl::WriteAicoreRows(ChunkedWriter& w) const {
 
 void SwimlaneRecorder::Impl::WriteAicpuRows(ChunkedWriter& w) const {
   w.Append(JoinedText<",\n  \"", keys::kAicpuTasks, "\": [">);
-  std::vector<uint32_t> order = OrderByCore(aicpu, num_cores);
+  std::vector<uint32_t> order = aicpu.CoreOrder();
   internal::RecordText x(w);
   for (size_t k = 0; k < order.size(); ++k) {
-    const AicpuRow& r = aicpu.rows[order[k]];
+    const AicpuRow& r = aicpu[order[k]];
     x.Lit(k > 0 ? ",\n    [" : "\n    [").Int(r.core_id).Lit(", ").Int(r.reg_task_id);
     x.Lit(", ").Int(r.dispatch_cycles).Lit(", ").Int(r.finish_cycles).Char(']');
   }

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <memory>
+#include <sstream>
 #include <thread>
 
 #include "collectors/recorders.h"
@@ -161,13 +165,33 @@ TEST(SwimlaneRecorder, OverflowIsDroppedAndCounted) {
   TempDir dir;
   ChipLayout l = TwoCores();
   SwimlaneRecorder r(2, l, CapacityHint{.tasks = 1, .core_executions = 1});
-  // Capacity floors at 1024 rows.
-  for (uint32_t i = 0; i < 1100; ++i) r.RecordAicoreTask(i % 2, i, i, i, i + 1, 0);
+  // Capacity floors at 1024 rows, claimed per core in blocks of 64, plus
+  // one block per core for the partly filled ones: 18 blocks, 1152 rows.
+  const uint32_t kept = (1024 / 64 + 2) * 64;
+  for (uint32_t i = 0; i < 1300; ++i) r.RecordAicoreTask(i % 2, i, i, i, i + 1, 0);
   r.RecordAicoreTask(5, 1, 1, 1, 2, 0);  // no such core
-  EXPECT_EQ(r.dropped_records(), 1100u - 1024u + 1u);
+  EXPECT_EQ(r.dropped_records(), 1300u - kept + 1u);
   auto path = dir.path() / "r.json";
-  ASSERT_TRUE(r.Export(path).ok());
-  EXPECT_EQ(ReadJson(path)["aicore_tasks"].size(), 1024u);
+  // What the user reads: the reference's reconcile line (the pool's total,
+  // the row of no such core included), then the drops per core (74 each).
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  Status exported = r.Export(path);
+  spdlog::default_logger()->sinks().pop_back();
+  ASSERT_TRUE(exported.ok()) << exported.message();
+  EXPECT_NE(
+      log.str().find("ChipSwimlane reconcile: AICORE_TASK 149 records dropped on device side."),
+      std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("ChipSwimlane: AICORE_TASK rows dropped by core (pool full): core 0: "
+                           "74, core 1: 74\n"),
+            std::string::npos)
+      << log.str();
+  Json rows = ReadJson(path)["aicore_tasks"];
+  ASSERT_EQ(rows.size(), kept);
+  // Each core kept its first rows, in order (core 0: tokens 0, 2, 4, ...).
+  for (uint32_t k = 0; k < kept / 2; ++k) ASSERT_EQ(rows[k][1].get<uint32_t>(), 2 * k) << k;
 }
 
 TEST(SwimlaneRecorder, ConcurrentCoresKeepPerCoreOrder) {
