@@ -38,6 +38,7 @@
 #include "coordinator/access.h"
 #include "coordinator/capture_command.h"
 #include "coordinator/capture_policy.h"
+#include "coordinator/cli_validators.h"
 #include "coordinator/gather.h"
 #include "coordinator/post_run.h"
 #include "coordinator/report.h"
@@ -52,29 +53,16 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace dc = dfx::coordinator;
-
-// Seconds flags are forwarded to agents: the same range as their command line.
-constexpr double kMaxSeconds = dfx::kMaxTimeoutSeconds;
+using dc::ByteCount;
+using dc::LogLevel;
+using dc::PositiveSeconds;
+using dc::RunByteBudget;
+constexpr double kMaxSeconds = dc::kMaxFlagSeconds;
 
 int Fail(const std::string& message, int code = 1) {
   std::fflush(stdout);
   std::fprintf(stderr, "dfx-coordinator: %s\n", message.c_str());
   return code;
-}
-
-const CLI::Validator& PositiveSeconds() {
-  static const CLI::Validator v(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double d = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !(d > 0) || d > kMaxSeconds) {
-          return fmt::format("{}: expected a positive number of seconds (at most {:g})", text,
-                             kMaxSeconds);
-        }
-        return "";
-      },
-      "SECONDS");
-  return v;
 }
 
 // A deadline flag, given in seconds, into its Timeouts member.
@@ -97,14 +85,6 @@ CLI::Option* AddReconnectWindow(CLI::App& app, dfx::Timeouts& timeouts) {
       ->check(CLI::Range(0.0, kMaxSeconds).description("SECONDS"));
 }
 
-const CLI::Validator& LogLevel() {
-  static const CLI::Validator v =
-      CLI::IsMember(std::vector<std::string>(std::begin(dfx::protocol::kAgentLogLevels),
-                                             std::end(dfx::protocol::kAgentLogLevels)))
-          .name("LEVEL");
-  return v;
-}
-
 // The access flags (coordinator/access.h), shared by run and gather.
 void AddAccessOptions(CLI::App& app, dc::AccessFlags& a) {
   app.add_option("--keys", a.keys_dir,
@@ -113,56 +93,6 @@ void AddAccessOptions(CLI::App& app, dc::AccessFlags& a) {
   app.add_option("--key", a.key_file, "this coordinator's CURVE key pair (a .key file, mode 0600)");
   app.add_option("--agent-keys", a.agent_keys,
                  "the public keys of the agents admitted: a .pub file or a directory of them");
-}
-
-// The declared size an artifact may have (bytes; suffixes K, M, G, T of 1024).
-const CLI::Validator& ByteCount() {
-  static const CLI::Validator v(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-        uint64_t scale = 1;
-        std::string suffix = end;
-        if (suffix == "K" || suffix == "KiB") scale = 1ull << 10;
-        if (suffix == "M" || suffix == "MiB") scale = 1ull << 20;
-        if (suffix == "G" || suffix == "GiB") scale = 1ull << 30;
-        if (suffix == "T" || suffix == "TiB") scale = 1ull << 40;
-        if (end == text.c_str() || errno == ERANGE || (scale == 1 && !suffix.empty()) || n == 0 ||
-            n > dfx::protocol::kMaxArtifactBytes / scale) {
-          return fmt::format("{}: expected a byte count from 1 to 1T, e.g. 8G or 500M", text);
-        }
-        text = std::to_string(n * scale);
-        return "";
-      },
-      "BYTES");
-  return v;
-}
-
-// A byte budget (--max-run-bytes): bytes, suffixes K, M, G, T, P of 1024; 0 = none.
-const CLI::Validator& RunByteBudget() {
-  static const CLI::Validator v(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-        const std::string suffix = end;
-        int shift = -1;
-        const char* const kSuffixes[] = {"", "K", "M", "G", "T", "P"};
-        for (int i = 0; i < 6; ++i) {
-          if (suffix == kSuffixes[i] || (i > 0 && suffix == std::string(kSuffixes[i]) + "iB"))
-            shift = 10 * i;
-        }
-        if (end == text.c_str() || text[0] == '-' || errno == ERANGE || shift < 0 ||
-            n > (~0ull >> shift)) {
-          return fmt::format("{}: expected a byte count, e.g. 500M, 20G or 2T (0: no budget)",
-                             text);
-        }
-        text = std::to_string(n << shift);
-        return "";
-      },
-      "BYTES");
-  return v;
 }
 
 // A server keeps its descriptors for agents and files: the soft limit is
