@@ -60,7 +60,12 @@ class ArtifactReceiverTest : public ::testing::Test {
                          MakeHello({1}, 7, kSession));
     agent_ = std::get<AgentRegistry::Admitted>(admitted).agent;
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  // The receiver's writer thread may still be carrying out an abort whose
+  // ack went out already: end it before removing what it writes into.
+  void TearDown() override {
+    receiver_.reset();
+    fs::remove_all(dir_);
+  }
 
   // Runs the writer until `peer` got an ack (or gives up).
   std::optional<protocol::ArtifactAck> AwaitAck() {
