@@ -439,6 +439,13 @@ void CoordinatorLink::OnHeartbeat(const protocol::Heartbeat& heartbeat) {
 // the logs) with HELLO and refusal.
 void CoordinatorLink::BackOff(const std::string& refusal) {
   next_hello_ns_ = Now() + GrowBackoff();
+  // The next HELLO goes on a fresh connection: a refused socket may still
+  // hold what it queued for the session it was refused from (a reconnect's
+  // streams to a coordinator that crashed), and a HELLO queued behind that
+  // was seen never to leave (the gather that followed waited for this rank
+  // until its --timeout).
+  channel_ = protocol::DealerChannel();
+  connected_ = false;
   DFX_LOG_ERROR("{}; saying HELLO again in {:.0f} s", refusal, hello_backoff_ns_ / 1e9);
 }
 

@@ -253,7 +253,7 @@ EOF
 W2="$T/work2"
 on_host 0 run2 dfx-coordinator run "$T/plan2.json" --ranks 4 --attach --bind "$BIND" \
   --keys "$T/keys" --work-dir "$W2" --enable-dep-gen --startup-timeout 60 \
-  --heartbeat-timeout 100 &
+  --heartbeat-timeout 100 --reconnect-window 3 &
 c=$!; PIDS+=("$c")
 for _ in $(seq 600); do [ -f "$W2/dfx_outputs/rank1/d1/dispatch_program.json" ] && break; sleep 0.1; done
 [ -f "$W2/dfx_outputs/rank1/d1/dispatch_program.json" ] || fail "rank 1 never got its busy dispatch"
@@ -264,7 +264,9 @@ else
 fi
 log "killing host 2 (pids $(echo $victims))"
 kill -9 $victims
-wait_exit "$c" 60   # long before --heartbeat-timeout 100
+# Over the network a dead host looks like a dropped link: its rank fails
+# once --reconnect-window (3 s) passes, long before --heartbeat-timeout 100.
+wait_exit "$c" 60
 [ "$rc" = 1 ] || fail "the run with a dead host exited $rc (expected 1)"
 manifest "$W2/dfx_outputs/run_manifest.json" "
 for r in m['ranks']:
