@@ -151,9 +151,12 @@ void EventLoop::OnHello(const std::string& identity, const protocol::Header& hea
   // starts the clock-offset measurement.
   registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Heartbeat{NowNs(), 0, true});
   a.agent->last_ping_ns = NowNs();
-  // The proof a reconnect HELLO must repeat (docs/design.md §9).
-  a.agent->resume_token = NewResumeToken();
-  registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Resume{a.agent->resume_token});
+  // The proof a reconnect HELLO must repeat (docs/design.md §9); none with
+  // --reconnect-window 0, so such a run's agents do not try to come back.
+  if (options_.timeouts.ReconnectWindow() > Timeouts::Duration::zero()) {
+    a.agent->resume_token = NewResumeToken();
+    registry_.Send(*a.agent, a.agent->ranks.front(), protocol::Resume{a.agent->resume_token});
+  }
   handler.OnAdmitted(*a.agent);
 }
 
