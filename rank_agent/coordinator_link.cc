@@ -90,7 +90,7 @@ bool CoordinatorLink::Send(int32_t rank, protocol::Body body, protocol::DealerCh
   return true;
 }
 
-void CoordinatorLink::SendHello() {
+protocol::Hello CoordinatorLink::MakeHello() const {
   protocol::Hello hello;
   hello.ranks = ranks_;
   hello.chips = static_cast<uint32_t>(ranks_.size());
@@ -100,6 +100,11 @@ void CoordinatorLink::SendHello() {
   hello.agent_clock_ns = Now();
   hello.mode = options_.mode;
   hello.spool_dir = fs::absolute(options_.spool_root).string();
+  return hello;
+}
+
+void CoordinatorLink::SendHello() {
+  protocol::Hello hello = MakeHello();
   Send(ranks_.front(), std::move(hello));
   last_hello_ns_ = Now();
 }
@@ -399,15 +404,7 @@ Status CoordinatorLink::Reconnect(std::vector<uint64_t> open_transfers) {
       options_.coordinator, Hex64(session_), open_transfers.size());
   channel_ = protocol::DealerChannel();
   DFX_RETURN_IF_ERROR(OpenSocket());
-  protocol::Hello hello;
-  hello.ranks = ranks_;
-  hello.chips = static_cast<uint32_t>(ranks_.size());
-  hello.session_id = session_;
-  hello.host = protocol::ThisHostName("unknown");
-  hello.pid = static_cast<uint32_t>(::getpid());
-  hello.agent_clock_ns = Now();
-  hello.mode = options_.mode;
-  hello.spool_dir = fs::absolute(options_.spool_root).string();
+  protocol::Hello hello = MakeHello();
   hello.reconnect = true;
   hello.resume_token = resume_token_;
   hello.open_transfers = std::move(open_transfers);

@@ -47,6 +47,8 @@ class CoordinatorLink {
   // Connects as `identity` for `ranks` (the first one names the agent's
   // own messages), in session options.session_id.
   Status Connect(const std::string& identity, std::vector<int32_t> ranks);
+  // This agent's HELLO as of now (who it is, its session, its spool).
+  protocol::Hello MakeHello() const;
   void SendHello();
 
   // Sends `body` on `via` (the bulk path) or the link's socket. Returns
