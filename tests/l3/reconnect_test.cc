@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/l3/e2e_util.h"
+#include "tests/l3/fault_hooks.h"
 #include "tests/l3/raw_client.h"
 #include "tests/l3/tcp_proxy.h"
 
@@ -343,6 +344,7 @@ TEST(ReconnectTest, OneSecondCutMidDispatchResumes) {
 }
 
 TEST(ReconnectTest, OneSecondCutMidStreamResumes) {
+  DFX_SKIP_WITHOUT_FAULT_HOOKS();  // the stream is slowed by DFX_FAULT_COORDINATOR_WRITE_DELAY_MS
   AttachedCut("rc_stream", {CutAt::kStream, 1}, "");
 }
 
